@@ -1,0 +1,41 @@
+// swift-tools-version:6.2
+// Rivet & Rastrillo for Linux: a toolkit of small command-line programs over shared libraries.
+import PackageDescription
+
+let package = Package(
+    name: "RivetRastrillo",
+    targets: [
+        // MARK: C libraries (one system-library target each; shims only for what Swift cannot import)
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CAvahi", path: "Sources/CAvahi", pkgConfig: "avahi-client",
+            providers: [.apt(["libavahi-client-dev"])]),
+        .systemLibrary(
+            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+
+        // MARK: Swift wrappers: the only code that imports each C module
+        .target(name: "OpenSSLKit", dependencies: ["COpenSSL"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        .target(name: "AvahiKit", dependencies: ["CAvahi"]),
+        .target(name: "CurlKit", dependencies: ["CCurl"]),
+
+        // MARK: Command-line kit shared by every tool
+        .target(name: "CommandLineKit"),
+
+        // MARK: Tests
+        .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
+        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
+        .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit"]),
+        .testTarget(name: "CurlKitTests", dependencies: ["CurlKit"]),
+        .testTarget(
+            name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
+            resources: [.copy("Fixtures")]),
+    ],
+    swiftLanguageModes: [.v6]
+)
