@@ -98,7 +98,7 @@ public final class SQLiteDatabase {
             try configure(db, busyTimeoutMilliseconds: milliseconds)
         } catch let error as SQLiteError {
             close()
-            throw error.context == nil ? error.with(context: "open \(path)") : error
+            throw error.with(context: "open \(path)")
         }
     }
 
@@ -211,6 +211,7 @@ public final class SQLiteDatabase {
     /// must not close the connection and should not block for long: a writer holds the lock.
     /// - Throws: `body`'s error, `.transactionAlreadyOpen`, `.busy` (the lock did not come within
     ///   the busy timeout), the commit's `SQLiteError`, `.closed`.
+    @discardableResult
     public func transaction<T>(_ kind: SQLiteTransactionKind = .immediate, _ body: () throws -> T)
         throws -> T
     {
