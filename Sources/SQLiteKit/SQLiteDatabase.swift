@@ -65,7 +65,8 @@ public final class SQLiteDatabase {
     ///   - readOnly: open without write access; the file must exist, and every write fails with
     ///     `isReadOnly`.
     /// - Throws: `SQLiteError.invalidPath`, `.invalidArgument` (busy timeout out of range),
-    ///   `.symlink`, `.notRegularFile`, `.fileSystem` (creating the file failed), `.cantOpen`
+    ///   `.symlink`, `.notRegularFile` (also for a `-wal`, `-shm` or `-journal` companion that is
+    ///   a link or not a regular file), `.fileSystem` (creating the file failed), `.cantOpen`
     ///   (read-only and missing, or SQLite could not open it), `.notADatabase` (the file holds
     ///   something else), `.journalModeRejected`, `.busy`, or any other SQLite error.
     public init(path: String, busyTimeout: Duration = .seconds(5), readOnly: Bool = false) throws {
@@ -75,6 +76,10 @@ public final class SQLiteDatabase {
         let milliseconds = try Self.milliseconds(busyTimeout)
         if !readOnly { try Self.createIfMissing(path) }
         let status = try Self.inspect(path)
+        // SQLite opens these companions without O_NOFOLLOW; a planted link would redirect writes.
+        for suffix in ["-wal", "-shm", "-journal"] {
+            try Self.inspectCompanion(path + suffix)
+        }
 
         var flags = SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_PRIVATECACHE
         flags |= SQLITE_OPEN_EXRESCODE
@@ -182,9 +187,10 @@ public final class SQLiteDatabase {
     public func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> [SQLiteRow] {
         let statement = try prepare(sql)
         try statement.bind(bindings)
+        let names = (0..<statement.columnCount).map { statement.columnName(at: $0) }
         var rows: [SQLiteRow] = []
         while try statement.step() {
-            rows.append(statement.row())
+            rows.append(SQLiteRow(columnNames: names, values: statement.values()))
         }
         return rows
     }
@@ -324,6 +330,22 @@ public final class SQLiteDatabase {
             let number = errno
             unlink(path)
             throw SQLiteError.fileSystem(number, context: "set mode 0600 on \(path)")
+        }
+    }
+
+    /// Refuses a companion file (`-wal`, `-shm`, `-journal`) that exists but is not a regular
+    /// file; an absent one is fine.
+    private static func inspectCompanion(_ path: String) throws {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            let number = errno
+            if number == ENOENT { return }
+            throw SQLiteError.fileSystem(number, context: "inspect \(path)")
+        }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFLNK: throw SQLiteError.symlink.with(context: "open \(path)")
+        default: throw SQLiteError.notRegularFile.with(context: "open \(path)")
         }
     }
 

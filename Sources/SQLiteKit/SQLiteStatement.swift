@@ -230,10 +230,12 @@ public final class SQLiteStatement {
 
     /// The current row, copied out.
     public func row() -> SQLiteRow {
-        let count = columnCount
-        return SQLiteRow(
-            columnNames: (0..<count).map { columnName(at: $0) },
-            values: (0..<count).map { value(at: $0) })
+        SQLiteRow(columnNames: (0..<columnCount).map { columnName(at: $0) }, values: values())
+    }
+
+    /// The current row's values in column order.
+    func values() -> [SQLiteValue] {
+        (0..<columnCount).map { value(at: $0) }
     }
 
     /// Checks that a row is current and `index` is a valid column; reading otherwise is a

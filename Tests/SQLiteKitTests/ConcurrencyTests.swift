@@ -45,7 +45,7 @@ private final class LockHolder: Sendable {
         let waited = ContinuousClock.now - start
         holder.finished.wait()
         #expect(holder.failure.withLock { $0 } == nil)
-        #expect(waited >= .milliseconds(150), "the insert should have waited for the holder")
+        #expect(waited >= .milliseconds(100), "the insert should have waited for the holder")
         #expect(waited < .seconds(2))
         #expect(try db.query("SELECT x FROM t ORDER BY rowid").map(\.values) == [["holder"], ["waiter"]])
     }

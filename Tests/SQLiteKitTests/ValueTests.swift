@@ -183,10 +183,11 @@ import Testing
         #expect(try db.query("SELECT v FROM t").map(\.values) == [[5], [5]])
     }
 
-    @Test func readingAColumnWithoutARowTraps() async {
+    @Test func readingAColumnWithoutARowTraps() async throws {
+        let dir = try TemporaryDirectory()
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let dir = try TemporaryDirectory()
-            let db = try SQLiteDatabase(path: dir.file("v.db"))
+            [path = dir.file("v.db") as String] in
+            let db = try SQLiteDatabase(path: path)
             let statement = try db.prepare("SELECT 1")
             _ = statement.int64(at: 0)
         }
@@ -194,10 +195,11 @@ import Testing
         #expect(output.contains("no current row"))
     }
 
-    @Test func readingAColumnPastTheEndTraps() async {
+    @Test func readingAColumnPastTheEndTraps() async throws {
+        let dir = try TemporaryDirectory()
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let dir = try TemporaryDirectory()
-            let db = try SQLiteDatabase(path: dir.file("v.db"))
+            [path = dir.file("v.db") as String] in
+            let db = try SQLiteDatabase(path: path)
             let statement = try db.prepare("SELECT 1")
             _ = try statement.step()
             _ = statement.int64(at: 1)
