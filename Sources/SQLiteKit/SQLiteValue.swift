@@ -5,7 +5,7 @@
 public enum SQLiteValue: Sendable, Hashable {
     /// A 64-bit signed integer.
     case integer(Int64)
-    /// A 64-bit IEEE floating-point number.
+    /// A 64-bit IEEE floating-point number. SQLite stores NaN as NULL.
     case real(Double)
     /// UTF-8 text. Text read from a file that holds invalid UTF-8 is repaired with U+FFFD.
     case text(String)
