@@ -31,16 +31,16 @@ public final class TLSServerContext: @unchecked Sendable {
     /// Throws `OpenSSLError.keyMismatch` if `certificate` is not for `key`, and
     /// `.operationFailed` if OpenSSL cannot build the context.
     public init(key: P256PrivateKey, certificate: SelfSignedCertificate) throws(OpenSSLError) {
+        ERR_clear_error()
+        guard X509_check_private_key(certificate.x509, key.pkey) == 1 else {
+            throw OpenSSLError.keyMismatch.with("the certificate's public key does not belong to the private key")
+        }
         let ctx = try makeTLS13Context(server: true)
         guard SSL_CTX_use_certificate(ctx, certificate.x509) == 1,
               SSL_CTX_use_PrivateKey(ctx, key.pkey) == 1
         else {
             SSL_CTX_free(ctx)
             throw OpenSSLError.operationFailed.with("installing the server key and certificate failed")
-        }
-        guard SSL_CTX_check_private_key(ctx) == 1 else {
-            SSL_CTX_free(ctx)
-            throw OpenSSLError.keyMismatch.with("the certificate's public key does not belong to the private key")
         }
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
         self.ctx = ctx
