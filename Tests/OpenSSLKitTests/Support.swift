@@ -181,6 +181,7 @@ let opensslPath = "/usr/bin/openssl"
 func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) throws -> ProcessOutput {
     let child = try Subprocess(executable, arguments)
     defer { child.kill() }
+    child.closeInput()
     let status = try child.wait(timeout: timeout)
     return ProcessOutput(status: status, standardOutput: child.readAllOutput(), standardError: child.readAllErrors())
 }
@@ -191,16 +192,21 @@ final class Subprocess: @unchecked Sendable {  // @unchecked Sendable: used by o
     private let process = Process()
     private let output = Pipe()
     private let errors = Pipe()
+    private let input = Pipe()
     private var pending: [UInt8] = []
 
     init(_ executable: String, _ arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
         try process.run()
     }
+
+    /// Closes the child's stdin (it reads end-of-file). Until then stdin stays open and empty,
+    /// which `openssl s_server` needs: it quits on end-of-file.
+    func closeInput() { try? input.fileHandleForWriting.close() }
 
     /// Reads stdout until a line satisfies `match`, or throws after `timeout`.
     func waitForLine(timeout: Duration, _ match: (String) -> Bool) throws -> String {
