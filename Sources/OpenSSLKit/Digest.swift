@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// SHA-256 (FIPS 180-4) over OpenSSL's EVP interface.
 ///

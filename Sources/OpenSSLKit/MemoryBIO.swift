@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// Runs `body` with a read-only memory BIO over the UTF-8 bytes of `text`.
 func withReadBIO<R>(_ text: String, _ body: (OpaquePointer) throws(OpenSSLError) -> R) throws(OpenSSLError) -> R {
@@ -8,7 +8,11 @@ func withReadBIO<R>(_ text: String, _ body: (OpaquePointer) throws(OpenSSLError)
 }
 
 /// Runs `body` with a read-only memory BIO over `bytes`.
+/// OpenSSL's error queue is empty when `body` starts and when this returns: decoders may queue
+/// errors even when they succeed, and those must not reach a later, unrelated error message.
 func withReadBIO<R>(bytes: [UInt8], _ body: (OpaquePointer) throws(OpenSSLError) -> R) throws(OpenSSLError) -> R {
+    ERR_clear_error()
+    defer { ERR_clear_error() }
     let result: Result<R, OpenSSLError> = bytes.withUnsafeBytes { buffer in
         let placeholder: UInt8 = 0
         return withUnsafeBytes(of: placeholder) { empty in

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// A failure inside OpenSSL while handling keys, certificates, PEM text or random bytes.
 ///

@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// An ECDSA private key on the NIST P-256 curve (OpenSSL `EVP_PKEY`): the per-install identity
 /// that TLS servers present and clients pin by its `fingerprint`.
@@ -15,6 +15,7 @@ public final class P256PrivateKey: @unchecked Sendable {
     /// Generates a fresh key from OpenSSL's DRBG. Throws `OpenSSLError.operationFailed` if
     /// OpenSSL cannot generate one.
     public static func generate() throws(OpenSSLError) -> P256PrivateKey {
+        ERR_clear_error()
         guard let pkey = copenssl_ec_keygen("P-256") else {
             throw OpenSSLError.operationFailed.with("P-256 key generation failed")
         }

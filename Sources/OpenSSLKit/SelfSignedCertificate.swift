@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 import Foundation
 
 /// An X.509 certificate (OpenSSL `X509`), normally one this install signs for its own
@@ -31,6 +31,8 @@ public final class SelfSignedCertificate: @unchecked Sendable {
         guard notValidBefore < notValidAfter else {
             throw OpenSSLError.operationFailed.with("certificate validity window is empty: notValidBefore is not before notValidAfter")
         }
+        ERR_clear_error()
+        defer { ERR_clear_error() }
         guard let x509 = X509_new() else { throw OpenSSLError.operationFailed.with("X509_new failed") }
         self.init(taking: x509)
 

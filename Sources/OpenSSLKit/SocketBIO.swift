@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 #if canImport(Glibc)
 import Glibc
 #endif

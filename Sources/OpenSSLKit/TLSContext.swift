@@ -1,4 +1,4 @@
-import COpenSSL
+internal import COpenSSL
 
 /// Creates an `SSL_CTX` that speaks TLS 1.3 only, with partial writes enabled (a write loop
 /// feeds it) and no session tickets (nothing is resumed; every handshake verifies the peer).
