@@ -78,6 +78,9 @@ public enum PEMKeyStore {
     /// left untouched), `.symlink` if `path` is a symbolic link, `.notRegularFile` if it is a
     /// directory or special file, `.io(errno)` when a system call fails.
     public static func save(_ key: P256PrivateKey, to path: String) throws(KeyStoreError) {
+        guard !split(path).name.isEmpty else {
+            throw KeyStoreError.notRegularFile.at(path, "does not name a file (empty name or trailing slash)")
+        }
         try createParentDirectories(of: path)
         let target = key.fingerprint
         // A concurrent remover could empty the path between our link() and re-check; retry then.

@@ -134,6 +134,10 @@ private func writeFile(_ path: String, _ text: String, mode: mode_t) throws {
         #expect(throws: KeyStoreError.notRegularFile) { try PEMKeyStore.load(from: fifo) }
         #expect(throws: KeyStoreError.notRegularFile) { try PEMKeyStore.save(try P256PrivateKey.generate(), to: fifo) }
         #expect(throws: KeyStoreError.notRegularFile) { try PEMKeyStore.save(try P256PrivateKey.generate(), to: dir.path + "/") }
+        #expect(throws: KeyStoreError.notRegularFile) { try PEMKeyStore.save(try P256PrivateKey.generate(), to: dir.file("new/")) }
+        #expect(throws: KeyStoreError.notRegularFile) { try PEMKeyStore.save(try P256PrivateKey.generate(), to: "") }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("new")))
+        #expect(throws: KeyStoreError.notFound) { try PEMKeyStore.load(from: "") }
     }
 
     @Test func loadRefusesGarbageAndOtherKeyTypes() throws {
