@@ -1,0 +1,267 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failure reading or writing a private-key file.
+///
+/// Equality compares only the kind of failure (`.io` also compares the errno), never the message.
+/// Messages name the path and the reason; they never contain key material.
+public struct KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    private enum Code: Equatable, Sendable {
+        case keyExists, symlink, notRegularFile, insecurePermissions, notFound, tooLarge, invalidKey
+        case keyGenerationFailed
+        case io(Int32)
+    }
+
+    private let code: Code
+    /// What failed and why, naming the path.
+    public let message: String
+
+    private init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The path already holds a different key, or a file that cannot be read as a key;
+    /// nothing was written.
+    public static let keyExists = KeyStoreError(.keyExists, "a different key already exists")
+    /// The path (or the file found at it) is a symbolic link; key files are never followed.
+    public static let symlink = KeyStoreError(.symlink, "path is a symbolic link")
+    /// The path names something other than a regular file (directory, FIFO, device, socket).
+    public static let notRegularFile = KeyStoreError(.notRegularFile, "not a regular file")
+    /// The file is accessible to group or others, or is owned by another user.
+    public static let insecurePermissions = KeyStoreError(.insecurePermissions, "insecure permissions")
+    /// No file exists at the path.
+    public static let notFound = KeyStoreError(.notFound, "no such file")
+    /// The file is larger than `PEMKeyStore.maximumFileSize`.
+    public static let tooLarge = KeyStoreError(.tooLarge, "file too large")
+    /// The file's contents are not a P-256 private key PEM.
+    public static let invalidKey = KeyStoreError(.invalidKey, "invalid key")
+    /// OpenSSL could not generate a new key.
+    public static let keyGenerationFailed = KeyStoreError(.keyGenerationFailed, "key generation failed")
+    /// A system call failed with `errno`.
+    public static func io(_ errno: Int32) -> KeyStoreError { KeyStoreError(.io(errno), "I/O error \(errno)") }
+
+    /// The errno of an `.io` error, `nil` for every other kind.
+    public var systemErrno: Int32? {
+        if case .io(let value) = code { value } else { nil }
+    }
+
+    fileprivate func at(_ path: String, _ detail: String) -> KeyStoreError {
+        KeyStoreError(code, "\(path): \(detail)")
+    }
+
+    fileprivate static func system(_ what: String, _ path: String, _ errno: Int32) -> KeyStoreError {
+        KeyStoreError(.io(errno), "\(path): \(what) failed: \(String(cString: strerror(errno)))")
+    }
+
+    public static func == (lhs: KeyStoreError, rhs: KeyStoreError) -> Bool { lhs.code == rhs.code }
+
+    public var description: String { message }
+}
+
+/// Stores a `P256PrivateKey` as a PEM file readable only by its owner (mode 0600).
+///
+/// Writes are atomic and never replace a key: the PEM goes to a fresh temporary file in the same
+/// directory (`O_CREAT|O_EXCL|O_NOFOLLOW`, 0600, fsync) which is then hard-linked to the final
+/// name with `link(2)`, which fails rather than overwrite. Readers therefore see either no file or
+/// the whole key, and when several processes or threads create a key at once exactly one wins.
+/// Missing parent directories are created with mode 0700; existing ones are left as they are.
+public enum PEMKeyStore {
+    /// Largest key file `load(from:)` accepts (64 KiB); a P-256 PEM is about 240 bytes.
+    public static let maximumFileSize = 64 * 1024
+
+    /// Writes `key` to `path` (see the type's documentation for how).
+    ///
+    /// Succeeds without writing if `path` already holds this same key. Throws
+    /// `KeyStoreError.keyExists` if it holds a different key or an unreadable one (the file is
+    /// left untouched), `.symlink` if `path` is a symbolic link, `.notRegularFile` if it is a
+    /// directory or special file, `.io(errno)` when a system call fails.
+    public static func save(_ key: P256PrivateKey, to path: String) throws(KeyStoreError) {
+        guard !split(path).name.isEmpty else {
+            throw KeyStoreError.notRegularFile.at(path, "does not name a file (empty name or trailing slash)")
+        }
+        try createParentDirectories(of: path)
+        let target = key.fingerprint
+        // A concurrent remover could empty the path between our link() and re-check; retry then.
+        for _ in 0..<3 {
+            if try existingKeyMatches(target, at: path) { return }
+            let temporary = try writeTemporaryFile(key.pemRepresentation, besides: path)
+            if link(temporary, path) == 0 {
+                unlink(temporary)
+                syncDirectory(of: path)
+                return
+            }
+            let error = errno
+            unlink(temporary)
+            guard error == EEXIST else { throw KeyStoreError.system("link to final name", path, error) }
+        }
+        throw KeyStoreError.keyExists.at(path, "the file keeps changing while saving; refusing to overwrite it")
+    }
+
+    /// Reads the key at `path`.
+    ///
+    /// Throws `KeyStoreError.notFound` if there is no file, `.symlink` if `path` is a symbolic
+    /// link, `.notRegularFile` for anything but a regular file, `.insecurePermissions` if group or
+    /// others have any permission bit or another user owns it, `.tooLarge` above
+    /// `maximumFileSize`, `.invalidKey` if the contents are not a P-256 private key PEM, and
+    /// `.io(errno)` when a system call fails.
+    public static func load(from path: String) throws(KeyStoreError) -> P256PrivateKey {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else {
+            let error = errno
+            switch error {
+            case ENOENT: throw KeyStoreError.notFound.at(path, "no key file")
+            case ELOOP: throw KeyStoreError.symlink.at(path, "is a symbolic link; key files are never followed through links")
+            default: throw KeyStoreError.system("open", path, error)
+            }
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw KeyStoreError.system("fstat", path, errno) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw KeyStoreError.notRegularFile.at(path, "is not a regular file")
+        }
+        let mode = info.st_mode & 0o7777
+        guard mode & 0o077 == 0 else {
+            throw KeyStoreError.insecurePermissions.at(path, "has mode 0\(String(mode, radix: 8)), so group or others can access the private key; it must be 0600 (chmod 600)")
+        }
+        guard info.st_uid == geteuid() else {
+            throw KeyStoreError.insecurePermissions.at(path, "is owned by uid \(info.st_uid), not by this user (uid \(geteuid()))")
+        }
+        guard Int(info.st_size) <= maximumFileSize else {
+            throw KeyStoreError.tooLarge.at(path, "is \(info.st_size) bytes; a key file is at most \(maximumFileSize)")
+        }
+        var bytes = [UInt8](repeating: 0, count: maximumFileSize + 1)
+        defer { wipe(&bytes) }
+        var count = 0
+        while count < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n == 0 { break }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw KeyStoreError.system("read", path, errno)
+            }
+            count += n
+        }
+        guard count <= maximumFileSize else {
+            throw KeyStoreError.tooLarge.at(path, "grew beyond \(maximumFileSize) bytes while being read")
+        }
+        do {
+            return try P256PrivateKey(pem: String(decoding: bytes[..<count], as: UTF8.self))
+        } catch {
+            throw KeyStoreError.invalidKey.at(path, "does not hold a P-256 private key PEM (\(error.message))")
+        }
+    }
+
+    /// Loads the key at `path`, or on first use generates one and saves it.
+    ///
+    /// Concurrent callers (threads or processes) all end up with the same key: only one `link(2)`
+    /// can create the file, and every other caller loads the winner's key. Throws what `load(from:)`
+    /// and `save(_:to:)` throw, and `KeyStoreError.keyGenerationFailed` if OpenSSL cannot generate.
+    public static func loadOrCreate(at path: String) throws(KeyStoreError) -> P256PrivateKey {
+        do {
+            return try load(from: path)
+        } catch let error where error == .notFound {}
+        let key: P256PrivateKey
+        do {
+            key = try P256PrivateKey.generate()
+        } catch {
+            throw KeyStoreError.keyGenerationFailed.at(path, error.message)
+        }
+        do {
+            try save(key, to: path)
+            return key
+        } catch let error where error == .keyExists {
+            return try load(from: path)
+        }
+    }
+
+    /// True if `path` holds the key with fingerprint `target`, false if nothing is there.
+    private static func existingKeyMatches(_ target: SPKIFingerprint, at path: String) throws(KeyStoreError) -> Bool {
+        var info = stat()
+        if lstat(path, &info) != 0 {
+            let error = errno
+            if error == ENOENT { return false }
+            throw KeyStoreError.system("lstat", path, error)
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK: throw KeyStoreError.symlink.at(path, "is a symbolic link; refusing to write a key through it")
+        case S_IFREG: break
+        default: throw KeyStoreError.notRegularFile.at(path, "exists and is not a regular file")
+        }
+        let existing: P256PrivateKey
+        do {
+            existing = try load(from: path)
+        } catch let error where error == .notFound {
+            return false
+        } catch {
+            throw KeyStoreError.keyExists.at(path, "already holds a key file that cannot be used (\(error.message)); not overwriting it")
+        }
+        guard existing.fingerprint == target else {
+            throw KeyStoreError.keyExists.at(path, "already holds a different key; not overwriting it")
+        }
+        return true
+    }
+
+    /// Writes `contents` to a new 0600 file in the same directory as `path`, fsyncs it, and
+    /// returns its name.
+    private static func writeTemporaryFile(_ contents: String, besides path: String) throws(KeyStoreError) -> String {
+        let (directory, name) = split(path)
+        let suffix: String
+        do {
+            suffix = SPKIFingerprint(bytes: SHA256.hash(try SecureRandom.bytes(16)))!.hex.prefix(16).description
+        } catch {
+            throw KeyStoreError.keyGenerationFailed.at(path, error.message)
+        }
+        let temporary = "\(directory)/.\(name).tmp-\(suffix)"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeyStoreError.system("create temporary file", temporary, errno) }
+        var bytes = Array(contents.utf8)
+        defer { wipe(&bytes) }
+        var failure: KeyStoreError?
+        if fchmod(fd, 0o600) != 0 { failure = .system("fchmod", temporary, errno) }
+        var written = 0
+        while failure == nil && written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                failure = .system("write", temporary, errno)
+            } else {
+                written += n
+            }
+        }
+        if failure == nil && fsync(fd) != 0 { failure = .system("fsync", temporary, errno) }
+        if close(fd) != 0 && failure == nil { failure = .system("close", temporary, errno) }
+        if let failure {
+            unlink(temporary)
+            throw failure
+        }
+        return temporary
+    }
+
+    private static func createParentDirectories(of path: String) throws(KeyStoreError) {
+        let (directory, _) = split(path)
+        var prefix = directory.hasPrefix("/") ? "" : "."
+        for component in directory.split(separator: "/") where component != "." {
+            prefix += "/" + component
+            if mkdir(prefix, 0o700) != 0 {
+                let error = errno
+                if error != EEXIST { throw KeyStoreError.system("mkdir", prefix, error) }
+            }
+        }
+    }
+
+    private static func syncDirectory(of path: String) {
+        let fd = open(split(path).directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+
+    private static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+}
