@@ -28,6 +28,9 @@ let package = Package(
         // MARK: Command-line kit shared by every tool
         .target(name: "CommandLineKit"),
 
+        // MARK: Pairing: coordinator, transcript, registry, authenticator, companion credential
+        .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SQLiteKit"]),
+
         // MARK: Tests
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
@@ -35,6 +38,9 @@ let package = Package(
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit"]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
+            resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "RivetPairingTests", dependencies: ["RivetPairing", "OpenSSLKit", "SQLiteKit"],
             resources: [.copy("Fixtures")]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,115 @@
+import Foundation
+import OpenSSLKit
+
+/// `PairBegin`, the device's first pairing message: who it is and its commitment to `Nc`.
+public struct RivetDevicePairBegin: Sendable, Equatable {
+    /// The application the device wants to pair with.
+    public let applicationID: RivetApplicationID
+    /// The name to show the person who confirms.
+    public let deviceName: RivetDeviceName
+    /// The ID this device was given by an earlier pairing, when it re-pairs; `nil` for a first
+    /// pairing.
+    public let existingDeviceID: DeviceID?
+    /// `SHA-256("rivet-pair-commit-v1" ‖ u32be(32) ‖ Nc)`.
+    public let commitment: RivetDevicePairingCommitment
+
+    /// Assembles the message.
+    public init(
+        applicationID: RivetApplicationID, deviceName: RivetDeviceName, existingDeviceID: DeviceID?,
+        commitment: RivetDevicePairingCommitment
+    ) {
+        self.applicationID = applicationID
+        self.deviceName = deviceName
+        self.existingDeviceID = existingDeviceID
+        self.commitment = commitment
+    }
+}
+
+/// `PairServerNonce`: the server's fresh `Ns`, drawn after it holds the device's commitment.
+public struct RivetDevicePairServerNonce: Sendable, Equatable {
+    /// The server's nonce.
+    public let nonce: Nonce
+
+    /// Wraps the server's nonce.
+    public init(nonce: Nonce) { self.nonce = nonce }
+}
+
+/// `PairReveal`: the device opens its commitment by sending `Nc`.
+public struct RivetDevicePairReveal: Sendable, Equatable {
+    /// The client's nonce.
+    public let nonce: Nonce
+
+    /// Wraps the client's nonce.
+    public init(nonce: Nonce) { self.nonce = nonce }
+}
+
+/// `PairAccepted`: sent once, after both people confirmed, with the device's ID and credential.
+/// Its text forms never show the credential.
+public struct RivetDevicePairAccepted: Sendable, Equatable, CustomStringConvertible {
+    /// The device's ID (a fresh one, or the existing one on a re-pairing).
+    public let deviceID: DeviceID
+    /// The device's new credential `K`.
+    public let credential: PairingCredential
+
+    /// Assembles the message.
+    public init(deviceID: DeviceID, credential: PairingCredential) {
+        self.deviceID = deviceID
+        self.credential = credential
+    }
+
+    /// The device ID and a redacted credential.
+    public var description: String { "PairAccepted(deviceID: \(deviceID), credential: redacted)" }
+}
+
+/// A paired device as the registry lists it. It holds no credential and no verifier, so it can
+/// be printed, listed and sent to `rivet-pair list` freely.
+public struct RivetDevicePairedDevice: Sendable, Equatable {
+    /// The device's ID.
+    public let deviceID: DeviceID
+    /// The name the device gave when it paired.
+    public let displayName: RivetDeviceName
+    /// The application it paired with.
+    public let applicationID: RivetApplicationID
+    /// The server's SPKI fingerprint at pairing; resuming under another server key fails.
+    public let serverFingerprint: SPKIFingerprint
+    /// The scopes the desktop's person granted.
+    public let scopes: Set<RivetDeviceScope>
+    /// When the device was first paired (whole milliseconds).
+    public let created: Date
+    /// When the device last authenticated (whole milliseconds), or `nil` if never since pairing.
+    public let lastSeen: Date?
+
+    /// Assembles a record. Dates are rounded to whole milliseconds, the registry's precision,
+    /// so a record reads back equal to what was written.
+    public init(
+        deviceID: DeviceID, displayName: RivetDeviceName, applicationID: RivetApplicationID,
+        serverFingerprint: SPKIFingerprint, scopes: Set<RivetDeviceScope>, created: Date, lastSeen: Date?
+    ) {
+        self.deviceID = deviceID
+        self.displayName = displayName
+        self.applicationID = applicationID
+        self.serverFingerprint = serverFingerprint
+        self.scopes = scopes
+        self.created = Date(unixMilliseconds: created.unixMilliseconds)
+        self.lastSeen = lastSeen.map { Date(unixMilliseconds: $0.unixMilliseconds) }
+    }
+
+    /// The same record with another `lastSeen`.
+    func seen(at date: Date?) -> RivetDevicePairedDevice {
+        RivetDevicePairedDevice(
+            deviceID: deviceID, displayName: displayName, applicationID: applicationID,
+            serverFingerprint: serverFingerprint, scopes: scopes, created: created, lastSeen: date)
+    }
+}
+
+extension Date {
+    /// Milliseconds since 1970-01-01T00:00:00Z, rounded to the nearest.
+    var unixMilliseconds: Int64 {
+        Int64((timeIntervalSince1970 * 1000).rounded())
+    }
+
+    /// The date `milliseconds` after 1970-01-01T00:00:00Z.
+    init(unixMilliseconds milliseconds: Int64) {
+        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
+    }
+}

@@ -1,0 +1,493 @@
+import Foundation
+import OpenSSLKit
+
+/// The desktop side of pairing as a pure state machine: no I/O, `Sendable`, clock and randomness
+/// injected. The daemon owns one (inside an actor), feeds it every input through `handle(_:)`
+/// and performs the returned actions.
+///
+/// Rules (see docs/protocol.md, "Pairing"):
+/// - A window is opened explicitly and lasts `windowDuration` (300 s). It is open at monotonic
+///   time `t` iff `openedAt ≤ t < openedAt + 300 s`. Every input first applies expiry: at
+///   exactly `openedAt + 300 s` the window is closed, the active attempt ends, and the input is
+///   refused — including the confirmation that would have issued a credential.
+/// - One attempt at a time: a `PairBegin` from another connection while one is active is
+///   refused with `attemptInProgress`; nothing about the active attempt changes.
+/// - `Ns` is drawn only after the commitment arrived. A reveal that does not open the
+///   commitment, a reject from either side, a wrong typed code, the device disconnecting, or a
+///   message out of order from the attempt's own device is a failure: it ends the attempt. The
+///   `failureLimit`-th (5th) failure in one window closes it (`tooManyFailures`).
+/// - The credential `K` (and, for a new device, its ID) is drawn only when both the device and
+///   the desktop have confirmed; the window then closes (one device per opening).
+/// - `cancel` closes the window and ends any attempt.
+public struct RivetDevicePairingCoordinator: Sendable {
+    /// How long a window stays open (300 s).
+    public static let windowDuration: Duration = .seconds(300)
+    /// The number of failures that closes a window (5).
+    public static let failureLimit = 5
+
+    /// Who an action addresses.
+    public enum Party: Hashable, Sendable {
+        /// The device on this connection.
+        case device(RivetPairingConnectionID)
+        /// The desktop's person (through `rivet-pair`).
+        case desktop
+    }
+
+    /// Why a window closed.
+    public enum Closure: Equatable, Sendable {
+        /// The window reached its end.
+        case expired
+        /// The desktop cancelled it.
+        case cancelled
+        /// The fifth failure closed it.
+        case tooManyFailures
+        /// A device paired; one device per opening.
+        case paired
+    }
+
+    /// The desktop person's confirmation of the displayed code.
+    public enum DesktopConfirmation: Equatable, Sendable {
+        /// The person compared both screens and said yes.
+        case yes
+        /// The person typed the code shown on the device; it is compared in constant time with
+        /// the server's code, and a mismatch is a failure.
+        case typedCode(String)
+    }
+
+    /// Everything the coordinator reacts to.
+    public enum Input: Sendable {
+        /// The desktop opens a window.
+        case open
+        /// A device's `PairBegin` arrived on `connection`. `knownDevice` is the registry's record
+        /// for the message's `existingDeviceID`, looked up by the caller (`nil` if absent); it is
+        /// used only when its ID and application ID match the message, otherwise the device is
+        /// paired as new.
+        case begin(RivetDevicePairBegin, from: RivetPairingConnectionID, knownDevice: RivetDevicePairedDevice?)
+        /// A device's `PairReveal` arrived.
+        case reveal(RivetDevicePairReveal, from: RivetPairingConnectionID)
+        /// The device's person confirmed the code (`PairConfirm`).
+        case deviceConfirm(from: RivetPairingConnectionID)
+        /// The device's person rejected the code (`PairReject`).
+        case deviceReject(from: RivetPairingConnectionID)
+        /// The desktop's person confirmed and grants `scopes` (an empty set grants nothing).
+        case desktopConfirm(DesktopConfirmation, scopes: Set<RivetDeviceScope>)
+        /// The desktop's person rejected the attempt.
+        case desktopReject
+        /// A device connection closed.
+        case connectionLost(RivetPairingConnectionID)
+        /// The desktop cancels the window.
+        case cancel
+        /// Time passed; applies expiry only.
+        case tick
+    }
+
+    /// What the daemon must do after an input, in order.
+    public enum Action: Equatable, Sendable {
+        /// A window opened; it closes after this long.
+        case windowOpened(timeLeft: Duration)
+        /// Send `PairServerNonce` to the device on this connection.
+        case sendServerNonce(RivetPairingConnectionID, RivetDevicePairServerNonce)
+        /// Show (or update) the pending attempt on the desktop.
+        case showAttempt(RivetDevicePairingPendingAttempt)
+        /// Both confirmed: store `record` and `verifier` in one transaction (insert, or replace
+        /// the verifier when re-pairing), then send `accepted` on `connection`.
+        case complete(RivetDevicePairingCompletion)
+        /// The input was refused for this reason; tell the party. Nothing else changed unless
+        /// other actions say so.
+        case refuse(Party, RivetDevicePairingRefusal)
+        /// The attempt on this connection ended for this reason: send the device a rejection and
+        /// close its pairing exchange.
+        case endAttempt(RivetPairingConnectionID, RivetDevicePairingRefusal)
+        /// The window closed.
+        case windowClosed(Closure)
+    }
+
+    /// The coordinator's state as of the last input (`handle(.tick)` applies expiry).
+    public enum State: Equatable, Sendable {
+        /// No window is open; the reason the last one closed, or `nil` if none was opened yet.
+        case closed(Closure?)
+        /// A window is open and no attempt is active.
+        case open(failures: Int)
+        /// `Ns` was sent to the device on this connection; waiting for its reveal.
+        case awaitingReveal(RivetPairingConnectionID, failures: Int)
+        /// Both sides have the code; waiting for confirmations.
+        case awaitingConfirmation(
+            RivetPairingConnectionID, failures: Int, deviceConfirmed: Bool, desktopConfirmed: Bool)
+    }
+
+    /// The server's own SPKI fingerprint `F`, bound into every code.
+    public let serverFingerprint: SPKIFingerprint
+    private let clock: any RivetPairingClock
+    private let randomness: any RivetPairingRandomness
+    private var phase: Phase = .closed(nil)
+
+    private enum Phase: Sendable {
+        case closed(Closure?)
+        case open(Window)
+    }
+
+    private struct Window: Sendable {
+        var closesAt: Duration
+        var failures = 0
+        var attempt: Attempt?
+    }
+
+    private struct Attempt: Sendable {
+        let connection: RivetPairingConnectionID
+        let begin: RivetDevicePairBegin
+        let replacing: RivetDevicePairedDevice?
+        let serverNonce: Nonce
+        var step: Step
+    }
+
+    private enum Step: Sendable {
+        case awaitingReveal
+        case awaitingConfirmation(code: ConfirmationCode, deviceConfirmed: Bool, grantedScopes: Set<RivetDeviceScope>?)
+    }
+
+    /// A closed coordinator for the server whose SPKI fingerprint is `serverFingerprint`.
+    public init(
+        serverFingerprint: SPKIFingerprint, clock: any RivetPairingClock = RivetSystemPairingClock(),
+        randomness: any RivetPairingRandomness = RivetSystemRandomness()
+    ) {
+        self.serverFingerprint = serverFingerprint
+        self.clock = clock
+        self.randomness = randomness
+    }
+
+    /// The state as of the last input.
+    public var state: State {
+        switch phase {
+        case .closed(let closure): return .closed(closure)
+        case .open(let window):
+            guard let attempt = window.attempt else { return .open(failures: window.failures) }
+            switch attempt.step {
+            case .awaitingReveal: return .awaitingReveal(attempt.connection, failures: window.failures)
+            case .awaitingConfirmation(_, let deviceConfirmed, let scopes):
+                return .awaitingConfirmation(
+                    attempt.connection, failures: window.failures, deviceConfirmed: deviceConfirmed,
+                    desktopConfirmed: scopes != nil)
+            }
+        }
+    }
+
+    /// How long the window stays open from now, or `nil` if it is closed (or has just reached
+    /// its end; the next input will close it).
+    public func windowTimeLeft() -> Duration? {
+        guard case .open(let window) = phase else { return nil }
+        let left = window.closesAt - clock.monotonicNow()
+        return left > .zero ? left : nil
+    }
+
+    /// The active attempt as the desktop should show it now, or `nil` when there is none (or the
+    /// window has reached its end).
+    public func pendingAttempt() -> RivetDevicePairingPendingAttempt? {
+        guard case .open(let window) = phase, let attempt = window.attempt,
+            let left = windowTimeLeft()
+        else { return nil }
+        return pending(attempt, window: window, timeLeft: left)
+    }
+
+    /// Applies one input and returns what the daemon must do.
+    public mutating func handle(_ input: Input) -> [Action] {
+        var step = StepOutput()
+        let now = clock.monotonicNow()
+        expireIfDue(at: now, &step)
+        switch input {
+        case .open: open(at: now, &step)
+        case .begin(let message, let connection, let known): begin(message, connection, known, &step)
+        case .reveal(let message, let connection): reveal(message, connection, &step)
+        case .deviceConfirm(let connection): deviceConfirm(connection, &step)
+        case .deviceReject(let connection):
+            if attempt(of: connection, &step) != nil { fail(.rejectedByDevice, &step) }
+        case .desktopConfirm(let confirmation, let scopes): desktopConfirm(confirmation, scopes, &step)
+        case .desktopReject:
+            if desktopAttempt(&step) != nil { fail(.rejectedByDesktop, &step) }
+        case .connectionLost(let connection):
+            if case .open(let window) = phase, window.attempt?.connection == connection {
+                fail(.connectionLost, &step)
+            }
+        case .cancel: cancel(&step)
+        case .tick: break
+        }
+        return step.actions
+    }
+
+    // MARK: Inputs
+
+    private mutating func open(at now: Duration, _ step: inout StepOutput) {
+        if case .open = phase {
+            step.refuse(.desktop, .windowAlreadyOpen)
+            return
+        }
+        phase = .open(Window(closesAt: now + Self.windowDuration))
+        step.actions.append(.windowOpened(timeLeft: Self.windowDuration))
+    }
+
+    private mutating func begin(
+        _ message: RivetDevicePairBegin, _ connection: RivetPairingConnectionID,
+        _ known: RivetDevicePairedDevice?, _ step: inout StepOutput
+    ) {
+        guard case .open(var window) = phase else {
+            step.refuse(.device(connection), .windowClosed)
+            return
+        }
+        if let active = window.attempt {
+            if active.connection == connection {
+                fail(.unexpectedMessage, &step)
+            } else {
+                step.refuse(.device(connection), .attemptInProgress)
+            }
+            return
+        }
+        // Ns is drawn here, after the commitment is held, never earlier.
+        let serverNonce: Nonce
+        do {
+            serverNonce = try Nonce.random(using: randomness)
+        } catch {
+            step.refuse(.device(connection), .randomnessUnavailable)
+            return
+        }
+        let replacing = known.flatMap { known in
+            known.deviceID == message.existingDeviceID && known.applicationID == message.applicationID
+                ? known : nil
+        }
+        window.attempt = Attempt(
+            connection: connection, begin: message, replacing: replacing, serverNonce: serverNonce,
+            step: .awaitingReveal)
+        phase = .open(window)
+        step.actions.append(.sendServerNonce(connection, RivetDevicePairServerNonce(nonce: serverNonce)))
+    }
+
+    private mutating func reveal(
+        _ message: RivetDevicePairReveal, _ connection: RivetPairingConnectionID, _ step: inout StepOutput
+    ) {
+        guard var attempt = attempt(of: connection, &step), case .open(var window) = phase else { return }
+        guard case .awaitingReveal = attempt.step else {
+            fail(.unexpectedMessage, &step)
+            return
+        }
+        guard attempt.begin.commitment.opens(to: message.nonce) else {
+            fail(.commitmentMismatch, &step)
+            return
+        }
+        let code = RivetDevicePairingTranscript(
+            applicationID: attempt.begin.applicationID, serverFingerprint: serverFingerprint,
+            clientNonce: message.nonce, serverNonce: attempt.serverNonce
+        ).code
+        attempt.step = .awaitingConfirmation(code: code, deviceConfirmed: false, grantedScopes: nil)
+        window.attempt = attempt
+        phase = .open(window)
+        showAttempt(&step)
+    }
+
+    private mutating func deviceConfirm(_ connection: RivetPairingConnectionID, _ step: inout StepOutput) {
+        guard var attempt = attempt(of: connection, &step), case .open(var window) = phase else { return }
+        guard case .awaitingConfirmation(let code, false, let scopes) = attempt.step else {
+            fail(.unexpectedMessage, &step)
+            return
+        }
+        attempt.step = .awaitingConfirmation(code: code, deviceConfirmed: true, grantedScopes: scopes)
+        window.attempt = attempt
+        phase = .open(window)
+        if let scopes {
+            complete(attempt, scopes: scopes, &step)
+        } else {
+            showAttempt(&step)
+        }
+    }
+
+    private mutating func desktopConfirm(
+        _ confirmation: DesktopConfirmation, _ scopes: Set<RivetDeviceScope>, _ step: inout StepOutput
+    ) {
+        guard var attempt = desktopAttempt(&step), case .open(var window) = phase else { return }
+        guard case .awaitingConfirmation(let code, let deviceConfirmed, let granted) = attempt.step else {
+            step.refuse(.desktop, .codeNotReady)
+            return
+        }
+        guard granted == nil else {
+            step.refuse(.desktop, .alreadyConfirmed)
+            return
+        }
+        if case .typedCode(let typed) = confirmation, !code.matches(typed: typed) {
+            step.refuse(.desktop, .codeMismatch)
+            fail(.codeMismatch, &step)
+            return
+        }
+        attempt.step = .awaitingConfirmation(code: code, deviceConfirmed: deviceConfirmed, grantedScopes: scopes)
+        window.attempt = attempt
+        phase = .open(window)
+        if deviceConfirmed {
+            complete(attempt, scopes: scopes, &step)
+        } else {
+            showAttempt(&step)
+        }
+    }
+
+    private mutating func cancel(_ step: inout StepOutput) {
+        guard case .open(let window) = phase else {
+            step.refuse(.desktop, .windowClosed)
+            return
+        }
+        if let attempt = window.attempt { step.endAttempt(attempt.connection, .cancelled) }
+        phase = .closed(.cancelled)
+        step.actions.append(.windowClosed(.cancelled))
+    }
+
+    // MARK: Steps shared by inputs
+
+    /// Closes the window when `now` has reached its end, ending the active attempt.
+    private mutating func expireIfDue(at now: Duration, _ step: inout StepOutput) {
+        guard case .open(let window) = phase, now >= window.closesAt else { return }
+        if let attempt = window.attempt { step.endAttempt(attempt.connection, .windowExpired) }
+        phase = .closed(.expired)
+        step.actions.append(.windowClosed(.expired))
+    }
+
+    /// The active attempt if it belongs to `connection`; otherwise refuses the device message.
+    private func attempt(of connection: RivetPairingConnectionID, _ step: inout StepOutput) -> Attempt? {
+        guard case .open(let window) = phase else {
+            step.refuse(.device(connection), .windowClosed)
+            return nil
+        }
+        guard let attempt = window.attempt, attempt.connection == connection else {
+            step.refuse(.device(connection), .noAttempt)
+            return nil
+        }
+        return attempt
+    }
+
+    /// The active attempt, or refuses the desktop's input.
+    private func desktopAttempt(_ step: inout StepOutput) -> Attempt? {
+        guard case .open(let window) = phase else {
+            step.refuse(.desktop, .windowClosed)
+            return nil
+        }
+        guard let attempt = window.attempt else {
+            step.refuse(.desktop, .noAttempt)
+            return nil
+        }
+        return attempt
+    }
+
+    /// Counts a failure, ends the active attempt, and closes the window at the limit.
+    private mutating func fail(_ reason: RivetDevicePairingRefusal, _ step: inout StepOutput) {
+        guard case .open(var window) = phase, let attempt = window.attempt else { return }
+        window.failures += 1
+        window.attempt = nil
+        step.endAttempt(attempt.connection, reason)
+        if window.failures >= Self.failureLimit {
+            phase = .closed(.tooManyFailures)
+            step.actions.append(.windowClosed(.tooManyFailures))
+        } else {
+            phase = .open(window)
+        }
+    }
+
+    /// Both confirmed inside the window: draws `K` (and a new device ID), closes the window.
+    private mutating func complete(_ attempt: Attempt, scopes: Set<RivetDeviceScope>, _ step: inout StepOutput) {
+        guard case .open(var window) = phase else { return }
+        let credential: PairingCredential
+        let deviceID: DeviceID
+        do {
+            credential = try PairingCredential.random(using: randomness)
+            deviceID = try attempt.replacing?.deviceID ?? DeviceID.random(using: randomness)
+        } catch {
+            window.attempt = nil
+            phase = .open(window)
+            step.endAttempt(attempt.connection, .randomnessUnavailable)
+            return
+        }
+        let record = RivetDevicePairedDevice(
+            deviceID: deviceID, displayName: attempt.begin.deviceName, applicationID: attempt.begin.applicationID,
+            serverFingerprint: serverFingerprint, scopes: scopes,
+            created: attempt.replacing?.created ?? clock.wallClockNow(), lastSeen: attempt.replacing?.lastSeen)
+        let completion = RivetDevicePairingCompletion(
+            connection: attempt.connection,
+            accepted: RivetDevicePairAccepted(deviceID: deviceID, credential: credential),
+            record: record, verifier: credential.verifier, replacing: attempt.replacing)
+        phase = .closed(.paired)
+        step.actions.append(.complete(completion))
+        step.actions.append(.windowClosed(.paired))
+    }
+
+    private func showAttempt(_ step: inout StepOutput) {
+        if let pending = pendingAttempt() { step.actions.append(.showAttempt(pending)) }
+    }
+
+    private func pending(_ attempt: Attempt, window: Window, timeLeft: Duration) -> RivetDevicePairingPendingAttempt {
+        var code: ConfirmationCode?
+        var deviceConfirmed = false
+        var desktopConfirmed = false
+        if case .awaitingConfirmation(let shown, let device, let scopes) = attempt.step {
+            code = shown
+            deviceConfirmed = device
+            desktopConfirmed = scopes != nil
+        }
+        return RivetDevicePairingPendingAttempt(
+            connection: attempt.connection, deviceName: attempt.begin.deviceName,
+            applicationID: attempt.begin.applicationID, replacing: attempt.replacing, code: code,
+            deviceConfirmed: deviceConfirmed, desktopConfirmed: desktopConfirmed, timeLeft: timeLeft,
+            failures: window.failures)
+    }
+
+    /// Actions of one input, with each connection told at most once that its attempt is over.
+    private struct StepOutput {
+        var actions: [Action] = []
+        private var ended: Set<RivetPairingConnectionID> = []
+
+        mutating func refuse(_ party: Party, _ reason: RivetDevicePairingRefusal) {
+            if case .device(let connection) = party, ended.contains(connection) { return }
+            actions.append(.refuse(party, reason))
+        }
+
+        mutating func endAttempt(_ connection: RivetPairingConnectionID, _ reason: RivetDevicePairingRefusal) {
+            ended.insert(connection)
+            actions.append(.endAttempt(connection, reason))
+        }
+    }
+}
+
+/// The active pairing attempt as the desktop shows it.
+public struct RivetDevicePairingPendingAttempt: Equatable, Sendable {
+    /// The device's connection.
+    public let connection: RivetPairingConnectionID
+    /// The name the device gave.
+    public let deviceName: RivetDeviceName
+    /// The application it pairs with.
+    public let applicationID: RivetApplicationID
+    /// The registry record this attempt will replace when confirmed (a re-pairing), or `nil`.
+    public let replacing: RivetDevicePairedDevice?
+    /// The code to compare with the device's screen; `nil` until the device revealed `Nc`.
+    public let code: ConfirmationCode?
+    /// True once the device's person confirmed.
+    public let deviceConfirmed: Bool
+    /// True once the desktop's person confirmed.
+    public let desktopConfirmed: Bool
+    /// How long the window stays open.
+    public let timeLeft: Duration
+    /// Failures counted in this window so far (the window closes at 5).
+    public let failures: Int
+}
+
+/// A finished pairing: what to store and what to send. Its text forms never show the credential.
+public struct RivetDevicePairingCompletion: Equatable, Sendable, CustomStringConvertible {
+    /// The device's connection, where `accepted` goes.
+    public let connection: RivetPairingConnectionID
+    /// `PairAccepted { deviceID, K }`, sent after storing.
+    public let accepted: RivetDevicePairAccepted
+    /// The registry record to store.
+    public let record: RivetDevicePairedDevice
+    /// `SHA-256(K)`, stored with the record.
+    public let verifier: PairingVerifier
+    /// The record this pairing replaces (same device ID), or `nil` for a new device.
+    public let replacing: RivetDevicePairedDevice?
+
+    /// True when this re-pairs a known device (store with `replaceVerifierOnRepair`).
+    public var isRepair: Bool { replacing != nil }
+
+    /// The device ID and name; never the credential.
+    public var description: String {
+        "pairing of \(record.displayName) as \(record.deviceID)\(isRepair ? " (re-pairing)" : "")"
+    }
+}

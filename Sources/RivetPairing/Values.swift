@@ -1,0 +1,332 @@
+import OpenSSLKit
+
+/// A paired device's identity in the registry: 16 random bytes, written as 32 lowercase hex
+/// digits. Not secret: it names a device, it does not authenticate one.
+public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The number of bytes in a device ID (16).
+    public static let byteCount = 16
+
+    /// The 16 bytes.
+    public let bytes: [UInt8]
+
+    /// Wraps exactly 16 bytes; `nil` for any other count.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = Array(bytes)
+    }
+
+    /// Parses exactly 32 hex digits (either case, nothing else); `nil` otherwise.
+    public init?(hex: String) {
+        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
+        self.bytes = bytes
+    }
+
+    /// A fresh device ID of 16 bytes drawn from `randomness`.
+    /// - Throws: whatever `randomness` throws.
+    public static func random(using randomness: some RivetPairingRandomness) throws -> DeviceID {
+        let bytes = try randomness.bytes(Self.byteCount)
+        guard let id = DeviceID(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
+        return id
+    }
+
+    /// 32 lowercase hex digits.
+    public var hex: String { Hex.encode(bytes) }
+
+    /// The `hex` form.
+    public var description: String { hex }
+
+    /// Orders by bytes, so lists sort the same way everywhere.
+    public static func < (lhs: DeviceID, rhs: DeviceID) -> Bool {
+        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    }
+}
+
+/// A 256-bit pairing nonce: the client's `Nc` or the server's `Ns`. Exactly 32 bytes.
+public struct Nonce: Hashable, Sendable, CustomStringConvertible {
+    /// The number of bytes in a nonce (32).
+    public static let byteCount = 32
+
+    /// The 32 bytes.
+    public let bytes: [UInt8]
+
+    /// Wraps exactly 32 bytes; `nil` for any other count.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = Array(bytes)
+    }
+
+    /// Parses exactly 64 hex digits (either case, nothing else); `nil` otherwise.
+    public init?(hex: String) {
+        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
+        self.bytes = bytes
+    }
+
+    /// A fresh nonce of 32 bytes drawn from `randomness`.
+    /// - Throws: whatever `randomness` throws.
+    public static func random(using randomness: some RivetPairingRandomness) throws -> Nonce {
+        let bytes = try randomness.bytes(Self.byteCount)
+        guard let nonce = Nonce(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
+        return nonce
+    }
+
+    /// 64 lowercase hex digits.
+    public var hex: String { Hex.encode(bytes) }
+
+    /// The `hex` form.
+    public var description: String { hex }
+}
+
+/// The secret a paired device presents to resume a session: 32 random bytes (`K`).
+///
+/// The server sends it once, in `PairAccepted`, and keeps only its `verifier` (SHA-256); the
+/// device keeps it in its 0600 credential file. Its text forms (`description`,
+/// `debugDescription`, `dump`, string interpolation) never show the bytes. Equality runs in
+/// constant time.
+public struct PairingCredential: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    /// The number of bytes in a credential (32).
+    public static let byteCount = 32
+
+    /// The secret bytes, for the wire message and the device's credential file only.
+    public let bytes: [UInt8]
+
+    /// Wraps exactly 32 bytes; `nil` for any other count.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = Array(bytes)
+    }
+
+    /// Parses exactly 64 hex digits, the form in the device's credential file; `nil` otherwise.
+    init?(hex: String) {
+        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
+        self.bytes = bytes
+    }
+
+    /// A fresh credential of 32 bytes drawn from `randomness`.
+    /// - Throws: whatever `randomness` throws.
+    public static func random(using randomness: some RivetPairingRandomness) throws -> PairingCredential {
+        var bytes = try randomness.bytes(Self.byteCount)
+        defer { wipe(&bytes) }
+        guard let credential = PairingCredential(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
+        return credential
+    }
+
+    /// `SHA-256(K)`: what the registry stores in place of the credential.
+    public var verifier: PairingVerifier { PairingVerifier(digestOf: self) }
+
+    /// 64 lowercase hex digits, for the device's credential file only.
+    var hexForStorage: String { Hex.encode(bytes) }
+
+    /// `PairingCredential(redacted)`: never the bytes.
+    public var description: String { "PairingCredential(redacted)" }
+    /// `PairingCredential(redacted)`: never the bytes.
+    public var debugDescription: String { description }
+    /// A mirror with no children, so `dump` and reflection show no bytes.
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+
+    /// Compares in constant time.
+    public static func == (lhs: PairingCredential, rhs: PairingCredential) -> Bool {
+        constantTimeEqual(lhs.bytes, rhs.bytes)
+    }
+}
+
+/// `SHA-256(K)` of a `PairingCredential`: what the registry keeps, so a copied registry file does
+/// not let anyone present a credential. Never printed: its text forms say `redacted`. Equality
+/// runs in constant time.
+public struct PairingVerifier: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    /// The number of bytes in a verifier (32).
+    public static let byteCount = 32
+
+    /// The 32 digest bytes.
+    public let bytes: [UInt8]
+
+    /// Wraps exactly 32 bytes (a verifier read back from storage); `nil` for any other count.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == Self.byteCount else { return nil }
+        self.bytes = Array(bytes)
+    }
+
+    /// The verifier of `credential`: `SHA-256(K)`.
+    public init(digestOf credential: PairingCredential) {
+        self.bytes = SHA256.hash(credential.bytes)
+    }
+
+    /// `PairingVerifier(redacted)`.
+    public var description: String { "PairingVerifier(redacted)" }
+    /// `PairingVerifier(redacted)`.
+    public var debugDescription: String { description }
+    /// A mirror with no children.
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+
+    /// Compares in constant time.
+    public static func == (lhs: PairingVerifier, rhs: PairingVerifier) -> Bool {
+        constantTimeEqual(lhs.bytes, rhs.bytes)
+    }
+}
+
+/// The six-digit confirmation code both screens show during pairing, `000000` to `999999`.
+///
+/// Equality and `matches(typed:)` run in constant time over the six digits.
+public struct ConfirmationCode: Sendable, Equatable, CustomStringConvertible {
+    /// The number, 0 through 999 999.
+    public let value: UInt32
+
+    /// Wraps a number below 1 000 000; `nil` otherwise.
+    public init?(value: UInt32) {
+        guard value < 1_000_000 else { return nil }
+        self.value = value
+    }
+
+    /// Parses exactly six ASCII digits `0`–`9` (leading zeros kept, nothing else: no sign,
+    /// spaces or other scripts' digits); `nil` otherwise.
+    public init?(_ text: String) {
+        let utf8 = Array(text.utf8)
+        guard utf8.count == 6 else { return nil }
+        var value: UInt32 = 0
+        for byte in utf8 {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            value = value * 10 + UInt32(byte - UInt8(ascii: "0"))
+        }
+        self.value = value
+    }
+
+    /// Exactly six decimal digits, zero-padded: `004217`.
+    public var text: String { String(decoding: digits, as: UTF8.self) }
+
+    /// The `text` form.
+    public var description: String { text }
+
+    /// True if `typed` is exactly this code's six digits. The comparison of the digits runs in
+    /// constant time; input that is not six bytes long is refused without comparing.
+    public func matches(typed: String) -> Bool {
+        constantTimeEqual(digits, Array(typed.utf8))
+    }
+
+    /// Compares in constant time.
+    public static func == (lhs: ConfirmationCode, rhs: ConfirmationCode) -> Bool {
+        constantTimeEqual(lhs.digits, rhs.digits)
+    }
+
+    private var digits: [UInt8] {
+        var out = [UInt8](repeating: UInt8(ascii: "0"), count: 6)
+        var rest = value
+        for index in stride(from: 5, through: 0, by: -1) {
+            out[index] = UInt8(ascii: "0") + UInt8(rest % 10)
+            rest /= 10
+        }
+        return out
+    }
+}
+
+/// The name of a permission granted to a paired device (what each one grants is the gateway's
+/// business). A name is 1–64 characters of `a-z`, `0-9`, `-`, `_` and `.`.
+public struct RivetDeviceScope: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The longest scope name (64 characters).
+    public static let maximumLength = 64
+
+    /// The validated name.
+    public let name: String
+
+    /// Validates `name`.
+    /// - Throws: `RivetDevicePairingValueError.invalidScope` for an empty name, one longer than
+    ///   64 characters, or one with any character outside `a-z 0-9 - _ .`.
+    public init(_ name: String) throws(RivetDevicePairingValueError) {
+        let utf8 = Array(name.utf8)
+        let allowed = utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+        guard !utf8.isEmpty, utf8.count <= Self.maximumLength, allowed else {
+            throw RivetDevicePairingValueError.invalidScope.with("scope \(quoted(name, limit: 80))")
+        }
+        self.name = name
+    }
+
+    /// The name.
+    public var description: String { name }
+
+    /// Orders by name.
+    public static func < (lhs: RivetDeviceScope, rhs: RivetDeviceScope) -> Bool { lhs.name < rhs.name }
+}
+
+/// The application a device pairs with: 1–255 bytes of UTF-8 with no control character. It is
+/// bound into the confirmation code and checked again on every resume.
+public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
+    /// The longest application ID in bytes of UTF-8 (255).
+    public static let maximumByteCount = 255
+
+    /// The validated text.
+    public let value: String
+
+    /// Validates `value`.
+    /// - Throws: `RivetDevicePairingValueError.invalidApplicationID` for empty text, more than
+    ///   255 bytes of UTF-8, or a control character (C0, DEL, C1).
+    public init(_ value: String) throws(RivetDevicePairingValueError) {
+        let count = value.utf8.count
+        guard count >= 1, count <= Self.maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
+            throw RivetDevicePairingValueError.invalidApplicationID.with(
+                "application ID \(quoted(value, limit: 80)) (\(count) bytes)")
+        }
+        self.value = value
+    }
+
+    /// The text.
+    public var description: String { value }
+}
+
+/// The name a device gives itself, shown to the person who confirms pairing and in the registry
+/// listing: 1–128 bytes of UTF-8 with no control character (so it cannot drive a terminal).
+public struct RivetDeviceName: Hashable, Sendable, CustomStringConvertible {
+    /// The longest device name in bytes of UTF-8 (128).
+    public static let maximumByteCount = 128
+
+    /// The validated text.
+    public let value: String
+
+    /// Validates `value`.
+    /// - Throws: `RivetDevicePairingValueError.invalidDeviceName` for empty text, more than
+    ///   128 bytes of UTF-8, or a control character (C0, DEL, C1).
+    public init(_ value: String) throws(RivetDevicePairingValueError) {
+        let count = value.utf8.count
+        guard count >= 1, count <= Self.maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
+            throw RivetDevicePairingValueError.invalidDeviceName.with(
+                "device name \(quoted(value, limit: 80)) (\(count) bytes)")
+        }
+        self.value = value
+    }
+
+    /// The text.
+    public var description: String { value }
+}
+
+/// Which network connection a device's pairing message came from, as numbered by the daemon.
+public struct RivetPairingConnectionID: Hashable, Sendable, CustomStringConvertible {
+    /// The daemon's number for the connection.
+    public let rawValue: UInt64
+
+    /// Wraps the daemon's number for a connection.
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+
+    /// `connection N`.
+    public var description: String { "connection \(rawValue)" }
+}
+
+/// `"text"` for an error message, with control characters escaped and long text shortened, so a
+/// hostile value cannot drive the terminal that shows the error.
+func quoted(_ text: String, limit: Int) -> String {
+    var out = ""
+    var count = 0
+    for scalar in text.unicodeScalars {
+        if count == limit {
+            out += "..."
+            break
+        }
+        out += isControl(scalar) || scalar == "\"" || scalar == "\\" ? scalar.escaped(asASCII: true) : String(scalar)
+        count += 1
+    }
+    return "\"\(out)\""
+}
