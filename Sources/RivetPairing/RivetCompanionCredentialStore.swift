@@ -1,0 +1,243 @@
+import Foundation
+import OpenSSLKit
+
+/// What a Linux companion keeps after pairing: its device ID, its credential `K`, the pinned
+/// server fingerprint (`F_seen`), the application ID and the server address. Its text forms never
+/// show the credential.
+public struct RivetCompanionCredential: Sendable, Equatable, CustomStringConvertible {
+    /// The ID the server gave this device.
+    public let deviceID: DeviceID
+    /// The secret the device presents when it resumes.
+    public let credential: PairingCredential
+    /// The server key's SPKI fingerprint seen while pairing: every later connection pins it.
+    public let serverFingerprint: SPKIFingerprint
+    /// The application the device paired with.
+    public let applicationID: RivetApplicationID
+    /// Where the server was reached (host and port as the transport writes them).
+    public let serverAddress: String
+
+    /// Assembles a credential.
+    /// - Throws: `RivetDevicePairingValueError.invalidServerAddress` for an empty address, one
+    ///   longer than 255 bytes of UTF-8, or one with a control character.
+    public init(
+        deviceID: DeviceID, credential: PairingCredential, serverFingerprint: SPKIFingerprint,
+        applicationID: RivetApplicationID, serverAddress: String
+    ) throws(RivetDevicePairingValueError) {
+        try validateServerAddress(serverAddress)
+        self.init(
+            deviceID: deviceID, credential: credential, serverFingerprint: serverFingerprint,
+            applicationID: applicationID, validatedServerAddress: serverAddress)
+    }
+
+    init(
+        deviceID: DeviceID, credential: PairingCredential, serverFingerprint: SPKIFingerprint,
+        applicationID: RivetApplicationID, validatedServerAddress: String
+    ) {
+        self.deviceID = deviceID
+        self.credential = credential
+        self.serverFingerprint = serverFingerprint
+        self.applicationID = applicationID
+        self.serverAddress = validatedServerAddress
+    }
+
+    /// Everything but the credential, which reads `redacted`.
+    public var description: String {
+        "RivetCompanionCredential(deviceID: \(deviceID), credential: redacted, serverFingerprint: \(serverFingerprint), applicationID: \(applicationID), serverAddress: \(serverAddress))"
+    }
+}
+
+/// The companion's credential file: JSON in a file of mode 0600 (parent directories created
+/// 0700), replaced atomically (temporary file, `fsync`, `rename`, directory `fsync`), and refused
+/// on load when group or others have any permission on it or another user owns it.
+///
+/// The file (format version 1):
+/// ```json
+/// {"applicationID":"…","credential":"<64 hex>","deviceID":"<32 hex>",
+///  "serverAddress":"…","serverFingerprint":"<64 hex>","version":1}
+/// ```
+public struct RivetCompanionCredentialStore: Sendable {
+    /// The largest file `load()` reads (16 KiB).
+    public static let maximumFileSize = 16 * 1024
+    /// The format version this library writes and reads.
+    public static let formatVersion = 1
+
+    /// The credential file's path.
+    public let path: String
+
+    /// A store for the file at `path` (nothing is touched until `save` or `load`).
+    public init(path: String) { self.path = path }
+
+    /// A store at `RivetStatePaths.companionCredentialPath(environment:)`.
+    /// - Throws: `RivetDevicePairingValueError.noStateDirectory`.
+    public static func standard(environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(RivetDevicePairingValueError) -> RivetCompanionCredentialStore
+    {
+        RivetCompanionCredentialStore(path: try RivetStatePaths.companionCredentialPath(environment: environment))
+    }
+
+    /// Writes `credential`, replacing any earlier file atomically.
+    /// - Throws: `RivetCompanionCredentialStoreError.notRegularFile` when `path` names a
+    ///   directory or no file name, `.fileSystem` when a system call fails (the old file, if
+    ///   any, is then unchanged and no temporary file is left).
+    public func save(_ credential: RivetCompanionCredential) throws(RivetCompanionCredentialStoreError) {
+        let file = CredentialFile(
+            version: Self.formatVersion, deviceID: credential.deviceID.hex,
+            credential: credential.credential.hexForStorage, serverFingerprint: credential.serverFingerprint.hex,
+            applicationID: credential.applicationID.value, serverAddress: credential.serverAddress)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var bytes: [UInt8]
+        do {
+            bytes = Array(try encoder.encode(file)) + [UInt8(ascii: "\n")]
+        } catch {
+            throw RivetCompanionCredentialStoreError.invalidContents.with("\(path): the credential could not be encoded")
+        }
+        defer { wipe(&bytes) }
+        do {
+            try writePrivateFileAtomically(path, bytes)
+        } catch {
+            throw RivetCompanionCredentialStoreError(error, path: path)
+        }
+    }
+
+    /// Reads the credential.
+    /// - Throws: `RivetCompanionCredentialStoreError.notFound`, `.symlink`, `.notRegularFile`,
+    ///   `.insecurePermissions` (group or others have any permission bit, or another user owns
+    ///   it), `.tooLarge`, `.unsupportedVersion` (a newer format), `.invalidContents` (not the
+    ///   JSON above; the message names the field, never a value), `.fileSystem`.
+    public func load() throws(RivetCompanionCredentialStoreError) -> RivetCompanionCredential {
+        var bytes: [UInt8]
+        do {
+            bytes = try readPrivateFile(path, limit: Self.maximumFileSize)
+        } catch {
+            throw RivetCompanionCredentialStoreError(error, path: path)
+        }
+        defer { wipe(&bytes) }
+        let file: CredentialFile
+        do {
+            file = try JSONDecoder().decode(CredentialFile.self, from: Data(bytes))
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw invalid("the field \"\(key.stringValue)\" is missing")
+        } catch let DecodingError.typeMismatch(_, context) {
+            throw invalid("the field \"\(fieldName(context))\" has the wrong type")
+        } catch let DecodingError.valueNotFound(_, context) {
+            throw invalid("the field \"\(fieldName(context))\" is null")
+        } catch {
+            throw invalid("it is not a JSON object")
+        }
+        guard file.version == Self.formatVersion else {
+            throw RivetCompanionCredentialStoreError.unsupportedVersion.with(
+                "\(path) has format version \(file.version); this program reads version \(Self.formatVersion)")
+        }
+        guard let deviceID = DeviceID(hex: file.deviceID) else { throw invalid("\"deviceID\" is not 32 hex digits") }
+        guard let credential = PairingCredential(hex: file.credential) else {
+            throw invalid("\"credential\" is not 64 hex digits")
+        }
+        guard let fingerprint = SPKIFingerprint(hex: file.serverFingerprint) else {
+            throw invalid("\"serverFingerprint\" is not 64 hex digits")
+        }
+        let applicationID: RivetApplicationID
+        do {
+            applicationID = try RivetApplicationID(file.applicationID)
+        } catch {
+            throw invalid("\"applicationID\" is not a valid application ID")
+        }
+        do {
+            return try RivetCompanionCredential(
+                deviceID: deviceID, credential: credential, serverFingerprint: fingerprint,
+                applicationID: applicationID, serverAddress: file.serverAddress)
+        } catch {
+            throw invalid("\"serverAddress\" is not a valid server address")
+        }
+    }
+
+    /// Deletes the credential file (the device forgets its pairing).
+    /// - Throws: `RivetCompanionCredentialStoreError.notFound` if there is none, `.fileSystem`.
+    public func remove() throws(RivetCompanionCredentialStoreError) {
+        guard unlink(path) == 0 else {
+            let number = errno
+            if number == ENOENT { throw RivetCompanionCredentialStoreError(PrivateFileProblem.notFound, path: path) }
+            throw RivetCompanionCredentialStoreError(
+                PrivateFileProblem.system(operation: "unlink", path: path, errno: number), path: path)
+        }
+        syncDirectory(splitPath(path).directory)
+    }
+
+    private func invalid(_ detail: String) -> RivetCompanionCredentialStoreError {
+        RivetCompanionCredentialStoreError.invalidContents.with("\(path) is not a companion credential file: \(detail)")
+    }
+
+    private func fieldName(_ context: DecodingError.Context) -> String {
+        context.codingPath.map(\.stringValue).joined(separator: ".")
+    }
+}
+
+private struct CredentialFile: Codable {
+    let version: Int
+    let deviceID: String
+    let credential: String
+    let serverFingerprint: String
+    let applicationID: String
+    let serverAddress: String
+}
+
+/// Why the companion's credential file could not be saved, loaded or removed. Messages name the
+/// file and the field, never the credential.
+///
+/// Equality compares only the kind (`code`), never the message.
+public struct RivetCompanionCredentialStoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    private enum Code: Equatable, Sendable {
+        case notFound, symlink, notRegularFile, insecurePermissions, tooLarge, invalidContents
+        case unsupportedVersion, fileSystem
+    }
+
+    private let code: Code
+    /// What failed and why, naming the file.
+    public let message: String
+    /// The `errno` behind a `.fileSystem` error.
+    public let systemErrno: Int32?
+
+    private init(_ code: Code, _ message: String, errno: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.systemErrno = errno
+    }
+
+    init(_ problem: PrivateFileProblem, path: String) {
+        let message = problem.explanation(for: path, what: "companion credential")
+        switch problem {
+        case .notFound: self.init(.notFound, message)
+        case .symlink: self.init(.symlink, message)
+        case .notRegularFile: self.init(.notRegularFile, message)
+        case .wrongOwner, .insecureMode: self.init(.insecurePermissions, message)
+        case .tooLarge: self.init(.tooLarge, message)
+        case .system(_, _, let number): self.init(.fileSystem, message, errno: number)
+        }
+    }
+
+    /// There is no credential file: this device is not paired.
+    public static let notFound = Self(.notFound, "no companion credential file")
+    /// The path is a symbolic link; it is never followed.
+    public static let symlink = Self(.symlink, "the companion credential path is a symbolic link")
+    /// The path is a directory or special file, or names no file.
+    public static let notRegularFile = Self(.notRegularFile, "the companion credential path is not a regular file")
+    /// Group or others have permission bits on the file, or another user owns it.
+    public static let insecurePermissions = Self(
+        .insecurePermissions, "the companion credential file is accessible to other users")
+    /// The file is larger than `RivetCompanionCredentialStore.maximumFileSize`.
+    public static let tooLarge = Self(.tooLarge, "the companion credential file is too large")
+    /// The file is not the expected JSON.
+    public static let invalidContents = Self(.invalidContents, "the companion credential file is malformed")
+    /// The file was written in a newer format.
+    public static let unsupportedVersion = Self(
+        .unsupportedVersion, "the companion credential file has an unsupported format version")
+    /// A system call failed; `systemErrno` says why.
+    public static let fileSystem = Self(.fileSystem, "a file operation on the companion credential failed")
+
+    func with(_ message: String) -> Self { Self(code, message, errno: systemErrno) }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    /// The message.
+    public var description: String { message }
+}

@@ -1,0 +1,421 @@
+import Foundation
+import Glibc
+import OpenSSLKit
+import SQLiteKit
+import Synchronization
+
+/// The pairing registry: one SQLite file that `rivetd` and `rivet-pair` share (each process
+/// opens its own store; SQLite's locks and the busy timeout arbitrate).
+///
+/// - The file is created with mode 0600 and its missing parent directories with 0700. An
+///   existing file (or `-wal`/`-shm`) that group or others can access, that another user owns,
+///   or that is a symbolic link is refused with a message that says how to fix it.
+/// - WAL journal, `synchronous=FULL` (a commit survives power loss), foreign keys on,
+///   `secure_delete` on, and a busy timeout (default 5 s) for the other process's lock.
+/// - The schema is versioned by `PRAGMA user_version` and marked by `PRAGMA application_id`;
+///   a registry from a newer schema is refused without writing anything.
+/// - Per device it keeps the metadata of `RivetDevicePairedDevice` and `verifier = SHA-256(K)`.
+///   The credential `K` itself is never stored, so a copied registry cannot be used to
+///   impersonate a device.
+///
+/// Every method runs on the store's own connection under a lock, so one store may be shared by
+/// tasks and threads.
+public final class RivetDevicePairingStore: Sendable {
+    /// The schema version this program writes and reads (`PRAGMA user_version`).
+    public static let schemaVersion: Int32 = 1
+    /// `PRAGMA application_id` of a registry: ASCII `RIVP`.
+    public static let sqliteApplicationID: Int32 = 0x5249_5650
+
+    /// The registry file's path.
+    public let path: String
+    private let database: Mutex<SQLiteDatabase>
+
+    private static let migrations = [
+        SQLiteMigration(
+            version: 1,
+            sql: """
+                CREATE TABLE paired_device (
+                    device_id BLOB PRIMARY KEY NOT NULL CHECK (length(device_id) = 16),
+                    display_name TEXT NOT NULL CHECK (length(CAST(display_name AS BLOB)) BETWEEN 1 AND 128),
+                    application_id TEXT NOT NULL CHECK (length(CAST(application_id AS BLOB)) BETWEEN 1 AND 255),
+                    server_fingerprint BLOB NOT NULL CHECK (length(server_fingerprint) = 32),
+                    created_ms INTEGER NOT NULL,
+                    last_seen_ms INTEGER,
+                    verifier BLOB NOT NULL CHECK (length(verifier) = 32)
+                ) STRICT, WITHOUT ROWID;
+                CREATE TABLE device_scope (
+                    device_id BLOB NOT NULL REFERENCES paired_device(device_id) ON DELETE CASCADE,
+                    scope TEXT NOT NULL CHECK (length(scope) BETWEEN 1 AND 64),
+                    PRIMARY KEY (device_id, scope)
+                ) STRICT, WITHOUT ROWID;
+                PRAGMA application_id = \(sqliteApplicationID);
+                """)
+    ]
+
+    /// Opens the registry at `path`, creating it (and missing parent directories, mode 0700) if
+    /// absent, and migrating its schema to `schemaVersion`.
+    /// - Parameters:
+    ///   - path: the registry file.
+    ///   - busyTimeout: how long an operation waits for another process's write lock.
+    /// - Throws: `RivetDevicePairingStoreError.invalidPath`, `.symlink`, `.notRegularFile`,
+    ///   `.insecurePermissions`, `.notARegistry`, `.schemaTooNew` (nothing written), `.fileSystem`,
+    ///   `.database`.
+    public init(path: String, busyTimeout: Duration = .seconds(5)) throws(RivetDevicePairingStoreError) {
+        guard !path.isEmpty, !path.utf8.contains(0) else {
+            throw RivetDevicePairingStoreError.invalidPath.with("the pairing registry path must be a non-empty file path")
+        }
+        self.path = path
+        do {
+            try createPrivateDirectories(splitPath(path).directory)
+            for file in [path, path + "-wal", path + "-shm"] { _ = try inspectPrivateFile(file) }
+        } catch {
+            throw RivetDevicePairingStoreError(error, path: path)
+        }
+        let db: SQLiteDatabase
+        do {
+            db = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
+        } catch let error as SQLiteError where error.isNotADatabase {
+            throw RivetDevicePairingStoreError.notARegistry.with(
+                "\(path) is not an SQLite database, so it is not a Rivet pairing registry", sqliteError: error)
+        } catch let error as SQLiteError where error == .symlink {
+            throw RivetDevicePairingStoreError.symlink.with(
+                "\(path) (or its -wal/-shm companion) is a symbolic link; the registry is never followed through a link")
+        } catch {
+            throw Self.databaseError(error, "open \(path)")
+        }
+        // The file may have been swapped between the check above and SQLite's open.
+        if db.fileMode & 0o077 != 0 {
+            db.close()
+            throw RivetDevicePairingStoreError(.insecureMode(db.fileMode), path: path)
+        }
+        if db.fileOwnerID != geteuid() {
+            db.close()
+            throw RivetDevicePairingStoreError(.wrongOwner(uid: db.fileOwnerID), path: path)
+        }
+        do {
+            try Self.prepare(db, path: path)
+        } catch {
+            db.close()
+            throw error
+        }
+        database = Mutex(db)
+    }
+
+    /// Opens the registry at `RivetStatePaths.registryPath(environment:)`.
+    /// - Throws: `RivetDevicePairingStoreError.invalidPath` when the environment names no state
+    ///   directory; otherwise as `init(path:busyTimeout:)`.
+    public static func standard(
+        environment: [String: String] = ProcessInfo.processInfo.environment, busyTimeout: Duration = .seconds(5)
+    ) throws(RivetDevicePairingStoreError) -> RivetDevicePairingStore {
+        let path: String
+        do {
+            path = try RivetStatePaths.registryPath(environment: environment)
+        } catch {
+            throw RivetDevicePairingStoreError.invalidPath.with(error.message)
+        }
+        return try RivetDevicePairingStore(path: path, busyTimeout: busyTimeout)
+    }
+
+    private static func prepare(_ db: SQLiteDatabase, path: String) throws(RivetDevicePairingStoreError) {
+        do {
+            let version = try db.userVersion
+            let marker = try db.query("PRAGMA application_id").first?[0].integer ?? 0
+            let objects = try db.query("SELECT count(*) FROM sqlite_schema").first?[0].integer ?? 0
+            if version == 0 && objects > 0 || version != 0 && marker != Int64(sqliteApplicationID) {
+                throw RivetDevicePairingStoreError.notARegistry.with(
+                    "\(path) is an SQLite database of another program (application_id \(marker), schema version \(version)), not a Rivet pairing registry; nothing was changed")
+            }
+            try db.execute("PRAGMA secure_delete = ON")
+            try db.migrate(migrations)
+        } catch let error as RivetDevicePairingStoreError {
+            throw error
+        } catch let error as SQLiteError where error.isSchemaTooNew {
+            let found = error.schemaVersions?.found ?? 0
+            throw RivetDevicePairingStoreError.schemaTooNew.with(
+                "the pairing registry \(path) has schema version \(found), but this program supports up to version \(schemaVersion): it was written by a newer version of Rivet. Upgrade rivetd and rivet-pair; the registry was not changed.",
+                sqliteError: error)
+        } catch {
+            throw databaseError(error, "prepare the pairing registry \(path)")
+        }
+    }
+
+    /// Closes the connection; later calls throw `.database`.
+    public func close() {
+        database.withLock { $0.close() }
+    }
+
+    // MARK: Reading
+
+    /// Every paired device, oldest first (then by device ID). No credential or verifier is read.
+    /// - Throws: `.corruptRecord` for a record that breaks the schema's rules, `.database`.
+    public func list() throws(RivetDevicePairingStoreError) -> [RivetDevicePairedDevice] {
+        try withDatabase("list paired devices") { db in
+            try db.transaction(.deferred) {
+                var scopes: [DeviceID: Set<RivetDeviceScope>] = [:]
+                for row in try db.query("SELECT device_id, scope FROM device_scope") {
+                    let id = try self.decodeID(row[0])
+                    scopes[id, default: []].insert(try self.decodeScope(row[1], device: id))
+                }
+                return try db.query(
+                    """
+                    SELECT device_id, display_name, application_id, server_fingerprint, created_ms, last_seen_ms
+                    FROM paired_device ORDER BY created_ms, device_id
+                    """
+                ).map { row in
+                    let id = try self.decodeID(row[0])
+                    return try self.decodeDevice(row, id: id, scopes: scopes[id] ?? [])
+                }
+            }
+        }
+    }
+
+    /// The device with `id`, or `nil` if none is paired under it.
+    /// - Throws: `.corruptRecord`, `.database`.
+    public func device(_ id: DeviceID) throws(RivetDevicePairingStoreError) -> RivetDevicePairedDevice? {
+        try withDatabase("read device \(id)") { db in
+            try db.transaction(.deferred) { try self.read(id, db) }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Stores a newly paired device with its verifier, metadata and scopes in one transaction.
+    /// - Throws: `.deviceExists` if the ID is taken (nothing changes), `.database`.
+    public func insertPaired(_ record: RivetDevicePairedDevice, verifier: PairingVerifier)
+        throws(RivetDevicePairingStoreError)
+    {
+        try withDatabase("store paired device \(record.deviceID)") { db in
+            try db.transaction(.immediate) {
+                guard try self.exists(record.deviceID, db) == false else {
+                    throw RivetDevicePairingStoreError.deviceExists.with(
+                        "a device with ID \(record.deviceID) is already paired in \(self.path)")
+                }
+                try db.run(
+                    """
+                    INSERT INTO paired_device
+                        (device_id, display_name, application_id, server_fingerprint, created_ms, last_seen_ms, verifier)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """, self.bindings(record) + [.blob(verifier.bytes)])
+                try self.insertScopes(record, db)
+            }
+        }
+    }
+
+    /// Re-pairing confirmed: replaces a known device's verifier, metadata and scopes in one
+    /// transaction. Until this call the old verifier stays valid.
+    /// - Throws: `.unknownDevice` if no device has the record's ID (for example it was revoked
+    ///   meanwhile; nothing changes), `.database`.
+    public func replaceVerifierOnRepair(_ record: RivetDevicePairedDevice, verifier: PairingVerifier)
+        throws(RivetDevicePairingStoreError)
+    {
+        try withDatabase("replace the verifier of device \(record.deviceID)") { db in
+            try db.transaction(.immediate) {
+                let changed = try db.run(
+                    """
+                    UPDATE paired_device
+                    SET display_name = ?2, application_id = ?3, server_fingerprint = ?4, created_ms = ?5,
+                        last_seen_ms = ?6, verifier = ?7
+                    WHERE device_id = ?1
+                    """, self.bindings(record) + [.blob(verifier.bytes)])
+                guard changed == 1 else { throw self.unknown(record.deviceID) }
+                try db.run("DELETE FROM device_scope WHERE device_id = ?", [.blob(record.deviceID.bytes)])
+                try self.insertScopes(record, db)
+            }
+        }
+    }
+
+    /// Stores what a finished pairing produced: `insertPaired` for a new device,
+    /// `replaceVerifierOnRepair` for a re-pairing.
+    /// - Throws: as those two methods.
+    public func save(_ completion: RivetDevicePairingCompletion) throws(RivetDevicePairingStoreError) {
+        if completion.isRepair {
+            try replaceVerifierOnRepair(completion.record, verifier: completion.verifier)
+        } else {
+            try insertPaired(completion.record, verifier: completion.verifier)
+        }
+    }
+
+    /// Records that the device authenticated at `date` (whole milliseconds).
+    /// - Throws: `.unknownDevice`, `.database`.
+    public func touchLastSeen(_ id: DeviceID, at date: Date) throws(RivetDevicePairingStoreError) {
+        try withDatabase("update last seen of device \(id)") { db in
+            try db.transaction(.immediate) {
+                let changed = try db.run(
+                    "UPDATE paired_device SET last_seen_ms = ? WHERE device_id = ?",
+                    [.integer(date.unixMilliseconds), .blob(id.bytes)])
+                guard changed == 1 else { throw self.unknown(id) }
+            }
+        }
+    }
+
+    /// Removes the device, its scopes and its verifier in one committed (and, with
+    /// `synchronous=FULL`, durable) transaction, and returns the removed record. Use
+    /// `RivetDeviceRevoker` to also close the device's sessions afterwards.
+    /// - Throws: `.unknownDevice` for an ID that is not paired (nothing changes), `.database`.
+    @discardableResult
+    public func revoke(_ id: DeviceID) throws(RivetDevicePairingStoreError) -> RivetDevicePairedDevice {
+        try withDatabase("revoke device \(id)") { db in
+            try db.transaction(.immediate) {
+                guard let record = try self.read(id, db) else { throw self.unknown(id) }
+                try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(id.bytes)])
+                return record
+            }
+        }
+    }
+
+    // MARK: Authentication lookup
+
+    /// What the authenticator compares, read the same way for a known and an unknown device:
+    /// one statement that always returns one row, with `dummy` standing in for a missing
+    /// verifier and empty values for missing metadata.
+    struct AuthenticationRow {
+        let known: Bool
+        let verifier: [UInt8]
+        let applicationID: [UInt8]
+        let serverFingerprint: [UInt8]
+        let row: SQLiteRow
+    }
+
+    func authenticationRow(for id: DeviceID, dummy: PairingVerifier) throws(RivetDevicePairingStoreError)
+        -> AuthenticationRow
+    {
+        try withDatabase("look up device \(id)") { db in
+            let rows = try db.query(
+                """
+                SELECT d.device_id IS NOT NULL, coalesce(d.verifier, ?2), coalesce(d.application_id, ''),
+                       coalesce(d.server_fingerprint, zeroblob(32)), d.display_name, d.created_ms, d.last_seen_ms,
+                       (SELECT group_concat(scope, ' ') FROM device_scope WHERE device_id = q.id)
+                FROM (SELECT ?1 AS id) AS q LEFT JOIN paired_device AS d ON d.device_id = q.id
+                """, [.blob(id.bytes), .blob(dummy.bytes)])
+            guard let row = rows.first else {
+                throw RivetDevicePairingStoreError.corruptRecord.with("the device lookup returned no row")
+            }
+            return AuthenticationRow(
+                known: row[0].integer == 1, verifier: row[1].blob ?? [], applicationID: Array((row[2].text ?? "").utf8),
+                serverFingerprint: row[3].blob ?? [], row: row)
+        }
+    }
+
+    /// The record of an authenticated device from its lookup row.
+    func device(from lookup: AuthenticationRow, id: DeviceID) throws(RivetDevicePairingStoreError)
+        -> RivetDevicePairedDevice
+    {
+        let row = lookup.row
+        var scopes: Set<RivetDeviceScope> = []
+        for name in (row[7].text ?? "").split(separator: " ") {
+            scopes.insert(try decodeScope(.text(String(name)), device: id))
+        }
+        let values = SQLiteRow(
+            columnNames: ["device_id", "display_name", "application_id", "server_fingerprint", "created_ms", "last_seen_ms"],
+            values: [.blob(id.bytes), row[4], row[2], row[3], row[5], row[6]])
+        return try decodeDevice(values, id: id, scopes: scopes)
+    }
+
+    // MARK: Internals
+
+    private func withDatabase<T: Sendable>(_ what: String, _ body: (SQLiteDatabase) throws -> T)
+        throws(RivetDevicePairingStoreError) -> T
+    {
+        do {
+            return try database.withLock { db in try body(db) }
+        } catch let error as RivetDevicePairingStoreError {
+            throw error
+        } catch {
+            throw Self.databaseError(error, "\(what) in \(path)")
+        }
+    }
+
+    private static func databaseError(_ error: any Error, _ what: String) -> RivetDevicePairingStoreError {
+        guard let sqlite = error as? SQLiteError else {
+            return RivetDevicePairingStoreError.database.with("\(what): \(error)")
+        }
+        let hint = sqlite.isBusy ? " (another process held the registry's lock past the busy timeout)" : ""
+        return RivetDevicePairingStoreError.database.with("\(what): \(sqlite)\(hint)", sqliteError: sqlite)
+    }
+
+    private func unknown(_ id: DeviceID) -> RivetDevicePairingStoreError {
+        RivetDevicePairingStoreError.unknownDevice.with("no paired device has ID \(id) in \(path)")
+    }
+
+    private func exists(_ id: DeviceID, _ db: SQLiteDatabase) throws -> Bool {
+        try db.query("SELECT 1 FROM paired_device WHERE device_id = ?", [.blob(id.bytes)]).isEmpty == false
+    }
+
+    private func read(_ id: DeviceID, _ db: SQLiteDatabase) throws -> RivetDevicePairedDevice? {
+        let rows = try db.query(
+            """
+            SELECT device_id, display_name, application_id, server_fingerprint, created_ms, last_seen_ms
+            FROM paired_device WHERE device_id = ?
+            """, [.blob(id.bytes)])
+        guard let row = rows.first else { return nil }
+        var scopes: Set<RivetDeviceScope> = []
+        for scope in try db.query("SELECT scope FROM device_scope WHERE device_id = ?", [.blob(id.bytes)]) {
+            scopes.insert(try decodeScope(scope[0], device: id))
+        }
+        return try decodeDevice(row, id: id, scopes: scopes)
+    }
+
+    private func bindings(_ record: RivetDevicePairedDevice) -> [SQLiteValue] {
+        [
+            .blob(record.deviceID.bytes), .text(record.displayName.value), .text(record.applicationID.value),
+            .blob(record.serverFingerprint.bytes), .integer(record.created.unixMilliseconds),
+            record.lastSeen.map { .integer($0.unixMilliseconds) } ?? .null,
+        ]
+    }
+
+    private func insertScopes(_ record: RivetDevicePairedDevice, _ db: SQLiteDatabase) throws {
+        let statement = try db.prepare("INSERT INTO device_scope (device_id, scope) VALUES (?, ?)")
+        for scope in record.scopes.sorted() {
+            try statement.bind([.blob(record.deviceID.bytes), .text(scope.name)])
+            while try statement.step() {}
+        }
+    }
+
+    private func corrupt(_ id: DeviceID?, _ what: String) -> RivetDevicePairingStoreError {
+        let device = id.map { "device \($0)" } ?? "a device"
+        return RivetDevicePairingStoreError.corruptRecord.with(
+            "the record of \(device) in \(path) is damaged: \(what)")
+    }
+
+    private func decodeID(_ value: SQLiteValue) throws(RivetDevicePairingStoreError) -> DeviceID {
+        guard let bytes = value.blob, let id = DeviceID(bytes: bytes) else {
+            throw corrupt(nil, "its device ID is not 16 bytes")
+        }
+        return id
+    }
+
+    private func decodeScope(_ value: SQLiteValue, device id: DeviceID) throws(RivetDevicePairingStoreError)
+        -> RivetDeviceScope
+    {
+        guard let name = value.text, let scope = try? RivetDeviceScope(name) else {
+            throw corrupt(id, "a scope name is invalid")
+        }
+        return scope
+    }
+
+    /// Decodes columns device_id, display_name, application_id, server_fingerprint, created_ms,
+    /// last_seen_ms.
+    private func decodeDevice(_ row: SQLiteRow, id: DeviceID, scopes: Set<RivetDeviceScope>)
+        throws(RivetDevicePairingStoreError) -> RivetDevicePairedDevice
+    {
+        guard let name = row[1].text, let displayName = try? RivetDeviceName(name) else {
+            throw corrupt(id, "its display name is invalid")
+        }
+        guard let application = row[2].text, let applicationID = try? RivetApplicationID(application) else {
+            throw corrupt(id, "its application ID is invalid")
+        }
+        guard let bytes = row[3].blob, let fingerprint = SPKIFingerprint(bytes: bytes) else {
+            throw corrupt(id, "its server fingerprint is not 32 bytes")
+        }
+        guard let created = row[4].integer else { throw corrupt(id, "its creation time is missing") }
+        let lastSeen: Date?
+        switch row[5] {
+        case .integer(let milliseconds): lastSeen = Date(unixMilliseconds: milliseconds)
+        case .null: lastSeen = nil
+        default: throw corrupt(id, "its last-seen time is not an integer")
+        }
+        return RivetDevicePairedDevice(
+            deviceID: id, displayName: displayName, applicationID: applicationID, serverFingerprint: fingerprint,
+            scopes: scopes, created: Date(unixMilliseconds: created), lastSeen: lastSeen)
+    }
+}

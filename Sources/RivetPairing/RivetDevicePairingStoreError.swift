@@ -1,0 +1,74 @@
+import SQLiteKit
+
+/// Why the pairing registry could not be opened, read or changed. Messages name the registry
+/// file and the device ID involved; they never contain a credential or a verifier.
+///
+/// Equality compares only the kind (`code`), never the message.
+public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    private enum Code: Equatable, Sendable {
+        case invalidPath, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
+        case unknownDevice, deviceExists, corruptRecord, database, fileSystem
+    }
+
+    private let code: Code
+    /// What failed and why.
+    public let message: String
+    /// The SQLite error underneath a `.database` (or `.schemaTooNew`) error.
+    public let sqliteError: SQLiteError?
+
+    private init(_ code: Code, _ message: String, sqliteError: SQLiteError? = nil) {
+        self.code = code
+        self.message = message
+        self.sqliteError = sqliteError
+    }
+
+    /// The path is empty, holds a NUL byte, or the environment names no state directory.
+    public static let invalidPath = Self(.invalidPath, "the pairing registry path is not usable")
+    /// The registry path (or its `-wal`/`-shm` companion) is a symbolic link.
+    public static let symlink = Self(.symlink, "the pairing registry path is a symbolic link")
+    /// The registry path is a directory or special file.
+    public static let notRegularFile = Self(.notRegularFile, "the pairing registry path is not a regular file")
+    /// Group or others have a permission bit on the registry (or its `-wal`/`-shm`), or another
+    /// user owns it. Refused: a registry others can read leaks device metadata and verifiers, and
+    /// one others can write lets them add devices.
+    public static let insecurePermissions = Self(
+        .insecurePermissions, "the pairing registry is accessible to other users")
+    /// The file is an SQLite database (or something else) that is not a Rivet pairing registry.
+    public static let notARegistry = Self(.notARegistry, "the file is not a Rivet pairing registry")
+    /// The registry was written by a newer program (a higher schema version); nothing was
+    /// changed.
+    public static let schemaTooNew = Self(
+        .schemaTooNew, "the pairing registry was written by a newer version of Rivet")
+    /// No paired device has this ID.
+    public static let unknownDevice = Self(.unknownDevice, "no paired device has this ID")
+    /// A device with this ID is already paired (insert of a new device).
+    public static let deviceExists = Self(.deviceExists, "a device with this ID is already paired")
+    /// A stored record breaks the registry's rules (edited by hand or damaged).
+    public static let corruptRecord = Self(.corruptRecord, "a pairing registry record is damaged")
+    /// SQLite failed (busy past the timeout, disk full, I/O error, ...); `sqliteError` says how.
+    public static let database = Self(.database, "the pairing registry database failed")
+    /// Creating or inspecting the registry's directory or file failed.
+    public static let fileSystem = Self(.fileSystem, "a file operation on the pairing registry failed")
+
+    func with(_ message: String, sqliteError: SQLiteError? = nil) -> Self {
+        Self(code, message, sqliteError: sqliteError ?? self.sqliteError)
+    }
+
+    init(_ problem: PrivateFileProblem, path: String) {
+        let message = problem.explanation(for: path, what: "pairing registry")
+        switch problem {
+        case .notFound, .notRegularFile, .tooLarge: self.init(.notRegularFile, message)
+        case .symlink: self.init(.symlink, message)
+        case .wrongOwner, .insecureMode: self.init(.insecurePermissions, message)
+        case .system: self.init(.fileSystem, message)
+        }
+    }
+
+    /// True when SQLite gave up waiting for another process's lock (the busy timeout passed).
+    public var isBusy: Bool { sqliteError?.isBusy == true }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    /// The message.
+    public var description: String { message }
+}
