@@ -65,11 +65,13 @@ public final class RivetDevicePairingStore: Sendable {
             throw RivetDevicePairingStoreError.invalidPath.with("the pairing registry path must be a non-empty file path")
         }
         self.path = path
-        do {
-            try createPrivateDirectories(splitPath(path).directory)
-            for file in [path, path + "-wal", path + "-shm"] { _ = try inspectPrivateFile(file) }
-        } catch {
-            throw RivetDevicePairingStoreError(error, path: path)
+        for file in [path, path + "-wal", path + "-shm"] {
+            do {
+                if file == path { try createPrivateDirectories(splitPath(path).directory) }
+                _ = try inspectPrivateFile(file)
+            } catch {
+                throw RivetDevicePairingStoreError(error, path: file)
+            }
         }
         let db: SQLiteDatabase
         do {
