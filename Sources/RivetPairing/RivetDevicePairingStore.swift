@@ -268,49 +268,35 @@ public final class RivetDevicePairingStore: Sendable {
     // MARK: Authentication lookup
 
     /// What the authenticator compares, read the same way for a known and an unknown device:
-    /// one statement that always returns one row, with `dummy` standing in for a missing
-    /// verifier and empty values for missing metadata.
+    /// one statement that always returns one row of the same shape. For an unknown device the
+    /// dummy verifier and the presented application ID and fingerprint stand in (the `known`
+    /// flag then fails the check); nothing else is read before the decision.
     struct AuthenticationRow {
         let known: Bool
         let verifier: [UInt8]
         let applicationID: [UInt8]
         let serverFingerprint: [UInt8]
-        let row: SQLiteRow
     }
 
-    func authenticationRow(for id: DeviceID, dummy: PairingVerifier) throws(RivetDevicePairingStoreError)
-        -> AuthenticationRow
-    {
+    func authenticationRow(
+        for id: DeviceID, dummy: PairingVerifier, presentedApplicationID: RivetApplicationID,
+        presentedFingerprint: SPKIFingerprint
+    ) throws(RivetDevicePairingStoreError) -> AuthenticationRow {
         try withDatabase("look up device \(id)") { db in
             let rows = try db.query(
                 """
-                SELECT d.device_id IS NOT NULL, coalesce(d.verifier, ?2), coalesce(d.application_id, ''),
-                       coalesce(d.server_fingerprint, zeroblob(32)), d.display_name, d.created_ms, d.last_seen_ms,
-                       (SELECT group_concat(scope, ' ') FROM device_scope WHERE device_id = q.id)
+                SELECT d.device_id IS NOT NULL, coalesce(d.verifier, ?2), coalesce(d.application_id, ?3),
+                       coalesce(d.server_fingerprint, ?4)
                 FROM (SELECT ?1 AS id) AS q LEFT JOIN paired_device AS d ON d.device_id = q.id
-                """, [.blob(id.bytes), .blob(dummy.bytes)])
+                """,
+                [.blob(id.bytes), .blob(dummy.bytes), .text(presentedApplicationID.value), .blob(presentedFingerprint.bytes)])
             guard let row = rows.first else {
                 throw RivetDevicePairingStoreError.corruptRecord.with("the device lookup returned no row")
             }
             return AuthenticationRow(
                 known: row[0].integer == 1, verifier: row[1].blob ?? [], applicationID: Array((row[2].text ?? "").utf8),
-                serverFingerprint: row[3].blob ?? [], row: row)
+                serverFingerprint: row[3].blob ?? [])
         }
-    }
-
-    /// The record of an authenticated device from its lookup row.
-    func device(from lookup: AuthenticationRow, id: DeviceID) throws(RivetDevicePairingStoreError)
-        -> RivetDevicePairedDevice
-    {
-        let row = lookup.row
-        var scopes: Set<RivetDeviceScope> = []
-        for name in (row[7].text ?? "").split(separator: " ") {
-            scopes.insert(try decodeScope(.text(String(name)), device: id))
-        }
-        let values = SQLiteRow(
-            columnNames: ["device_id", "display_name", "application_id", "server_fingerprint", "created_ms", "last_seen_ms"],
-            values: [.blob(id.bytes), row[4], row[2], row[3], row[5], row[6]])
-        return try decodeDevice(values, id: id, scopes: scopes)
     }
 
     // MARK: Internals

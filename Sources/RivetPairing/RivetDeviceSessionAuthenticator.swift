@@ -2,9 +2,10 @@ import OpenSSLKit
 
 /// Checks a resuming device's `deviceID` and credential `K` against the registry.
 ///
-/// Every failure is the same value with the same message, and every call does the same work:
-/// one registry lookup that always returns one row (an unknown device gets a dummy verifier
-/// drawn at init), `SHA-256(K)`, and three constant-time comparisons — verifier, application ID
+/// Every failure is the same value with the same message, and every call does the same work
+/// until the decision: one registry lookup that always returns one row of the same shape (an
+/// unknown device gets a dummy verifier drawn at init), `SHA-256(K)`, and three constant-time
+/// comparisons — verifier, application ID
 /// (padded to a fixed 256 bytes) and server fingerprint — combined with bitwise AND, never a
 /// short-circuit. An unknown device, a wrong application, a changed server identity and a bad
 /// credential are therefore indistinguishable from outside.
@@ -41,7 +42,9 @@ public struct RivetDeviceSessionAuthenticator: Sendable {
         deviceID: DeviceID, credential: PairingCredential, applicationID: RivetApplicationID,
         serverFingerprint: SPKIFingerprint
     ) throws(RivetDevicePairingStoreError) -> Result<RivetDevicePairedDevice, RivetDeviceAuthenticationFailure> {
-        let row = try store.authenticationRow(for: deviceID, dummy: dummyVerifier)
+        let row = try store.authenticationRow(
+            for: deviceID, dummy: dummyVerifier, presentedApplicationID: applicationID,
+            presentedFingerprint: serverFingerprint)
         let presented = SHA256.hash(credential.bytes)
         let verifierMatches = constantTimeEqual(row.verifier, presented)
         let applicationMatches = constantTimeEqual(
@@ -49,7 +52,9 @@ public struct RivetDeviceSessionAuthenticator: Sendable {
         let fingerprintMatches = constantTimeEqual(row.serverFingerprint, serverFingerprint.bytes)
         let accepted = bit(row.known) & bit(verifierMatches) & bit(applicationMatches) & bit(fingerprintMatches)
         guard accepted == 1 else { return .failure(.failed) }
-        return .success(try store.device(from: row, id: deviceID))
+        // Only now, after the decision, is the rest of the record read.
+        guard let device = try store.device(deviceID) else { return .failure(.failed) }
+        return .success(device)
     }
 
     /// `u8(len) ‖ bytes ‖ zeros` to exactly 256 bytes, so comparing two application IDs takes the
