@@ -118,7 +118,7 @@ public struct RivetCompanionCredentialStore: Sendable {
             file = try JSONDecoder().decode(CredentialFile.self, from: Data(bytes))
         } catch let DecodingError.keyNotFound(key, _) {
             throw invalid("the field \"\(key.stringValue)\" is missing")
-        } catch let DecodingError.typeMismatch(_, context) {
+        } catch let DecodingError.typeMismatch(_, context) where !context.codingPath.isEmpty {
             throw invalid("the field \"\(fieldName(context))\" has the wrong type")
         } catch let DecodingError.valueNotFound(_, context) {
             throw invalid("the field \"\(fieldName(context))\" is null")
