@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import SQLiteKit
 import Synchronization
 import Testing
 
@@ -124,6 +125,19 @@ private struct PairedRegistry {
         }
     }
 
+    /// A stolen registry gives the verifier, not the credential: presenting the verifier (or
+    /// anything read from the file) does not authenticate.
+    @Test func theStoredVerifierIsNotACredential() throws {
+        let registry = try PairedRegistry()
+        let raw = try SQLiteDatabase(path: registry.store.path, readOnly: true)
+        let stored = try #require(try raw.query("SELECT verifier FROM paired_device").first?[0].blob)
+        #expect(stored == registry.credential.verifier.bytes)
+        let forged = try #require(PairingCredential(bytes: stored))
+        let result = try registry.authenticator.authenticate(
+            deviceID: registry.device.deviceID, credential: forged, applicationID: appID, serverFingerprint: serverFingerprint)
+        #expect(result == .failure(.failed))
+    }
+
     @Test func rePairingKeepsTheOldCredentialValidUntilConfirmed() throws {
         let registry = try PairedRegistry()
         let other = (randomID(), randomCredential())
@@ -196,6 +210,24 @@ private struct PairedRegistry {
         #expect(removed == registry.device)
         #expect(observed.withLock { $0 } == ["close \(registry.device.deviceID) listed=false authenticates=false"])
         #expect(try registry.authenticate(nil, other: (randomID(), randomCredential())) == .failure(.failed))
+    }
+
+    /// A re-pairing that was pending when the device was revoked cannot bring it back.
+    @Test func rePairingPendingDuringRevocationIsRefused() async throws {
+        let registry = try PairedRegistry()
+        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint)
+        let (completion, credential) = try pairDevice(
+            &coordinator, existing: registry.device.deviceID, known: registry.device)
+        #expect(completion.isRepair)
+        try await RivetDeviceRevoker(store: registry.store) { _ in }.revoke(registry.device.deviceID)
+        #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try registry.store.save(completion) }
+        #expect(try registry.store.list().isEmpty)
+        for presented in [registry.credential, credential.credential] {
+            let result = try registry.authenticator.authenticate(
+                deviceID: registry.device.deviceID, credential: presented, applicationID: appID,
+                serverFingerprint: serverFingerprint)
+            #expect(result == .failure(.failed))
+        }
     }
 
     @Test func revokingAnUnknownDeviceFailsAndClosesNothing() async throws {
