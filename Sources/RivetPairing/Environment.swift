@@ -39,6 +39,7 @@ public struct RivetPairingRandomnessError: Error, Equatable, Sendable, CustomStr
     public static let shortRead = RivetPairingRandomnessError(
         .shortRead, "the randomness source returned the wrong number of bytes")
 
+    /// Compares the kind only, never the message.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     /// The message.

@@ -236,6 +236,7 @@ public struct RivetCompanionCredentialStoreError: Error, Equatable, Sendable, Cu
 
     func with(_ message: String) -> Self { Self(code, message, errno: systemErrno) }
 
+    /// Compares the kind only, never the message.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     /// The message.

@@ -215,6 +215,7 @@ public struct RivetDevicePairingClientError: Error, Equatable, Sendable, CustomS
 
     func with(_ message: String) -> Self { Self(code, "\(self.message): \(message)") }
 
+    /// Compares the kind only, never the message.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     /// The message.

@@ -67,6 +67,7 @@ public struct RivetDevicePairingRefusal: Error, Equatable, Sendable, CustomStrin
     public static let randomnessUnavailable = Self(
         .randomnessUnavailable, "the server could not draw random bytes; the attempt ended")
 
+    /// Compares the kind only, never the message.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     /// The message.

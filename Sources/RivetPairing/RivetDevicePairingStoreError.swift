@@ -67,6 +67,7 @@ public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomSt
     /// True when SQLite gave up waiting for another process's lock (the busy timeout passed).
     public var isBusy: Bool { sqliteError?.isBusy == true }
 
+    /// Compares the kind only, never the message.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     /// The message.

@@ -44,6 +44,7 @@ public struct RivetDevicePairingValueError: Error, Equatable, Sendable, CustomSt
         RivetDevicePairingValueError(code, "\(detail): \(message)")
     }
 
+    /// Compares the kind only, never the message.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     /// The message.

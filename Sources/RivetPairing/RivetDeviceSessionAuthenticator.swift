@@ -89,6 +89,7 @@ public struct RivetDeviceAuthenticationFailure: Error, Equatable, Sendable, Cust
     /// The device could not be authenticated (the only failure there is).
     public static let failed = Self(.failed, "device authentication failed")
 
+    /// Compares the kind only, never the message.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
 
     /// The message.
