@@ -70,7 +70,7 @@ public final class AvahiPublisher: Sendable {
     /// accepted the service; the state then moves to `.established(name:)` (about 1 s on
     /// loopback), or to `.collision` and a new name under `.rename`.
     /// Throws `AvahiError.invalidTXT` for a TXT entry that is empty or over 255 bytes or a record
-    /// over 8900 bytes; `.invalidServiceName`, `.invalidServiceType`, `.invalidInterface` or
+    /// over 1300 bytes; `.invalidServiceName`, `.invalidServiceType`, `.invalidInterface` or
     /// `.invalidArgument` when avahi rejects the description; `.collision` when the name is taken
     /// on this host under `.fail` (or after `maxRenames` alternatives); `.closed` after `close()`.
     public func publish(_ service: AvahiServiceDescription) throws(AvahiError) {

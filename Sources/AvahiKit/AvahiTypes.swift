@@ -45,9 +45,10 @@ public enum AvahiIPProtocol: Sendable, Hashable {
 public struct AvahiServiceDescription: Sendable, Hashable {
     /// Largest TXT entry, in bytes: one DNS character-string (RFC 6763 §6.1).
     public static let maxTXTEntryBytes = 255
-    /// Largest whole TXT record on the wire (each entry plus its length byte), in bytes: the
-    /// multicast DNS ceiling of RFC 6763 §6.2.
-    public static let maxTXTRecordBytes = 8900
+    /// Largest whole TXT record on the wire (each entry plus its length byte), in bytes: RFC 6763
+    /// §6.2's bound for a record that fits one Ethernet-sized mDNS packet. avahi-daemon silently
+    /// drops records that do not fit a packet on the interface, so larger ones are refused here.
+    public static let maxTXTRecordBytes = 1300
 
     /// The instance name, such as `"Rivet on desk"`; 1–63 bytes of UTF-8.
     public var name: String
