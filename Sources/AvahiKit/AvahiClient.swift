@@ -98,8 +98,7 @@ public final class AvahiClient: Sendable {
     }
 
     /// Stops the event thread, frees the connection and every publisher and browser made from
-    /// it, in that order, exactly once. Later calls do nothing. Must not be called while holding
-    /// no reference (the deinit calls it).
+    /// it, in that order, exactly once. Later calls do nothing; the deinit calls it too.
     public func close() {
         core.close()
     }
@@ -109,7 +108,6 @@ public final class AvahiClient: Sendable {
 protocol ClientChild: AnyObject, Sendable {
     /// Called once, from `ClientCore.close()` after `avahi_client_free` freed this child's C
     /// objects: forget them, release the retain held for avahi's userdata, end streams.
-    /// Must not take `ClientCore.gate` (the caller holds it).
     func clientDidFree()
 }
 

@@ -36,7 +36,8 @@ public final class AvahiPublisher: Sendable {
         case closed
     }
 
-    /// Most alternative names tried for one `publish` before giving up with a collision error.
+    /// Most alternative names tried, one after another, when a name is taken (locally or on the
+    /// network) before giving up with `AvahiError.collision`.
     public static let maxRenames = 32
 
     private let client: AvahiClient
@@ -171,7 +172,8 @@ final class PublisherCore: ClientChild {
     /// `withClient`, or the poll thread inside a callback).
     func register(_ service: AvahiServiceDescription, in group: OpaquePointer) -> Result<Void, AvahiError> {
         var service = service
-        for _ in 0...AvahiPublisher.maxRenames {
+        var renames = 0
+        while true {
             let added: Int32
             do {
                 let txt = try makeStringList(service.txt)
@@ -188,6 +190,11 @@ final class PublisherCore: ClientChild {
                     return .failure(AvahiError.avahi(
                         added, "cannot publish \"\(service.name)\" (\(service.type)): the name is taken on this host"))
                 }
+                guard renames < AvahiPublisher.maxRenames else {
+                    return .failure(AvahiError.collision.with(
+                        "cannot publish \"\(service.name)\" (\(service.type)): the name and \(renames) alternatives are all taken"))
+                }
+                renames += 1
                 let alternative = alternativeName(service.name)
                 states.send(.collision(name: service.name, alternative: alternative))
                 service.name = alternative
@@ -207,8 +214,6 @@ final class PublisherCore: ClientChild {
             }
             return .success(())
         }
-        return .failure(AvahiError.collision.with(
-            "cannot publish \"\(service.name)\" (\(service.type)): \(AvahiPublisher.maxRenames) alternative names were all taken"))
     }
 
     /// Handles an entry group state change, on the poll thread with the poll lock held.

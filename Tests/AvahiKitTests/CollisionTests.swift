@@ -142,4 +142,38 @@ struct CollisionTests {
         #expect(error.message.contains(name), "message: \(error.message)")
         #expect(publisher.publishedName == nil)
     }
+
+    @Test("renaming stops at maxRenames: 32 taken alternatives pass, 33 fail")
+    func renameBound() async throws {
+        let client = try await connectedClient()
+        defer { client.close() }
+        let type = uniqueServiceType()
+        let name = "RivetMany-\(uniqueSuffix())"
+        let loopback = try AvahiInterface.named("lo")
+        func service(_ instance: String, port: UInt16) -> AvahiServiceDescription {
+            AvahiServiceDescription(name: instance, type: type, port: port, interface: loopback, ipProtocol: .ipv4)
+        }
+        // Take "Name" and "Name #2" … "Name #32": the next publish needs exactly 32 renames.
+        var holders: [AvahiPublisher] = []
+        for index in 1...AvahiPublisher.maxRenames {
+            let holder = try AvahiPublisher(client: client, collisionPolicy: .fail)
+            try holder.publish(service(index == 1 ? name : "\(name) #\(index)", port: UInt16(index)))
+            holders.append(holder)
+        }
+        let atLimit = try AvahiPublisher(client: client)
+        try atLimit.publish(service(name, port: 100))
+        #expect(atLimit.publishedName == "\(name) #33")
+
+        // With "Name #33" taken too (by `atLimit`), 32 renames are not enough.
+        let overLimit = try AvahiPublisher(client: client)
+        do {
+            try overLimit.publish(service(name, port: 101))
+            Issue.record("published as \(overLimit.publishedName ?? "nothing") beyond maxRenames")
+        } catch {
+            #expect(error == .collision)
+            #expect(error.message.contains("32 alternatives are all taken"), "message: \(error.message)")
+        }
+        #expect(overLimit.state == .failed(.collision))
+        for holder in holders { holder.close() }
+    }
 }
