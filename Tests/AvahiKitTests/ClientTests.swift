@@ -59,7 +59,8 @@ struct ClientTests {
     func repeatedOpenClose() async {
         // A fresh process, so no other test's threads or descriptors blur the counts; alarm()
         // kills it (failing the test) if anything hangs.
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        let report = ChildReport()
+        let result = await #expect(processExitsWith: .success) { [report = report.path as String] in
             alarm(60)
             func count(_ directory: String) -> Int {
                 (try? FileManager.default.contentsOfDirectory(atPath: directory).count) ?? -1
@@ -74,23 +75,23 @@ struct ClientTests {
                 let start = ContinuousClock.now
                 for cycle in 1...20 {
                     let client = try AvahiClient()
-                    guard client.state == .running else { fail("cycle \(cycle): state \(client.state)") }
-                    guard !(try client.serverVersion()).isEmpty else { fail("cycle \(cycle): empty version") }
+                    guard client.state == .running else { childFail("cycle \(cycle): state \(client.state)", report: report) }
+                    guard !(try client.serverVersion()).isEmpty else { childFail("cycle \(cycle): empty version", report: report) }
                     client.close()
                 }
                 let elapsed = ContinuousClock.now - start
-                guard elapsed < .seconds(20) else { fail("20 cycles took \(elapsed)") }
+                guard elapsed < .seconds(20) else { childFail("20 cycles took \(elapsed)", report: report) }
                 let threadsAfter = count("/proc/self/task")
                 let descriptorsAfter = count("/proc/self/fd")
-                guard threadsAfter <= threads else { fail("threads grew from \(threads) to \(threadsAfter)") }
+                guard threadsAfter <= threads else { childFail("threads grew from \(threads) to \(threadsAfter)", report: report) }
                 guard descriptorsAfter <= descriptors else {
-                    fail("descriptors grew from \(descriptors) to \(descriptorsAfter)")
+                    childFail("descriptors grew from \(descriptors) to \(descriptorsAfter)", report: report)
                 }
             } catch {
-                fail("\(daemonHint): \(error)")
+                childFail("\(daemonHint): \(error)", report: report)
             }
             exit(0)
         }
-        reportChild(result)
+        report.collect(result)
     }
 }

@@ -15,13 +15,14 @@ struct NoDaemonTests {
     func noBus() async throws {
         let missing = FileManager.default.temporaryDirectory
             .appendingPathComponent("rivet-no-bus-\(uniqueSuffix())/socket").path
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            [missing = missing as String] in
+        let report = ChildReport()
+        let result = await #expect(processExitsWith: .success) {
+            [missing = missing as String, report = report.path as String] in
             alarm(10)
             setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(missing)", 1)
-            expectDaemonNotRunning()
+            expectDaemonNotRunning(report: report)
         }
-        reportChild(result)
+        report.collect(result)
     }
 
     @Test("a bus without avahi-daemon on it: typed error within 5 s")
@@ -29,13 +30,14 @@ struct NoDaemonTests {
         let bus = try await PrivateBus.start()
         defer { bus.stop() }
         let address = bus.address
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            [address = address as String] in
+        let report = ChildReport()
+        let result = await #expect(processExitsWith: .success) {
+            [address = address as String, report = report.path as String] in
             alarm(10)
             setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
-            expectDaemonNotRunning()
+            expectDaemonNotRunning(report: report)
         }
-        reportChild(result)
+        report.collect(result)
     }
 
     @Test("waitForDaemon on a bus without avahi-daemon: .connecting, then a clean close")
@@ -43,52 +45,47 @@ struct NoDaemonTests {
         let bus = try await PrivateBus.start()
         defer { bus.stop() }
         let address = bus.address
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            [address = address as String] in
+        let report = ChildReport()
+        let result = await #expect(processExitsWith: .success) {
+            [address = address as String, report = report.path as String] in
             alarm(10)
             setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
             do {
                 let client = try AvahiClient(waitForDaemon: true)
-                guard client.state == .connecting else { fail("state was \(client.state), want .connecting") }
+                guard client.state == .connecting else { childFail("state was \(client.state), want .connecting", report: report) }
                 do {
                     try await client.waitUntilRunning(timeout: .milliseconds(300))
-                    fail("waitUntilRunning returned without a daemon")
+                    childFail("waitUntilRunning returned without a daemon", report: report)
                 } catch let error as AvahiError where error == .timeout {
                     // Expected: nothing to connect to.
                 }
                 client.close()
-                guard client.state == .closed else { fail("state after close was \(client.state)") }
+                guard client.state == .closed else { childFail("state after close was \(client.state)", report: report) }
             } catch {
-                fail("unexpected error: \(error)")
+                childFail("unexpected error: \(error)", report: report)
             }
             exit(0)
         }
-        reportChild(result)
+        report.collect(result)
     }
 }
 
 /// In a child process: connect, and exit 0 only on `AvahiError.daemonNotRunning` within 5 s.
-private func expectDaemonNotRunning() -> Never {
+private func expectDaemonNotRunning(report: String) -> Never {
     let start = ContinuousClock.now
     do {
         let client = try AvahiClient()
         client.close()
-        fail("connected although no avahi-daemon is reachable")
+        childFail("connected although no avahi-daemon is reachable", report: report)
     } catch let error where error == .daemonNotRunning {
         let elapsed = ContinuousClock.now - start
-        guard elapsed < .seconds(5) else { fail("the error took \(elapsed)") }
+        guard elapsed < .seconds(5) else { childFail("the error took \(elapsed)", report: report) }
         guard error.message.contains("cannot connect to avahi-daemon"), error.avahiErrorNumber != nil else {
-            fail("unclear message: \(error.message)")
+            childFail("unclear message: \(error.message)", report: report)
         }
-        FileHandle.standardError.write(Data("got: \(error.message)\n".utf8))
         exit(0)
     } catch {
-        fail("wrong error: \(error)")
+        childFail("wrong error: \(error)", report: report)
     }
 }
 
-/// In a child process: say why on stderr and exit 1.
-func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data((message + "\n").utf8))
-    exit(1)
-}
