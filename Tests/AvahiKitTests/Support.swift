@@ -133,11 +133,25 @@ private func runBlocking(_ arguments: [String], timeoutSeconds: Int) throws -> C
     }
     // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
     let exitCode = status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
-    let out = FileManager.default.contents(atPath: outPath) ?? Data()
-    let err = FileManager.default.contents(atPath: errPath) ?? Data()
     return CommandResult(
-        status: exitCode, stdout: String(decoding: out, as: UTF8.self),
-        stderr: String(decoding: err, as: UTF8.self))
+        status: exitCode, stdout: String(decoding: readFile(outPath), as: UTF8.self),
+        stderr: String(decoding: readFile(errPath), as: UTF8.self))
+}
+
+/// A file's bytes, read with POSIX calls (FoundationEssentials' `FileManager.contents` leaks
+/// its buffer under LeakSanitizer on this toolchain).
+private func readFile(_ path: String) -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return [] }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(fd, &chunk, chunk.count)
+        if count <= 0 { break }
+        bytes += chunk[0..<count]
+    }
+    return bytes
 }
 
 /// A private D-Bus bus (not the system bus) with no avahi-daemon on it, in its own temporary
