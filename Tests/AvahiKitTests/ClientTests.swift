@@ -39,6 +39,16 @@ struct ClientTests {
         #expect(await iterator.next() == nil)
     }
 
+    @Test("dropping the last reference closes the client")
+    func deinitCloses() async throws {
+        var client: AvahiClient? = try await connectedClient()
+        let states = Collector(try #require(client).stateUpdates())
+        #expect(await states.first { $0 == .running } != nil)
+        client = nil
+        #expect(await states.first { $0 == .closed } != nil, "states: \(states.all)")
+        #expect(await states.waitForEnd())
+    }
+
     @Test("closing the client stops its publishers and browsers")
     func closeFreesChildren() async throws {
         let client = try await connectedClient()

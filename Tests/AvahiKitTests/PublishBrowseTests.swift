@@ -209,5 +209,39 @@ struct PublishBrowseTests {
                 name: "Rivet", type: uniqueServiceType(), port: 1, interface: AvahiInterface(index: -5)))
         }
         #expect(publisher.state == .failed(.invalidInterface))
+        #expect(throws: AvahiError.invalidInterface) {
+            try AvahiBrowser(client: client, type: uniqueServiceType(), interface: AvahiInterface(index: -5))
+        }
+        do {
+            try publisher.publish(AvahiServiceDescription(
+                name: "Rivet", type: uniqueServiceType(), port: 1, domain: "bad..domain"))
+            Issue.record("an invalid domain was accepted")
+        } catch {
+            #expect(error == .invalidArgument)
+            #expect(error.message.contains("Invalid domain name"), "message: \(error.message)")
+        }
+        #expect(throws: AvahiError.invalidArgument) {
+            try publisher.publish(AvahiServiceDescription(
+                name: "Rivet", type: uniqueServiceType(), port: 1, host: "bad..host"))
+        }
+    }
+
+    @Test("dropping a publisher withdraws its service")
+    func deinitWithdraws() async throws {
+        let client = try await connectedClient()
+        defer { client.close() }
+        let loopback = try AvahiInterface.named("lo")
+        let type = uniqueServiceType()
+        let name = "RivetDrop-\(uniqueSuffix())"
+        let browser = try AvahiBrowser(client: client, type: type, interface: loopback, ipProtocol: .ipv4)
+        let events = Collector(browser.events)
+        var publisher: AvahiPublisher? = try AvahiPublisher(client: client)
+        try publisher?.publish(AvahiServiceDescription(
+            name: name, type: type, port: 1, interface: loopback, ipProtocol: .ipv4))
+        _ = try await publisher?.waitUntilEstablished(timeout: .seconds(5))
+        let instance = AvahiServiceInstance(name: name, type: type, domain: "local", interface: loopback, ipProtocol: .ipv4)
+        #expect(await events.first { $0 == .added(instance) } != nil)
+        publisher = nil
+        #expect(await events.first { $0 == .removed(instance) } != nil, "events: \(events.all)")
     }
 }
