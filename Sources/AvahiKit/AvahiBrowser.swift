@@ -7,6 +7,8 @@ import Synchronization
 /// Events arrive on `events` in the order avahi reports them: `.added` for each instance, then
 /// its `.resolved` (or `.resolveFailed`), `.removed` when it goes away. `close()` (or the last
 /// reference going away) frees the browser and any pending resolvers and ends `events`.
+/// Each instance is resolved once when it appears; a TXT change on an instance that stays is
+/// not reported again.
 ///
 /// Thread-safety: every method may be called from any thread or task. avahi calls back on its
 /// poll thread; those callbacks only yield to `events`, so no caller code runs there.
