@@ -71,7 +71,7 @@ struct ClientTests {
         // kills it (failing the test) if anything hangs.
         let report = ChildReport()
         let result = await #expect(processExitsWith: .success) { [report = report.path as String] in
-            alarm(60)
+            armHangGuard(seconds: 60)
             func count(_ directory: String) -> Int {
                 (try? FileManager.default.contentsOfDirectory(atPath: directory).count) ?? -1
             }

@@ -8,7 +8,7 @@ import Glibc
 
 /// Without avahi-daemon the client must throw `AvahiError.daemonNotRunning` within 5 s, not
 /// crash and not hang. Each case runs in a child process, because libdbus reads
-/// `DBUS_SYSTEM_BUS_ADDRESS` once per process; `alarm(10)` kills a hung child, failing the test.
+/// `DBUS_SYSTEM_BUS_ADDRESS` once per process; `armHangGuard(seconds: 10)` kills a hung child, failing the test.
 @Suite("AvahiClient without avahi-daemon")
 struct NoDaemonTests {
     @Test("no bus listening at DBUS_SYSTEM_BUS_ADDRESS: typed error within 5 s")
@@ -18,7 +18,7 @@ struct NoDaemonTests {
         let report = ChildReport()
         let result = await #expect(processExitsWith: .success) {
             [missing = missing as String, report = report.path as String] in
-            alarm(10)
+            armHangGuard(seconds: 10)
             setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(missing)", 1)
             expectDaemonNotRunning(report: report)
         }
@@ -33,7 +33,7 @@ struct NoDaemonTests {
         let report = ChildReport()
         let result = await #expect(processExitsWith: .success) {
             [address = address as String, report = report.path as String] in
-            alarm(10)
+            armHangGuard(seconds: 10)
             setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
             expectDaemonNotRunning(report: report)
         }
@@ -48,7 +48,7 @@ struct NoDaemonTests {
         let report = ChildReport()
         let result = await #expect(processExitsWith: .success) {
             [address = address as String, report = report.path as String] in
-            alarm(10)
+            armHangGuard(seconds: 10)
             setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
             do {
                 let client = try AvahiClient(waitForDaemon: true)
@@ -67,6 +67,15 @@ struct NoDaemonTests {
             exit(0)
         }
         report.collect(result)
+    }
+
+    @Test("the hang guard the exit tests rely on kills a hung child")
+    func hangGuardWorks() async {
+        await #expect(processExitsWith: .signal(SIGALRM)) {
+            armHangGuard(seconds: 1)
+            sleep(20)
+            exit(0)
+        }
     }
 }
 
@@ -88,4 +97,3 @@ private func expectDaemonNotRunning(report: String) -> Never {
         childFail("wrong error: \(error)", report: report)
     }
 }
-

@@ -120,10 +120,23 @@ private func runBlocking(_ arguments: [String], timeoutSeconds: Int) throws -> C
     posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
 
+    // Dispatch worker threads block most signals and a spawned process inherits that mask: give
+    // the child an empty mask and default handlers, or `timeout` and `kill` could not stop it.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var noSignals = sigset_t()
+    sigemptyset(&noSignals)
+    var allSignals = sigset_t()
+    sigfillset(&allSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    posix_spawnattr_setsigdefault(&attributes, &allSignals)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
     let argv = (["timeout", "\(timeoutSeconds)"] + arguments).map { strdup($0) } + [nil]
     defer { for pointer in argv { free(pointer) } }
     var pid: pid_t = 0
-    let spawned = posix_spawnp(&pid, "timeout", &actions, nil, argv, environ)
+    let spawned = posix_spawnp(&pid, "timeout", &actions, &attributes, argv, environ)
     guard spawned == 0 else {
         throw TestFailure("cannot run \(arguments.joined(separator: " ")): error \(spawned)")
     }
@@ -195,8 +208,9 @@ struct PrivateBus {
         return PrivateBus(directory: directory, address: "unix:path=\(socket)", pid: pid)
     }
 
+    /// Kills the bus (SIGKILL: a test bus needs no orderly shutdown) and removes its directory.
     func stop() {
-        kill(pid, SIGTERM)
+        kill(pid, SIGKILL)
         try? FileManager.default.removeItem(atPath: directory)
     }
 }
@@ -363,4 +377,15 @@ private func announceConflictingSRVBlocking(name: String, type: String, port: UI
         guard sent == message.count else { throw TestFailure("sendto() failed: errno \(errno)") }
         usleep(100_000)
     }
+}
+
+/// In an exit test's child: makes SIGALRM kill the process after `seconds`, so a hang fails the
+/// test instead of stalling it. The child may inherit a mask blocking SIGALRM, so unblock it.
+func armHangGuard(seconds: UInt32) {
+    var alarmOnly = sigset_t()
+    sigemptyset(&alarmOnly)
+    sigaddset(&alarmOnly, SIGALRM)
+    pthread_sigmask(SIG_UNBLOCK, &alarmOnly, nil)
+    signal(SIGALRM, SIG_DFL)
+    alarm(seconds)
 }
