@@ -1,0 +1,99 @@
+import AvahiKit
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Without avahi-daemon the client must throw `AvahiError.daemonNotRunning` within 5 s, not
+/// crash and not hang. Each case runs in a child process, because libdbus reads
+/// `DBUS_SYSTEM_BUS_ADDRESS` once per process; `armHangGuard(seconds: 10)` kills a hung child, failing the test.
+@Suite("AvahiClient without avahi-daemon")
+struct NoDaemonTests {
+    @Test("no bus listening at DBUS_SYSTEM_BUS_ADDRESS: typed error within 5 s")
+    func noBus() async throws {
+        let missing = FileManager.default.temporaryDirectory
+            .appendingPathComponent("rivet-no-bus-\(uniqueSuffix())/socket").path
+        let report = ChildReport()
+        let result = await #expect(processExitsWith: .success) {
+            [missing = missing as String, report = report.path as String] in
+            armHangGuard(seconds: 10)
+            setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(missing)", 1)
+            expectDaemonNotRunning(report: report)
+        }
+        report.collect(result)
+    }
+
+    @Test("a bus without avahi-daemon on it: typed error within 5 s")
+    func busWithoutAvahi() async throws {
+        let bus = try await PrivateBus.start()
+        defer { bus.stop() }
+        let address = bus.address
+        let report = ChildReport()
+        let result = await #expect(processExitsWith: .success) {
+            [address = address as String, report = report.path as String] in
+            armHangGuard(seconds: 10)
+            setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
+            expectDaemonNotRunning(report: report)
+        }
+        report.collect(result)
+    }
+
+    @Test("waitForDaemon on a bus without avahi-daemon: .connecting, then a clean close")
+    func waitForDaemon() async throws {
+        let bus = try await PrivateBus.start()
+        defer { bus.stop() }
+        let address = bus.address
+        let report = ChildReport()
+        let result = await #expect(processExitsWith: .success) {
+            [address = address as String, report = report.path as String] in
+            armHangGuard(seconds: 10)
+            setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
+            do {
+                let client = try AvahiClient(waitForDaemon: true)
+                guard client.state == .connecting else { childFail("state was \(client.state), want .connecting", report: report) }
+                do {
+                    try await client.waitUntilRunning(timeout: .milliseconds(300))
+                    childFail("waitUntilRunning returned without a daemon", report: report)
+                } catch let error as AvahiError where error == .timeout {
+                    // Expected: nothing to connect to.
+                }
+                client.close()
+                guard client.state == .closed else { childFail("state after close was \(client.state)", report: report) }
+            } catch {
+                childFail("unexpected error: \(error)", report: report)
+            }
+            exit(0)
+        }
+        report.collect(result)
+    }
+
+    @Test("the hang guard the exit tests rely on kills a hung child")
+    func hangGuardWorks() async {
+        await #expect(processExitsWith: .signal(SIGALRM)) {
+            armHangGuard(seconds: 1)
+            sleep(20)
+            exit(0)
+        }
+    }
+}
+
+/// In a child process: connect, and exit 0 only on `AvahiError.daemonNotRunning` within 5 s.
+private func expectDaemonNotRunning(report: String) -> Never {
+    let start = ContinuousClock.now
+    do {
+        let client = try AvahiClient()
+        client.close()
+        childFail("connected although no avahi-daemon is reachable", report: report)
+    } catch let error where error == .daemonNotRunning {
+        let elapsed = ContinuousClock.now - start
+        guard elapsed < .seconds(5) else { childFail("the error took \(elapsed)", report: report) }
+        guard error.message.contains("cannot connect to avahi-daemon"), error.avahiErrorNumber != nil else {
+            childFail("unclear message: \(error.message)", report: report)
+        }
+        exit(0)
+    } catch {
+        childFail("wrong error: \(error)", report: report)
+    }
+}
