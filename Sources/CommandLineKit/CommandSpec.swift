@@ -99,11 +99,9 @@ public struct OptionSpec: Sendable, Hashable {
     }
 
     /// `--help` / `-h`, added by the kit to every command.
-    public static let help = OptionSpec.flag(
-        "help", short: "h", help: "Show this help and exit.", repeatable: true)
+    public static let help = OptionSpec.flag("help", short: "h", help: "Show this help and exit.")
     /// `--version`, added by the kit to every command.
-    public static let version = OptionSpec.flag(
-        "version", help: "Show the version and exit.", repeatable: true)
+    public static let version = OptionSpec.flag("version", help: "Show the version and exit.")
     /// The options the kit adds to every command, in help order.
     public static let builtins: [OptionSpec] = [.help, .version]
 

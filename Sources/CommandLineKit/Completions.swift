@@ -151,9 +151,9 @@ struct BashCompletion {
             out.append("    fi")
         }
         var positionalLines: [String] = []
-        for context in spec.completionContexts where !context.positionals.isEmpty {
+        for context in spec.completionContexts where context.positionals.contains(where: { completes($0.kind) }) {
             positionalLines.append("        \(casePattern(context)))")
-            for (offset, positional) in context.positionals.enumerated() {
+            for (offset, positional) in context.positionals.enumerated() where completes(positional.kind) {
                 let test = positional.isVariadic ? "npos >= \(offset)" : "npos == \(offset)"
                 positionalLines.append("            if (( \(test) )); then")
                 positionalLines.append("                \(action(for: positional.kind, indent: "                "))")
@@ -209,6 +209,14 @@ struct BashCompletion {
 
     private func names(_ option: OptionSpec) -> [String] {
         ["--" + option.long] + (option.short.map { ["-" + String($0)] } ?? [])
+    }
+
+    /// Whether bash can offer anything for a value of `kind`.
+    private func completes(_ kind: ValueKind) -> Bool {
+        switch kind {
+        case .file, .directory, .command, .choice: true
+        case .none, .hostPort, .url, .integer: false
+        }
     }
 
     private func casePattern(_ context: CompletionContext) -> String {
@@ -332,11 +340,10 @@ struct ZshCompletion {
             }
             prefix = "(" + excluded.joined(separator: " ") + ")"
         }
-        let tail = quote(explanation + argument)
         if spellings.count == 1 {
-            return [quote(prefix + spellings[0]) + tail]
+            return [quote(prefix + spellings[0] + explanation + argument)]
         }
-        return [quote(prefix) + "{" + spellings.joined(separator: ",") + "}" + tail]
+        return [quote(prefix) + "{" + spellings.joined(separator: ",") + "}" + quote(explanation + argument)]
     }
 
     private func positionalSpecs(_ positionals: [PositionalSpec]) -> [String] {
@@ -351,7 +358,7 @@ struct ZshCompletion {
     private func action(_ kind: ValueKind) -> String {
         switch kind {
         case .file: "_files"
-        case .directory: "_files -/"
+        case .directory: "_directories"
         case .command: "_command_names -e"
         case .url: "_urls"
         case .choice(let words): "(" + words.joined(separator: " ") + ")"
@@ -447,13 +454,12 @@ struct FishCompletion {
         out += positionalLines(spec.positionals, condition: nil)
         for sub in spec.subcommands {
             let condition = "\(prefix)_using \(sub.name)"
-            let own = sub.options.filter { !$0.isHidden }
-            if own.isEmpty && sub.positionals.isEmpty { continue }
+            let lines =
+                sub.options.filter { !$0.isHidden }.map { line(for: $0, condition: condition) }
+                + positionalLines(sub.positionals, condition: condition)
+            if lines.isEmpty { continue }
             out.append("")
-            for option in own {
-                out.append(line(for: option, condition: condition))
-            }
-            out += positionalLines(sub.positionals, condition: condition)
+            out += lines
         }
         return out.joined(separator: "\n") + "\n"
     }

@@ -33,41 +33,46 @@ struct HelpRenderer {
     static let maxLabelColumn = 30
 
     func rootHelp() -> String {
+        let options = (spec.options + OptionSpec.builtins).filter { !$0.isHidden }
+        let commandRows = spec.subcommands.map { sub in
+            (([sub.name] + sub.positionals.map(\.usageForm)).joined(separator: " "), sub.abstract)
+        }
+        let argumentRows = spec.positionals.map(Self.row)
+        let optionRows = options.map(Self.row)
+        let column = Self.column(for: [commandRows, argumentRows, optionRows])
         var sections = [
             "\(spec.name) - \(spec.abstract)",
             "Usage: \(spec.usageLine())",
         ]
         if !spec.discussion.isEmpty { sections.append(Self.formatDiscussion(spec.discussion)) }
-        if !spec.subcommands.isEmpty {
-            let rows = spec.subcommands.map { sub in
-                (([sub.name] + sub.positionals.map(\.usageForm)).joined(separator: " "), sub.abstract)
-            }
-            sections.append("Commands:\n" + Self.table(rows))
+        if !commandRows.isEmpty {
+            sections.append("Commands:\n" + Self.table(commandRows, column: column))
         }
-        if !spec.positionals.isEmpty {
-            sections.append("Arguments:\n" + Self.table(spec.positionals.map(Self.row)))
+        if !argumentRows.isEmpty {
+            sections.append("Arguments:\n" + Self.table(argumentRows, column: column))
         }
-        let options = (spec.options + OptionSpec.builtins).filter { !$0.isHidden }
-        sections.append("Options:\n" + Self.table(options.map(Self.row)))
+        sections.append("Options:\n" + Self.table(optionRows, column: column))
         sections.append(exitStatusSection())
         return sections.joined(separator: "\n\n") + "\n"
     }
 
     func subcommandHelp(_ sub: SubcommandSpec) -> String {
+        let argumentRows = sub.positionals.map(Self.row)
+        let ownRows = sub.options.filter { !$0.isHidden }.map(Self.row)
+        let globalRows = (spec.options + OptionSpec.builtins).filter { !$0.isHidden }.map(Self.row)
+        let column = Self.column(for: [argumentRows, ownRows, globalRows])
         var sections = [
             "\(spec.name) \(sub.name) - \(sub.abstract)",
             "Usage: \(spec.usageLine(subcommand: sub.name))",
         ]
         if !sub.discussion.isEmpty { sections.append(Self.formatDiscussion(sub.discussion)) }
-        if !sub.positionals.isEmpty {
-            sections.append("Arguments:\n" + Self.table(sub.positionals.map(Self.row)))
+        if !argumentRows.isEmpty {
+            sections.append("Arguments:\n" + Self.table(argumentRows, column: column))
         }
-        let own = sub.options.filter { !$0.isHidden }
-        if !own.isEmpty {
-            sections.append("Options:\n" + Self.table(own.map(Self.row)))
+        if !ownRows.isEmpty {
+            sections.append("Options:\n" + Self.table(ownRows, column: column))
         }
-        let global = (spec.options + OptionSpec.builtins).filter { !$0.isHidden }
-        sections.append("Global options:\n" + Self.table(global.map(Self.row)))
+        sections.append("Global options:\n" + Self.table(globalRows, column: column))
         sections.append(exitStatusSection())
         return sections.joined(separator: "\n\n") + "\n"
     }
@@ -103,11 +108,16 @@ struct HelpRenderer {
         return parts.joined(separator: " ")
     }
 
+    /// The text column shared by every table of one help page: two past the widest label
+    /// (indented by two), at most ``maxLabelColumn``.
+    static func column(for tables: [[(String, String)]]) -> Int {
+        let widest = tables.joined().map { $0.0.count }.max() ?? 0
+        return min(widest + 4, maxLabelColumn)
+    }
+
     /// Two aligned columns, indented by two; a label too wide for the column puts its text on
     /// the next line.
-    static func table(_ rows: [(String, String)]) -> String {
-        let widest = rows.map { $0.0.count }.max() ?? 0
-        let column = min(widest + 4, maxLabelColumn)
+    static func table(_ rows: [(String, String)], column: Int) -> String {
         var lines: [String] = []
         for (label, text) in rows {
             let lead = "  " + label

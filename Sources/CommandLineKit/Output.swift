@@ -51,8 +51,9 @@ public struct OutputError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// An unbuffered output on a file descriptor: every call is written with `write(2)` at once,
-/// looping over partial writes and `EINTR`. Writes from different threads or tasks are
-/// serialized process-wide, so lines never interleave.
+/// looping over partial writes and `EINTR`. Writes to the same descriptor from different
+/// threads or tasks are serialized, so lines never interleave; a write blocked on a full pipe
+/// holds up only writes to that descriptor (diagnostics on stderr still get through).
 public struct OutputChannel: Sendable, Hashable {
     /// The descriptor written to; the channel does not own or close it.
     public let fileDescriptor: Int32
@@ -87,7 +88,7 @@ public struct OutputChannel: Sendable, Hashable {
 
     private func write(_ buffer: UnsafeRawBufferPointer) throws {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        try outputLock.withLock { _ in
+        try DescriptorLocks.lock(for: fileDescriptor).mutex.withLock { _ in
             var offset = 0
             while offset < buffer.count {
                 let written = Glibc.write(fileDescriptor, base + offset, buffer.count - offset)
@@ -110,8 +111,24 @@ public struct OutputChannel: Sendable, Hashable {
     }
 }
 
-/// Serializes every write made through ``OutputChannel`` in this process.
-private let outputLock = Mutex<Void>(())
+/// One lock per file descriptor written through ``OutputChannel``; created on first use and
+/// kept for the life of the process (a tool writes to a handful of descriptors).
+private enum DescriptorLocks {
+    final class Lock: Sendable {
+        let mutex = Mutex<Void>(())
+    }
+
+    private static let table = Mutex<[Int32: Lock]>([:])
+
+    static func lock(for descriptor: Int32) -> Lock {
+        table.withLock { table in
+            if let lock = table[descriptor] { return lock }
+            let lock = Lock()
+            table[descriptor] = lock
+            return lock
+        }
+    }
+}
 
 /// Plain text and bytes to standard output (fd 1), unbuffered. Use this (or ``JSONOutput``)
 /// for data instead of `print`, whose global `stdout` is not concurrency-safe.

@@ -235,7 +235,8 @@ private struct ArgumentParser {
         if option == .help { sawHelp = true }
         if option == .version { sawVersion = true }
         let count = flagCounts[option.long, default: 0]
-        if count > 0 && !option.isRepeatable {
+        let isBuiltin = OptionSpec.builtins.contains(option)
+        if count > 0 && !option.isRepeatable && !isBuiltin {
             throw .repeatedOption("--" + option.long, in: context)
         }
         flagCounts[option.long] = count + 1

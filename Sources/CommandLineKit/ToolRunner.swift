@@ -8,8 +8,9 @@ import Synchronization
 /// In order: ignores `SIGPIPE` (a closed stdout then shows up as ``OutputClosed``); parses the
 /// arguments (a ``UsageError`` prints one line on stderr and exits 2); answers `--help`
 /// (stdout, exit 0) and `--version` (`TOOL VERSION`, exit 0); handles `SIGINT` and `SIGTERM`
-/// (dispositions set to `SIG_IGN`, signals read through Dispatch signal sources); runs the body
-/// in a task; maps its outcome to the exit status:
+/// (dispositions set to `SIG_IGN`, signals read through Dispatch signal sources, the body started
+/// only once both sources are registered; a signal in the microseconds before that is ignored);
+/// runs the body in a task; maps its outcome to the exit status:
 ///
 /// - returned status → that status;
 /// - the first `SIGINT`/`SIGTERM` cancels the body's task; once the body returns or throws,
@@ -55,14 +56,19 @@ public enum ToolRunner {
 
         let run = RunState()
         let signalQueue = DispatchQueue(label: "CommandLineKit.ToolRunner.signals")
+        let registered = DispatchSemaphore(value: 0)
         var sources: [any DispatchSourceSignal] = []
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
             source.setEventHandler { run.received(signal: number) }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
             sources.append(source)
         }
+        // Registration is asynchronous; a signal sent before it completes would be ignored, so
+        // the body starts only once both sources are listening.
+        for _ in sources { registered.wait() }
         let keptSources = SignalSources(sources)
 
         let task = Task { try await body(parsed) }
