@@ -98,7 +98,9 @@ extension CommandSpec {
                 add(.invalidLayout, "\(owner) has more than one rest option")
             }
         }
-        return problems
+        // A clash is found from each side; report it once.
+        var seen: Set<LintProblem> = []
+        return problems.filter { seen.insert($0).inserted }
     }
 
     /// Checks `manPage` (mdoc source of this tool's page) against the spec: the page names the

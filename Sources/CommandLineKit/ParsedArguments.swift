@@ -48,10 +48,15 @@ public struct ParsedArguments: Sendable {
     /// Whether the flag `name` was given.
     public func flag(_ name: String) -> Bool { count(name) > 0 }
 
-    /// How many times the option `name` was given (a repeatable flag's count).
+    /// How many times the option `name` was given (a repeatable flag's count; 0 or 1 for a
+    /// rest option).
     public func count(_ name: String) -> Int {
         let option = requireOption(name)
-        return option.arity == .flag ? flagCounts[name, default: 0] : optionValues[name]?.count ?? 0
+        switch option.arity {
+        case .flag: return flagCounts[name, default: 0]
+        case .value: return optionValues[name]?.count ?? 0
+        case .rest: return optionValues[name] == nil ? 0 : 1
+        }
     }
 
     /// The value of option `name` (the last one for a repeatable option), or of positional

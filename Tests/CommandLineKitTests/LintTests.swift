@@ -31,6 +31,7 @@ import Testing
         #expect(messages.contains("dup: option --version is declared 2 times (built-ins and root options count)"))
         #expect(messages.contains("dup run: option --json is declared 3 times (built-ins and root options count)"))
         #expect(messages.contains("subcommand 'run' is declared twice"))
+        #expect(Set(messages).count == messages.count, "each clash is reported once")
     }
 
     @Test func missingHelpText() {

@@ -66,6 +66,7 @@ import Testing
         #expect(parsed.hostPort("listen") == HostPort(host: "127.0.0.1", port: 0))
         #expect(parsed.rest == ["racket", "server.rkt", "--help", "-x", "--"])
         #expect(parsed.values("backend") == parsed.rest)
+        #expect(parsed.count("backend") == 1)
 
         let inline = try parse(daemon, ["--backend=cat"])
         #expect(inline.rest == ["cat"])
