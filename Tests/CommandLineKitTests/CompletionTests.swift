@@ -149,6 +149,9 @@ import Testing
         let afterConfirm = try zshComplete(pair, "demo-pair --confirm --", in: directory)
         #expect(afterConfirm.contains("--json") && !afterConfirm.contains("--open") && !afterConfirm.contains("--debug-trace"))
         #expect(try zshComplete(FixtureSpecs.daemon, "demo-daemon --backend cat reg", in: directory) == ["registry.db"])
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("statedir"), withIntermediateDirectories: true)
+        #expect(try zshComplete(FixtureSpecs.daemon, "demo-daemon --state-dir st", in: directory) == ["statedir"])
     }
 
     // MARK: fish
@@ -181,5 +184,9 @@ import Testing
         #expect(try fishComplete(pair, "demo-pair -r x show ", in: directory) == [])
         #expect(try !fishComplete(pair, "demo-pair --", in: directory).contains("--debug-trace"))
         #expect(try fishComplete(FixtureSpecs.daemon, "demo-daemon reg", in: directory) == ["registry.db"])
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("statedir"), withIntermediateDirectories: true)
+        #expect(try fishComplete(FixtureSpecs.daemon, "demo-daemon --state-dir st", in: directory) == ["statedir/"])
+        #expect(try fishComplete(FixtureSpecs.daemon, "demo-daemon --max-sessions ", in: directory) == [])
     }
 }
