@@ -109,9 +109,11 @@ public struct CompletionSyncError: Error, Hashable, Sendable, CustomStringConver
     /// The message.
     public var description: String { message }
 
+    /// Equal when the kinds are equal; the message is not compared.
     public static func == (lhs: CompletionSyncError, rhs: CompletionSyncError) -> Bool {
         lhs.code == rhs.code
     }
+    /// Hashes the kind only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 

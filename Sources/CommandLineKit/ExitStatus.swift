@@ -53,6 +53,8 @@ public struct ExitStatus: Hashable, Sendable, CustomStringConvertible {
     /// `"CODE (MEANING)"`.
     public var description: String { "\(code) (\(meaning))" }
 
+    /// Equal when the numeric codes are equal.
     public static func == (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.code == rhs.code }
+    /// Hashes the numeric code.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -46,7 +46,9 @@ public struct OutputError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The message.
     public var description: String { message }
 
+    /// Equal when the kinds are equal; the message is not compared.
     public static func == (lhs: OutputError, rhs: OutputError) -> Bool { lhs.code == rhs.code }
+    /// Hashes the kind only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 

@@ -76,7 +76,9 @@ public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
         return "\(tool): \(Diagnostics.oneLine(message)) (see '\(command) --help')"
     }
 
+    /// Equal when the kinds are equal; the message is not compared.
     public static func == (lhs: UsageError, rhs: UsageError) -> Bool { lhs.code == rhs.code }
+    /// Hashes the kind only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     // MARK: Constructors used by the parser

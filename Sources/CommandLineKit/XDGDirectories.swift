@@ -252,6 +252,8 @@ public struct XDGError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The message.
     public var description: String { message }
 
+    /// Equal when the kinds are equal; the message is not compared.
     public static func == (lhs: XDGError, rhs: XDGError) -> Bool { lhs.code == rhs.code }
+    /// Hashes the kind only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
