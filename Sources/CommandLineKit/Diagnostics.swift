@@ -1,0 +1,113 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// Messages for people, on standard error, prefixed with the tool's name:
+/// `TOOL: message`, `TOOL: warning: message`, `TOOL: note: message`.
+///
+/// Colour is used only when standard error is a terminal and `NO_COLOR` is unset or empty.
+/// Every message is made one line: line breaks become spaces and other control characters
+/// are shown escaped, so text from the network cannot move the cursor or forge lines.
+public struct Diagnostics: Sendable {
+    /// The prefix of every line.
+    public let toolName: String
+    /// Whether the labels are coloured with ANSI escapes.
+    public let usesColor: Bool
+    private let sink: @Sendable (String) -> Void
+
+    /// A diagnostics writer that hands each finished line (with its newline) to `sink`.
+    public init(toolName: String, usesColor: Bool, sink: @escaping @Sendable (String) -> Void) {
+        self.toolName = toolName
+        self.usesColor = usesColor
+        self.sink = sink
+    }
+
+    /// Whether colour may be used: `isTerminal` and `NO_COLOR` unset or empty.
+    public static func colorAllowed(environment: [String: String], isTerminal: Bool) -> Bool {
+        isTerminal && (environment["NO_COLOR"] ?? "").isEmpty
+    }
+
+    /// The writer for this process: standard error, the name set by ``ToolRunner`` (or the
+    /// program's file name), colour decided from `NO_COLOR` and `isatty(2)`.
+    public static var standard: Diagnostics {
+        Diagnostics(
+            toolName: currentToolName,
+            usesColor: colorAllowed(
+                environment: ProcessInfo.processInfo.environment, isTerminal: isatty(STDERR_FILENO) == 1),
+            sink: { line in try? OutputChannel.standardError.write(line) })
+    }
+
+    /// Writes `TOOL: message`.
+    public func error(_ message: String) {
+        emit(label: nil, color: "31", message: message)
+    }
+
+    /// Writes `TOOL: warning: message`.
+    public func warning(_ message: String) {
+        emit(label: "warning", color: "33", message: message)
+    }
+
+    /// Writes `TOOL: note: message`.
+    public func note(_ message: String) {
+        emit(label: "note", color: "36", message: message)
+    }
+
+    /// Writes `TOOL: message` to this process's standard error.
+    public static func error(_ message: String) { standard.error(message) }
+    /// Writes `TOOL: warning: message` to this process's standard error.
+    public static func warning(_ message: String) { standard.warning(message) }
+    /// Writes `TOOL: note: message` to this process's standard error.
+    public static func note(_ message: String) { standard.note(message) }
+
+    private func emit(label: String?, color: String, message: String) {
+        let text = Self.oneLine(message)
+        var line: String
+        if usesColor {
+            if let label {
+                line = "\(toolName): \u{1B}[1;\(color)m\(label):\u{1B}[0m \(text)"
+            } else {
+                line = "\u{1B}[1;\(color)m\(toolName):\u{1B}[0m \(text)"
+            }
+        } else {
+            line = label.map { "\(toolName): \($0): \(text)" } ?? "\(toolName): \(text)"
+        }
+        line += "\n"
+        sink(line)
+    }
+
+    /// `text` on one line: CR/LF become spaces, other control characters `\u{XX}`.
+    static func oneLine(_ text: String) -> String {
+        var output = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A, 0x0D: output.append(" ")
+            case 0x09: output.unicodeScalars.append(scalar)
+            case 0x00..<0x20, 0x7F..<0xA0:
+                output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
+    }
+
+    static var currentToolName: String {
+        toolNameOverride.withLock { $0 }
+            ?? (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent } ?? "tool")
+    }
+
+    static func setToolName(_ name: String) {
+        toolNameOverride.withLock { $0 = name }
+    }
+}
+
+private let toolNameOverride = Mutex<String?>(nil)
+
+/// An error a tool reports to the user: ``ToolRunner`` prints `TOOL: message` on standard error
+/// and exits with ``exitStatus``. The HTTP tools map their retry classes to
+/// ``ExitStatus/offline`` ... ``ExitStatus/conflict`` through it.
+public protocol ToolError: Error {
+    /// One line saying what failed and why; never a secret.
+    var message: String { get }
+    /// The status the process exits with.
+    var exitStatus: ExitStatus { get }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// A one-line progress bar on standard error, for people watching a terminal.
+///
+/// It draws only when standard error is a terminal and `TERM` is not `dumb`; otherwise every
+/// call does nothing, so pipes and logs never see it. Redraws are throttled (at most one per
+/// `minimumInterval`, 100 ms by default, plus the first one). Colour is used unless `NO_COLOR`
+/// is set and non-empty; without colour the output contains no escape sequences at all.
+/// ``finish()`` erases the line. Safe to call from any thread.
+public final class ProgressBar: Sendable {
+    /// How amounts are shown.
+    public enum Unit: Sendable, Hashable {
+        /// `1.5 MiB`.
+        case bytes
+        /// Plain counts.
+        case items
+    }
+
+    /// Whether anything will ever be drawn.
+    public let isEnabled: Bool
+    private let label: String
+    private let unit: Unit
+    private let usesColor: Bool
+    private let columns: Int
+    private let minimumInterval: Duration
+    private let now: @Sendable () -> ContinuousClock.Instant
+    private let sink: @Sendable (String) -> Void
+
+    private struct State {
+        var completed: Int64 = 0
+        var total: Int64?
+        var lastDraw: ContinuousClock.Instant?
+        var drawnWidth = 0
+        var finished = false
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates a bar; nothing is drawn until ``update(completed:total:)``.
+    /// - Parameters:
+    ///   - label: shown before the bar (truncated to fit).
+    ///   - total: the amount at 100 %, or nil when unknown (only the amount is shown).
+    ///   - environment: read for `TERM` and `NO_COLOR`.
+    ///   - isTerminal: whether standard error is a terminal (`isatty(2)` by default).
+    ///   - columns: the line width; by default the terminal's, else `COLUMNS`, else 80.
+    ///   - sink: receives the text to draw (standard error by default).
+    public init(
+        label: String, total: Int64?, unit: Unit = .bytes,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        isTerminal: Bool = isatty(STDERR_FILENO) == 1, columns: Int? = nil,
+        minimumInterval: Duration = .milliseconds(100),
+        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        sink: @escaping @Sendable (String) -> Void = { text in
+            try? OutputChannel.standardError.write(text)
+        }
+    ) {
+        self.label = Diagnostics.oneLine(label)
+        self.unit = unit
+        self.isEnabled = isTerminal && environment["TERM"] != "dumb"
+        self.usesColor = Diagnostics.colorAllowed(environment: environment, isTerminal: isTerminal)
+        self.columns = max(20, columns ?? Self.terminalColumns(environment: environment))
+        self.minimumInterval = minimumInterval
+        self.now = now
+        self.sink = sink
+        self.state = Mutex(State(total: total))
+    }
+
+    /// Records progress and redraws if the last redraw is at least `minimumInterval` old, or
+    /// this is the first one. `total` replaces the total when given.
+    public func update(completed: Int64, total: Int64? = nil) {
+        guard isEnabled else { return }
+        let instant = now()
+        let text = state.withLock { state -> String? in
+            guard !state.finished else { return nil }
+            state.completed = completed
+            if let total { state.total = total }
+            if let last = state.lastDraw, instant - last < minimumInterval { return nil }
+            state.lastDraw = instant
+            let line = render(completed: state.completed, total: state.total)
+            let padding = max(0, state.drawnWidth - line.width)
+            state.drawnWidth = line.width
+            return "\r" + line.text + String(repeating: " ", count: padding)
+        }
+        if let text { sink(text) }
+    }
+
+    /// Erases the bar; later updates draw nothing. Does nothing if nothing was drawn.
+    public func finish() {
+        guard isEnabled else { return }
+        let text = state.withLock { state -> String? in
+            guard !state.finished else { return nil }
+            state.finished = true
+            guard state.drawnWidth > 0 else { return nil }
+            return "\r" + String(repeating: " ", count: state.drawnWidth) + "\r"
+        }
+        if let text { sink(text) }
+    }
+
+    /// The line for the given amounts and its printed width (without escape sequences).
+    private func render(completed: Int64, total: Int64?) -> (text: String, width: Int) {
+        let available = columns - 1
+        guard let total, total > 0 else {
+            let amount = format(completed)
+            let name = truncated(label, to: available - amount.count - 1)
+            let plain = name.isEmpty ? amount : name + " " + amount
+            return (plain, plain.count)
+        }
+        let clamped = min(max(completed, 0), total)
+        let percent = Int(clamped * 100 / total)
+        let suffix = " \(String(repeating: " ", count: 3 - String(percent).count))\(percent)% \(format(clamped)) / \(format(total))"
+        let name = truncated(label, to: max(0, available - suffix.count - 12))
+        let barWidth = available - suffix.count - name.count - (name.isEmpty ? 2 : 3)
+        let filled = Int(Int64(barWidth) * clamped / total)
+        let done = String(repeating: "=", count: filled)
+        let left = String(repeating: " ", count: barWidth - filled)
+        let bar = usesColor ? "\u{1B}[32m" + done + "\u{1B}[0m" + left : done + left
+        let prefix = name.isEmpty ? "" : name + " "
+        let text = prefix + "[" + bar + "]" + suffix
+        return (text, prefix.count + barWidth + 2 + suffix.count)
+    }
+
+    private func truncated(_ text: String, to width: Int) -> String {
+        guard width > 0 else { return "" }
+        if text.count <= width { return text }
+        return String(text.prefix(max(0, width - 3))) + "..."
+    }
+
+    private func format(_ amount: Int64) -> String {
+        guard unit == .bytes else { return String(amount) }
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = amount
+        var index = 0
+        var divisor: Int64 = 1
+        while value >= 1024 && index < units.count - 1 {
+            value /= 1024
+            divisor *= 1024
+            index += 1
+        }
+        if index == 0 { return "\(amount) B" }
+        let tenths = amount * 10 / divisor
+        return "\(tenths / 10).\(tenths % 10) \(units[index])"
+    }
+
+    private static func terminalColumns(environment: [String: String]) -> Int {
+        var size = winsize()
+        if ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 {
+            return Int(size.ws_col)
+        }
+        return environment["COLUMNS"].flatMap { Int($0) } ?? 80
+    }
+}

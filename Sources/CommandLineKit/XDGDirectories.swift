@@ -1,0 +1,259 @@
+import Foundation
+import Glibc
+
+/// The XDG base directories of one application, each with the application's name appended:
+///
+/// - state: `$XDG_STATE_HOME/APP`, else `~/.local/state/APP`;
+/// - config: `$XDG_CONFIG_HOME/APP`, else `~/.config/APP`;
+/// - runtime: `$XDG_RUNTIME_DIR/APP`, else `/tmp/APP-UID/APP`. The fallback base
+///   `/tmp/APP-UID` lives in a world-writable directory, so ``ensure(_:)`` creates it 0700 and
+///   refuses it unless it is a real directory owned by this user and writable by no one else
+///   (someone else could have created it first to watch or replace our files).
+///
+/// Values that are empty or not absolute are ignored, as the XDG Base Directory specification
+/// requires. `HOME` comes from the environment, or from the password database when it is unset
+/// or relative.
+public struct XDGDirectories: Sendable, Hashable {
+    /// Which base directory.
+    public enum Kind: Sendable, Hashable, CaseIterable {
+        /// Persistent state: registries, identities.
+        case state
+        /// User configuration.
+        case config
+        /// Sockets and other runtime files.
+        case runtime
+    }
+
+    /// The application name appended to every base.
+    public let appName: String
+    /// The state directory of the application.
+    public let state: URL
+    /// The configuration directory of the application.
+    public let config: URL
+    /// The runtime directory of the application.
+    public let runtime: URL
+    /// Whether `XDG_RUNTIME_DIR` was unusable and ``runtime`` is under `/tmp/APP-UID`.
+    public let runtimeIsFallback: Bool
+    /// The user that must own the directories.
+    public let userID: UInt32
+
+    /// Computes the directories; creates nothing.
+    /// - Parameters:
+    ///   - appName: a single path component: not empty, no `/`, not `.` or `..`.
+    ///   - environment: the variables to read (inject for tests).
+    ///   - userID: the owner the directories must have.
+    /// - Throws: ``XDGError/invalidAppName``; ``XDGError/noHomeDirectory`` when a base needs
+    ///   `HOME` and neither the environment nor the password database gives an absolute one.
+    public init(
+        appName: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+        userID: UInt32 = getuid()
+    ) throws {
+        guard !appName.isEmpty, !appName.contains("/"), appName != ".", appName != "..",
+            !appName.contains("\0")
+        else { throw XDGError.invalidAppName(appName) }
+        self.appName = appName
+        self.userID = userID
+
+        func absolute(_ name: String) -> String? {
+            guard let value = environment[name], value.hasPrefix("/") else { return nil }
+            return value
+        }
+        var cachedHome: String?
+        func home() throws -> String {
+            if let cachedHome { return cachedHome }
+            guard let found = absolute("HOME") ?? Self.passwordHome(userID) else {
+                throw XDGError.noHomeDirectory(userID)
+            }
+            cachedHome = found
+            return found
+        }
+
+        let stateBase = try absolute("XDG_STATE_HOME") ?? (home() + "/.local/state")
+        let configBase = try absolute("XDG_CONFIG_HOME") ?? (home() + "/.config")
+        let runtimeBase: String
+        if let value = absolute("XDG_RUNTIME_DIR") {
+            runtimeBase = value
+            runtimeIsFallback = false
+        } else {
+            runtimeBase = "/tmp/\(appName)-\(userID)"
+            runtimeIsFallback = true
+        }
+        state = Self.directoryURL(stateBase, appName)
+        config = Self.directoryURL(configBase, appName)
+        runtime = Self.directoryURL(runtimeBase, appName)
+    }
+
+    /// The application directory of `kind`.
+    public func url(for kind: Kind) -> URL {
+        switch kind {
+        case .state: state
+        case .config: config
+        case .runtime: runtime
+        }
+    }
+
+    /// Creates the application directory of `kind` if missing, with every missing parent, each
+    /// with mode 0700 whatever the umask; then checks that the application directory is safe.
+    /// Existing parents are left as they are (they may be symbolic links, like a moved `~/.config`).
+    /// - Returns: the directory.
+    /// - Throws: ``XDGError`` when a directory cannot be created, a path component is not a
+    ///   directory, or the application directory (or the `/tmp` runtime fallback base) is a
+    ///   symbolic link, owned by another user, or writable by group or others.
+    @discardableResult
+    public func ensure(_ kind: Kind) throws -> URL {
+        let target = url(for: kind)
+        let path = Self.path(of: target)
+        if kind == .runtime && runtimeIsFallback {
+            let base = (path as NSString).deletingLastPathComponent
+            try createMissing(base)
+            try verifyPrivate(base)
+        }
+        try createMissing(path)
+        try verifyPrivate(path)
+        return target
+    }
+
+    /// Creates each missing component of `path` with mode 0700 (chmod after mkdir, so the
+    /// umask cannot weaken or break it).
+    private func createMissing(_ path: String) throws {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            var info = stat()
+            if stat(prefix, &info) == 0 {
+                guard info.st_mode & S_IFMT == S_IFDIR else {
+                    throw XDGError.notADirectory(prefix)
+                }
+                continue
+            }
+            if mkdir(prefix, 0o700) != 0 {
+                let code = errno
+                if code == EEXIST { continue }
+                throw XDGError.cannotCreate(prefix, errno: code)
+            }
+            let descriptor = open(prefix, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard descriptor >= 0 else { throw XDGError.cannotCreate(prefix, errno: errno) }
+            defer { close(descriptor) }
+            if fchmod(descriptor, 0o700) != 0 { throw XDGError.cannotCreate(prefix, errno: errno) }
+        }
+    }
+
+    /// Refuses `path` unless it is a directory (not a symbolic link), owned by ``userID``,
+    /// and not writable by group or others.
+    private func verifyPrivate(_ path: String) throws {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { throw XDGError.cannotCreate(path, errno: errno) }
+        if info.st_mode & S_IFMT == S_IFLNK { throw XDGError.symbolicLink(path) }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw XDGError.notADirectory(path) }
+        guard info.st_uid == userID else {
+            throw XDGError.wrongOwner(path, owner: info.st_uid, expected: userID)
+        }
+        let permissions = info.st_mode & 0o7777
+        if permissions & 0o022 != 0 {
+            throw XDGError.insecurePermissions(path, mode: permissions)
+        }
+    }
+
+    private static func directoryURL(_ base: String, _ appName: String) -> URL {
+        var trimmed = base
+        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
+        let joined = trimmed == "/" ? "/" + appName : trimmed + "/" + appName
+        return URL(fileURLWithPath: joined, isDirectory: true)
+    }
+
+    static func path(of url: URL) -> String {
+        url.withUnsafeFileSystemRepresentation { String(cString: $0!) }
+    }
+
+    private static func passwordHome(_ userID: UInt32) -> String? {
+        var record = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        let status = getpwuid_r(userID, &record, &buffer, buffer.count, &result)
+        guard status == 0, result != nil, let directory = record.pw_dir else { return nil }
+        let home = String(cString: directory)
+        return home.hasPrefix("/") ? home : nil
+    }
+}
+
+/// Why an XDG directory cannot be used. Equality compares the kind of failure only.
+public struct XDGError: Error, Hashable, Sendable, CustomStringConvertible {
+    private enum Code: Hashable, Sendable {
+        case invalidAppName, noHomeDirectory, cannotCreate, notADirectory, symbolicLink
+        case wrongOwner, insecurePermissions
+    }
+
+    private let code: Code
+    /// What failed, the path, and what to do about it.
+    public let message: String
+
+    private init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The application name is not a single path component.
+    public static let invalidAppName = XDGError(code: .invalidAppName, message: "invalid application name")
+    /// No absolute home directory could be found.
+    public static let noHomeDirectory = XDGError(code: .noHomeDirectory, message: "no home directory")
+    /// A directory could not be created or opened.
+    public static let cannotCreate = XDGError(code: .cannotCreate, message: "cannot create directory")
+    /// A path component exists but is not a directory.
+    public static let notADirectory = XDGError(code: .notADirectory, message: "not a directory")
+    /// The application directory is a symbolic link.
+    public static let symbolicLink = XDGError(code: .symbolicLink, message: "symbolic link")
+    /// The application directory belongs to another user.
+    public static let wrongOwner = XDGError(code: .wrongOwner, message: "owned by another user")
+    /// The application directory is writable by group or others.
+    public static let insecurePermissions = XDGError(
+        code: .insecurePermissions, message: "group- or world-writable")
+
+    static func invalidAppName(_ name: String) -> XDGError {
+        XDGError(
+            code: .invalidAppName,
+            message: "invalid application name '\(name)': it must be one path component")
+    }
+
+    static func noHomeDirectory(_ userID: UInt32) -> XDGError {
+        XDGError(
+            code: .noHomeDirectory,
+            message: "cannot find the home directory of uid \(userID): HOME is unset or relative and the password database has none")
+    }
+
+    static func cannotCreate(_ path: String, errno code: Int32) -> XDGError {
+        XDGError(
+            code: .cannotCreate,
+            message: "cannot create directory \(path): \(String(cString: strerror(code)))")
+    }
+
+    static func notADirectory(_ path: String) -> XDGError {
+        XDGError(code: .notADirectory, message: "refusing to use \(path): it is not a directory")
+    }
+
+    static func symbolicLink(_ path: String) -> XDGError {
+        XDGError(
+            code: .symbolicLink,
+            message: "refusing to use \(path): it is a symbolic link; a private directory must be a real directory")
+    }
+
+    static func wrongOwner(_ path: String, owner: UInt32, expected: UInt32) -> XDGError {
+        XDGError(
+            code: .wrongOwner,
+            message: "refusing to use \(path): it is owned by uid \(owner), not by uid \(expected)")
+    }
+
+    static func insecurePermissions(_ path: String, mode: mode_t) -> XDGError {
+        let octal = String(mode, radix: 8)
+        return XDGError(
+            code: .insecurePermissions,
+            message: "refusing to use \(path): it is writable by group or others (mode \(octal)); run 'chmod 700 \(path)'")
+    }
+
+    /// The message.
+    public var description: String { message }
+
+    /// Equal when the kinds are equal; the message is not compared.
+    public static func == (lhs: XDGError, rhs: XDGError) -> Bool { lhs.code == rhs.code }
+    /// Hashes the kind only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}

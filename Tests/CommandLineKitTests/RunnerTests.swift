@@ -1,0 +1,161 @@
+import CommandLineKit
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+struct FixtureToolError: ToolError {
+    let message: String
+    let exitStatus: CommandLineKit.ExitStatus
+}
+
+struct PlainError: Error, CustomStringConvertible {
+    var description: String { "the disk is on fire" }
+}
+
+func stderrText(_ result: ExitTest.Result?) -> String {
+    String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+}
+
+@Suite struct RunnerTests {
+    @Test func usageErrorIsOneLineAndStatus2() async {
+        let result = await #expect(processExitsWith: .exitCode(2), observing: [\.standardErrorContent, \.standardOutputContent]) {
+            markStreams()
+            ToolRunner.main(spec: FixtureSpecs.pair, arguments: ["demo-pair", "--formt", "json"]) { _ in .ok }
+        }
+        #expect(stderrText(result) == streamMark + "demo-pair: unknown option '--formt'; did you mean '--format'? (see 'demo-pair --help')\n")
+        #expect(String(decoding: result?.standardOutputContent ?? [], as: UTF8.self) == streamMark)
+    }
+
+    @Test func subcommandUsageErrorPointsAtSubcommandHelp() async {
+        let result = await #expect(processExitsWith: .exitCode(2), observing: [\.standardErrorContent]) {
+            ToolRunner.main(spec: FixtureSpecs.pair, arguments: ["demo-pair", "show", "0"]) { _ in .ok }
+        }
+        #expect(stderrText(result) == "demo-pair: value '0' for ID is out of range: expected 1 to 9999 (see 'demo-pair show --help')\n")
+    }
+
+    @Test func returnedStatusIsTheExitStatus() async {
+        await #expect(processExitsWith: .exitCode(7)) {
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in .conflict }
+        }
+        await #expect(processExitsWith: .success) {
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon", "-q"]) { parsed in
+                parsed.flag("quiet") ? .ok : .failure
+            }
+        }
+    }
+
+    @Test func toolErrorPrintsItsMessageAndStatus() async {
+        let result = await #expect(processExitsWith: .exitCode(6), observing: [\.standardErrorContent]) {
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in
+                throw FixtureToolError(message: "GET https://h/x: 404 Not Found", exitStatus: .permanent)
+            }
+        }
+        #expect(stderrText(result) == "demo-daemon: GET https://h/x: 404 Not Found\n")
+    }
+
+    @Test func usageErrorFromTheBodyIsStatus2() async {
+        let result = await #expect(processExitsWith: .exitCode(2), observing: [\.standardErrorContent]) {
+            ToolRunner.main(spec: FixtureSpecs.pair, arguments: ["demo-pair"]) { _ in
+                throw UsageError("give a subcommand, --confirm or --open")
+            }
+        }
+        #expect(stderrText(result) == "demo-pair: give a subcommand, --confirm or --open (see 'demo-pair --help')\n")
+    }
+
+    @Test func unknownErrorIsStatus1WithItsDescription() async {
+        let result = await #expect(processExitsWith: .exitCode(1), observing: [\.standardErrorContent]) {
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in throw PlainError() }
+        }
+        #expect(stderrText(result) == "demo-daemon: the disk is on fire\n")
+    }
+
+    @Test func sigintCancelsTheBodyAndExits130() async throws {
+        let directory = try Paths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let marker = directory.appendingPathComponent("cancelled").path
+        let result = await #expect(processExitsWith: .exitCode(130), observing: [\.standardErrorContent]) { [marker = marker as String] in
+            markStreams()
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in
+                kill(getpid(), SIGINT)
+                do {
+                    try await Task.sleep(for: .seconds(3600))
+                } catch is CancellationError {
+                    _ = FileManager.default.createFile(atPath: marker, contents: Data("SIGINT".utf8))
+                    throw CancellationError()
+                }
+                return .ok
+            }
+        }
+        #expect(stderrText(result) == streamMark)
+        #expect(FileManager.default.contents(atPath: marker) == Data("SIGINT".utf8))
+    }
+
+    @Test func sigtermCancelsTheBodyAndExits143() async throws {
+        let directory = try Paths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let marker = directory.appendingPathComponent("cancelled").path
+        await #expect(processExitsWith: .exitCode(143)) { [marker = marker as String] in
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in
+                kill(getpid(), SIGTERM)
+                defer { _ = FileManager.default.createFile(atPath: marker, contents: Data("SIGTERM".utf8)) }
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+                return .ok
+            }
+        }
+        #expect(FileManager.default.contents(atPath: marker) == Data("SIGTERM".utf8))
+    }
+
+    /// A body that ignores cancellation: the second SIGINT ends the process at once.
+    @Test func secondSignalExitsAtOnce() async throws {
+        let directory = try Paths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let marker = directory.appendingPathComponent("finished").path
+        await #expect(processExitsWith: .exitCode(130)) { [marker = marker as String] in
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in
+                kill(getpid(), SIGINT)
+                usleep(200_000)
+                kill(getpid(), SIGINT)
+                sleep(20)
+                _ = FileManager.default.createFile(atPath: marker, contents: nil)
+                return .ok
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: marker))
+    }
+
+    @Test func diagnosticsFormatAndColour() {
+        let lines = LockedLines()
+        let plain = Diagnostics(toolName: "demo", usesColor: false, sink: lines.append)
+        plain.error("cannot open x")
+        plain.warning("slow\nlink")
+        plain.note("retrying")
+        #expect(lines.all == ["demo: cannot open x\n", "demo: warning: slow link\n", "demo: note: retrying\n"])
+
+        let coloured = LockedLines()
+        Diagnostics(toolName: "demo", usesColor: true, sink: coloured.append).warning("w")
+        #expect(coloured.all == ["demo: \u{1B}[1;33mwarning:\u{1B}[0m w\n"])
+
+        #expect(Diagnostics.colorAllowed(environment: [:], isTerminal: true))
+        #expect(Diagnostics.colorAllowed(environment: ["NO_COLOR": ""], isTerminal: true))
+        #expect(!Diagnostics.colorAllowed(environment: ["NO_COLOR": "1"], isTerminal: true))
+        #expect(!Diagnostics.colorAllowed(environment: [:], isTerminal: false))
+    }
+
+    @Test func exitStatusCodes() {
+        let codes = CommandLineKit.ExitStatus.network.map(\.code)
+        #expect(codes == [0, 1, 2, 3, 4, 5, 6, 7, 130, 143])
+        #expect(CommandLineKit.ExitStatus.standard.map(\.code) == [0, 1, 2, 130, 143])
+        #expect(Set(CommandLineKit.ExitStatus.network.map(\.meaning)).count == CommandLineKit.ExitStatus.network.count)
+    }
+}
+
+/// Collects sink output across threads.
+final class LockedLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    var all: [String] { lines.withLock { $0 } }
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+}
+
