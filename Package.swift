@@ -31,7 +31,15 @@ let package = Package(
         // MARK: Pairing: coordinator, transcript, registry, authenticator, companion credential
         .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SQLiteKit"]),
 
+        // MARK: Tools: one declarative spec each, and thin executables over the libraries
+        .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
+        .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
+
         // MARK: Tests
+        .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
+        .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
+        .testTarget(
+            name: "RivetPairToolTests", dependencies: ["rivet-pair", "RivetPairing", "ToolTestSupport", "OpenSSLKit"]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit"]),

@@ -1,0 +1,74 @@
+import Foundation
+import RivetPairing
+
+/// The JSON shape of one paired device (documented in rivet-pair(1)). It carries no credential
+/// and no verifier: the registry holds none of the first and never hands out the second.
+struct DeviceJSON: Encodable {
+    let device_id: String
+    let name: String
+    let application_id: String
+    let server_fingerprint: String
+    let scopes: [String]
+    let created: String
+    let last_seen: String?
+    let revoked: Bool?
+
+    init(_ device: RivetDevicePairedDevice, revoked: Bool? = nil) {
+        device_id = device.deviceID.hex
+        name = device.displayName.description
+        application_id = device.applicationID.value
+        server_fingerprint = device.serverFingerprint.hex
+        scopes = device.scopes.sorted().map(\.name)
+        created = Timestamp.text(device.created)
+        last_seen = device.lastSeen.map(Timestamp.text)
+        self.revoked = revoked
+    }
+}
+
+/// RFC 3339 times in UTC with milliseconds, the registry's precision.
+enum Timestamp {
+    static func text(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}
+
+/// Text renderings for a person.
+enum DeviceTable {
+    /// A table with a header row; "no paired devices" when the registry is empty.
+    static func render(_ devices: [RivetDevicePairedDevice]) -> String {
+        guard !devices.isEmpty else { return "no paired devices\n" }
+        let header = ["DEVICE ID", "NAME", "APPLICATION", "SCOPES", "PAIRED", "LAST SEEN"]
+        let rows = devices.map { device in
+            [
+                device.deviceID.hex, device.displayName.description, device.applicationID.value,
+                scopeList(device), Timestamp.text(device.created), device.lastSeen.map(Timestamp.text) ?? "never",
+            ]
+        }
+        let widths = header.indices.map { column in
+            ([header] + rows).map { $0[column].count }.max() ?? 0
+        }
+        return ([header] + rows).map { row in
+            row.indices.map { column in
+                column == row.count - 1 ? row[column] : row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n") + "\n"
+    }
+
+    /// One device, one field per line.
+    static func details(_ device: RivetDevicePairedDevice) -> String {
+        """
+        device id:           \(device.deviceID.hex)
+        name:                \(device.displayName)
+        application:         \(device.applicationID.value)
+        server fingerprint:  \(device.serverFingerprint.grouped)
+        scopes:              \(scopeList(device))
+        paired:              \(Timestamp.text(device.created))
+        last seen:           \(device.lastSeen.map(Timestamp.text) ?? "never")
+
+        """
+    }
+
+    private static func scopeList(_ device: RivetDevicePairedDevice) -> String {
+        device.scopes.isEmpty ? "(none)" : device.scopes.sorted().map(\.name).joined(separator: ",")
+    }
+}

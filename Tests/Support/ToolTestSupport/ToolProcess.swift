@@ -1,0 +1,127 @@
+import Foundation
+import Glibc
+
+/// What a finished tool process left behind.
+public struct ToolRun: Sendable {
+    /// The exit status, or 128 + the signal number when a signal ended it.
+    public let status: Int32
+    /// Everything written to stdout.
+    public let stdout: String
+    /// Everything written to stderr.
+    public let stderr: String
+    /// stdout split into lines, without the final empty one.
+    public var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+    /// stderr split into lines, without the final empty one.
+    public var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+}
+
+/// A failure to start or wait for a tool.
+public struct ToolProcessError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// Runs the toolkit's built executables as a user would, from the test bundle's build directory.
+public enum ToolProcess {
+    /// The directory that holds the built executables: the test runner's own directory.
+    public static var buildDirectory: String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        precondition(count > 0, "cannot read /proc/self/exe")
+        let path = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return (path as NSString).deletingLastPathComponent
+    }
+
+    /// The path of the built executable `name`.
+    public static func path(of name: String) -> String { buildDirectory + "/" + name }
+
+    /// Runs `tool` with `arguments` and `environment` (replacing the inherited one), stdin from
+    /// `stdin` bytes, and waits at most `timeout`, killing it past that (status 128+9).
+    ///
+    /// The child starts with every signal unblocked and at its default disposition: the test
+    /// runner blocks some signals, and a child must not inherit that.
+    public static func run(
+        _ tool: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
+        timeout: Duration = .seconds(60)
+    ) throws -> ToolRun {
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("toolrun-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let inPath = scratch.appendingPathComponent("stdin").path
+        let outPath = scratch.appendingPathComponent("stdout").path
+        let errPath = scratch.appendingPathComponent("stderr").path
+        FileManager.default.createFile(atPath: inPath, contents: Data(stdin))
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let executable = path(of: tool)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard spawned == 0 else {
+            throw ToolProcessError(description: "cannot start \(executable): \(String(cString: strerror(spawned)))")
+        }
+
+        let deadline = ContinuousClock.now + timeout
+        var status: Int32 = 0
+        while true {
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { break }
+            if done < 0 && errno != EINTR {
+                throw ToolProcessError(description: "waitpid failed: \(String(cString: strerror(errno)))")
+            }
+            if ContinuousClock.now > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                break
+            }
+            usleep(2_000)
+        }
+        let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
+        return ToolRun(status: exitStatus, stdout: out, stderr: err)
+    }
+
+    /// A fresh private directory for one test's state, removed by `remove()`.
+    public static func makeTemporaryDirectory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tooltest-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        return path
+    }
+
+    /// A minimal environment for a tool run under `home`: PATH, HOME, XDG_STATE_HOME and
+    /// XDG_RUNTIME_DIR inside it, and NO_COLOR.
+    public static func environment(home: String, extra: [String: String] = [:]) -> [String: String] {
+        var env = [
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "XDG_STATE_HOME": home + "/state",
+            "XDG_RUNTIME_DIR": home + "/run",
+            "NO_COLOR": "1",
+        ]
+        for (key, value) in extra { env[key] = value }
+        return env
+    }
+}
