@@ -5,7 +5,6 @@
 public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     enum Code: Equatable, Sendable {
         case invalidURL, invalidMethod, invalidHeader, invalidRequest, setupFailed
-        case unsupportedProtocol
         case couldNotResolveHost, couldNotResolveProxy, couldNotConnect, operationTimedOut
         case sendFailed, receiveFailed, partialBody, emptyReply, weirdServerReply, badContentEncoding
         case tlsHandshakeFailed, tlsPeerCertificateRejected, tlsCACertificateUnusable, tlsPinnedKeyMismatch
@@ -65,15 +64,13 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A header name is not a token, or a value holds CR, LF, NUL or another control character.
     public static let invalidHeader = CurlError(code: .invalidHeader, message: "invalid header")
     /// The options contradict each other or one is malformed (a body on HEAD, a framing header,
-    /// a NUL in a path, a negative length or timeout).
+    /// a NUL in a path, a proxy URL without a supported scheme, a negative length or timeout).
     public static let invalidRequest = CurlError(code: .invalidRequest, message: "invalid request")
     /// libcurl could not create or configure its handles, or its multi interface failed.
     public static let setupFailed = CurlError(code: .setupFailed, message: "libcurl setup failed")
 
     // MARK: Reaching the server
 
-    /// The scheme is one this transfer does not allow (only `http` and `https` are).
-    public static let unsupportedProtocol = CurlError(code: .unsupportedProtocol, message: "unsupported protocol")
     /// The host name did not resolve.
     public static let couldNotResolveHost = CurlError(code: .couldNotResolveHost, message: "could not resolve host")
     /// The proxy's host name did not resolve.
@@ -93,7 +90,7 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     public static let partialBody = CurlError(code: .partialBody, message: "partial response body")
     /// The server closed the connection without sending any response.
     public static let emptyReply = CurlError(code: .emptyReply, message: "empty reply from server")
-    /// The server's reply is not valid HTTP.
+    /// The server's reply is not valid HTTP (no status line, HTTP/0.9, a bad status code, ...).
     public static let weirdServerReply = CurlError(code: .weirdServerReply, message: "weird server reply")
     /// Automatic decompression was asked for and the body did not decode.
     public static let badContentEncoding = CurlError(code: .badContentEncoding, message: "bad content encoding")
@@ -130,7 +127,9 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
         let code: Code
         let what: String
         switch raw {
-        case 1: (code, what) = (.unsupportedProtocol, "the URL's protocol is not allowed")
+        // URL and proxy schemes are checked before the transfer, so libcurl's "unsupported
+        // protocol" can only be about the reply (HTTP/0.9, a status code out of range).
+        case 1: (code, what) = (.weirdServerReply, "the server's reply is not valid HTTP")
         case 3: (code, what) = (.invalidURL, "libcurl could not parse the URL")
         case 5: (code, what) = (.couldNotResolveProxy, "the proxy's host name did not resolve")
         case 6: (code, what) = (.couldNotResolveHost, "the host name did not resolve")

@@ -48,8 +48,9 @@ public final class CurlTransfer {
     /// the SubjectPublicKeyInfo DER, or the path of a PEM or DER public key file. Checked in
     /// addition to certificate verification.
     public var pinnedPublicKey: String?
-    /// The proxy to use (`http://host:port`, ...); nil for a direct connection. The proxy
-    /// environment variables are never consulted.
+    /// The proxy to use, as a URL with an explicit scheme (`http`, `https`, `socks4`, `socks4a`,
+    /// `socks5`, `socks5h`); nil for a direct connection. The proxy environment variables are
+    /// never consulted.
     public var proxy: String?
     /// Advertises every encoding libcurl decodes (`Accept-Encoding`) and decodes the body before
     /// `onBody` sees it. Off by default: the body arrives exactly as sent.
@@ -172,6 +173,22 @@ public final class CurlTransfer {
         }
     }
 
+    private static func validate(proxy: String) throws(CurlError) {
+        let refused = CurlError(
+            code: .invalidRequest,
+            message: "invalid proxy: a URL with an http, https, socks4, socks4a, socks5 or socks5h scheme is required")
+        guard !proxy.utf8.contains(0), let handle = curl_url() else { throw refused }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, proxy, UInt32(CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK else {
+            throw refused
+        }
+        var scheme: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(handle, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK, let scheme else { throw refused }
+        defer { curl_free(scheme) }
+        let allowed = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"]
+        guard allowed.contains(String(cString: scheme).lowercased()) else { throw refused }
+    }
+
     private static func milliseconds(_ duration: Duration, _ name: String) throws(CurlError) -> Int {
         let (seconds, attoseconds) = duration.components
         guard duration > .zero, seconds < Int64(Int32.max) else {
@@ -218,6 +235,7 @@ public final class CurlTransfer {
                     message: "header \(header.name) is refused: the request body decides the message framing")
             }
         }
+        if let proxy { try Self.validate(proxy: proxy) }
         let connectMilliseconds = try connectTimeout.map { (d) throws(CurlError) in try Self.milliseconds(d, "connect timeout") }
         let totalMilliseconds = try timeout.map { (d) throws(CurlError) in try Self.milliseconds(d, "timeout") }
 

@@ -533,11 +533,13 @@ struct FailureTests {
         #expect(error?.isConnectionLost == true)
     }
 
-    @Test func garbageReplyIsWeirdServerReply() async throws {
-        let server = try server(LoopbackHTTPResponse(steps: [.send(bytes("SSH-2.0-OpenSSH_9.2\r\n\r\n"))]))
-        await #expect(throws: CurlError.weirdServerReply) {
+    @Test(arguments: ["SSH-2.0-OpenSSH_9.2\r\n\r\n", "HTTP/1.1 2000 OK\r\n\r\n"])
+    func garbageReplyIsWeirdServerReply(reply: String) async throws {
+        let server = try server(LoopbackHTTPResponse(steps: [.send(bytes(reply))]))
+        let error = await #expect(throws: CurlError.weirdServerReply) {
             try await CurlTransfer(url: server.url("/")).perform()
         }
+        #expect(error?.isConnectionLost == false)
     }
 
     @Test func overallTimeoutExpires() async throws {

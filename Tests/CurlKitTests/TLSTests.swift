@@ -1,5 +1,6 @@
 import CurlKit
 import Foundation
+import Glibc
 import LoopbackHTTPServer
 import Testing
 
@@ -26,37 +27,58 @@ final class OpenSSLTestServer {
             openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out other-key.pem &&
             openssl pkey -in other-key.pem -pubout -out other-pub.pem
             """, in: directory)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "openssl", "s_server", "-accept", "127.0.0.1:0", "-cert", "cert.pem", "-key", "key.pem", "-www",
-        ]
-        process.currentDirectoryURL = directory
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var text = ""
-        while !text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().contains(where: {
-            $0.hasPrefix("ACCEPT ")
-        }) {
-            let more = output.fileHandleForReading.availableData
-            if more.isEmpty { break }
-            text += String(decoding: more, as: UTF8.self)
+        // s_server buffers its "ACCEPT host:port" line when stdout is a pipe, so pick the port
+        // here and wait until it accepts connections.
+        for _ in 0..<3 {
+            let port = try LoopbackHTTPServer.closedPort()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [
+                "openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "cert.pem", "-key", "key.pem",
+                "-www", "-quiet",
+            ]
+            process.currentDirectoryURL = directory
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            if Self.waitUntilAccepting(port: port, process: process) {
+                self.port = port
+                self.process = process
+                return
+            }
+            Self.kill(process)
         }
-        // "ACCEPT 127.0.0.1:PORT"
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ACCEPT ") }),
-            let port = line.split(separator: ":").last.flatMap({ UInt16($0) })
-        else {
-            process.terminate()
-            throw LoopbackHTTPServerError("openssl s_server did not report its port: \(text)")
+        throw LoopbackHTTPServerError("openssl s_server did not start accepting connections")
+    }
+
+    /// Sends SIGKILL: the test process blocks SIGTERM and its children inherit the mask.
+    private static func kill(_ process: Process) {
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    private static func waitUntilAccepting(port: UInt16, process: Process) -> Bool {
+        for _ in 0..<250 {
+            guard process.isRunning else { return false }
+            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = port.bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            close(probe)
+            if connected { return true }
+            usleep(20_000)
         }
-        self.port = port
+        return false
     }
 
     deinit {
-        process.terminate()
-        process.waitUntilExit()
+        Self.kill(process)
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -136,10 +158,17 @@ struct TLSTests {
     }
 
     @Test func httpsToAPlainServerFailsTheHandshake() async throws {
-        let plain = try server(.fixed())
+        // The plain server speaks first, so curl reads HTTP where it expects a ServerHello.
+        var configuration = LoopbackHTTPServer.Configuration()
+        configuration.wrapStream = { stream in
+            try stream.send(bytes("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
+            return stream
+        }
+        let plain = try LoopbackHTTPServer(configuration: configuration) { _ in .fixed() }
         let error = await #expect(throws: CurlError.tlsHandshakeFailed) {
             try await CurlTransfer(url: "https://127.0.0.1:\(plain.port)/").perform()
         }
         #expect(error?.isTLSFailure == true)
+        #expect(plain.requests.isEmpty)
     }
 }

@@ -102,6 +102,17 @@ struct ValidationTests {
         #expect(server.requests.isEmpty)
     }
 
+    @Test(arguments: ["127.0.0.1:3128", "ftp://127.0.0.1:21", "gopher://127.0.0.1/", "http://proxy\u{0}x", "::"])
+    func proxyWithoutASupportedSchemeIsRefusedBeforeAnyIO(proxy: String) async throws {
+        let server = try server(.fixed())
+        let transfer = try CurlTransfer(url: server.url("/"))
+        transfer.proxy = proxy
+        let error = await #expect(throws: CurlError.invalidRequest) { try await transfer.perform() }
+        #expect(error?.message.hasPrefix("invalid proxy: ") == true)
+        #expect(error?.message.contains("127.0.0.1") == false, "the proxy, which may hold credentials, is not quoted")
+        #expect(server.requests.isEmpty)
+    }
+
     @Test func lowSpeedLimitBoundsAtTheEdge() throws {
         _ = try CurlLowSpeedLimit(bytesPerSecond: 1, duration: .seconds(1))
         #expect(throws: CurlError.invalidRequest) { try CurlLowSpeedLimit(bytesPerSecond: 0, duration: .seconds(1)) }
@@ -119,7 +130,7 @@ struct ValidationTests {
 @Suite("Error classification")
 struct ErrorTests {
     @Test(arguments: [
-        (Int32(1), CurlError.unsupportedProtocol), (3, .invalidURL), (5, .couldNotResolveProxy),
+        (Int32(1), CurlError.weirdServerReply), (3, .invalidURL), (5, .couldNotResolveProxy),
         (6, .couldNotResolveHost), (7, .couldNotConnect), (8, .weirdServerReply), (18, .partialBody),
         (28, .operationTimedOut), (35, .tlsHandshakeFailed), (52, .emptyReply), (55, .sendFailed),
         (56, .receiveFailed), (60, .tlsPeerCertificateRejected), (61, .badContentEncoding),
