@@ -133,7 +133,8 @@ struct ResponseHeadParser {
                     state = .awaitingStatusLine
                     return .none
                 }
-                let head = CurlResponseHead(status: status, reasonPhrase: reason, httpVersion: version, headers: headers)
+                let head = CurlResponseHead(
+                    status: status, reasonPhrase: reason, httpVersion: version, headers: headers)
                 finalHead = head
                 state = .done
                 return .finalHead(head)

@@ -147,7 +147,8 @@ public final class CurlTransfer {
                 if !started {
                     cancel.detach()
                     continuation.resume(
-                        throwing: CurlError(code: .setupFailed, message: "could not start the transfer thread (pthread_create)"))
+                        throwing: CurlError(
+                            code: .setupFailed, message: "could not start the transfer thread (pthread_create)"))
                 }
             }
         } onCancel: {
@@ -236,8 +237,12 @@ public final class CurlTransfer {
             }
         }
         if let proxy { try Self.validate(proxy: proxy) }
-        let connectMilliseconds = try connectTimeout.map { (d) throws(CurlError) in try Self.milliseconds(d, "connect timeout") }
-        let totalMilliseconds = try timeout.map { (d) throws(CurlError) in try Self.milliseconds(d, "timeout") }
+        let connectMilliseconds = try connectTimeout.map { (duration) throws(CurlError) in
+            try Self.milliseconds(duration, "connect timeout")
+        }
+        let totalMilliseconds = try timeout.map { (duration) throws(CurlError) in
+            try Self.milliseconds(duration, "timeout")
+        }
 
         var list: UnsafeMutablePointer<curl_slist>?
         func append(_ line: String) throws(CurlError) {
@@ -258,7 +263,9 @@ public final class CurlTransfer {
         do throws(CurlError) {
             curl_easy_reset(easy)
             errorBuffer[0] = 0
-            try set(CURLOPT_ERRORBUFFER, "CURLOPT_ERRORBUFFER") { ccurl_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer) }
+            try set(CURLOPT_ERRORBUFFER, "CURLOPT_ERRORBUFFER") {
+                ccurl_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+            }
             try setString(CURLOPT_URL, "URL", url)
             try setLong(CURLOPT_NOSIGNAL, "CURLOPT_NOSIGNAL", 1)
             try setLong(CURLOPT_VERBOSE, "CURLOPT_VERBOSE", 0)
@@ -277,7 +284,9 @@ public final class CurlTransfer {
             }
             if let caFile { try setString(CURLOPT_CAINFO, "CA file", caFile) }
             if let pinnedPublicKey { try setString(CURLOPT_PINNEDPUBLICKEY, "pinned public key", pinnedPublicKey) }
-            if let connectMilliseconds { try setLong(CURLOPT_CONNECTTIMEOUT_MS, "connect timeout", connectMilliseconds) }
+            if let connectMilliseconds {
+                try setLong(CURLOPT_CONNECTTIMEOUT_MS, "connect timeout", connectMilliseconds)
+            }
             if let totalMilliseconds { try setLong(CURLOPT_TIMEOUT_MS, "timeout", totalMilliseconds) }
             if let lowSpeedLimit {
                 try setLong(CURLOPT_LOW_SPEED_LIMIT, "low-speed limit", lowSpeedLimit.bytesPerSecond)

@@ -184,10 +184,8 @@ struct ExchangeTests {
     }
 
     @Test func headRequestReturnsHeadersOnly() async throws {
-        let server = try server(
-            LoopbackHTTPResponse(
-                steps: [.send(LoopbackHTTPResponse.headBytes(status: 200, headers: [LoopbackHTTPHeader("Content-Length", "1000")]))]
-            ))
+        let head = LoopbackHTTPResponse.headBytes(status: 200, headers: [LoopbackHTTPHeader("Content-Length", "1000")])
+        let server = try server(LoopbackHTTPResponse(steps: [.send(head)]))
         let transfer = try CurlTransfer(url: server.url("/file"))
         transfer.method = .head
         let received = Received()
@@ -377,7 +375,8 @@ struct AbortAndCancelTests {
         let transfer = try CurlTransfer(url: server.url("/"))
         var bodyCalls = 0
         transfer.onStatusAndHeaders = { head in
-            head.firstValue(forName: "Content-Length") == "10000" ? .abort(reason: "declared body too large") : .continue
+            head.firstValue(forName: "Content-Length") == "10000"
+                ? .abort(reason: "declared body too large") : .continue
         }
         transfer.onBody = { _ in
             bodyCalls += 1

@@ -39,6 +39,7 @@ public final class LoopbackSocketStream: LoopbackByteStream {
 
     deinit { close() }
 
+    /// Waits for the socket or the server's stop, then reads at most `maxCount` bytes.
     public func receive(maxCount: Int) throws -> [UInt8] {
         while true {
             var fds = [
@@ -59,6 +60,7 @@ public final class LoopbackSocketStream: LoopbackByteStream {
         }
     }
 
+    /// Writes all of `bytes` (`MSG_NOSIGNAL`: a gone peer is an error, not SIGPIPE).
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
@@ -73,12 +75,14 @@ public final class LoopbackSocketStream: LoopbackByteStream {
         }
     }
 
+    /// Unregisters the socket from the server and closes it (FIN).
     public func close() {
         guard !isClosed else { return }
         isClosed = true
         release(descriptor)
     }
 
+    /// Sets `SO_LINGER` to 0 and closes the socket, so the peer gets a RST.
     public func reset() {
         guard !isClosed else { return }
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)

@@ -59,7 +59,9 @@ final class RequestReader {
         let chunked = head.firstValue("transfer-encoding")?.lowercased() == "chunked"
         if chunked {
             while true {
-                guard let sizeLine = try readLine(limit: 1024) else { throw LoopbackHTTPServerError("body ended early") }
+                guard let sizeLine = try readLine(limit: 1024) else {
+                    throw LoopbackHTTPServerError("body ended early")
+                }
                 let sizeText = sizeLine.prefix { $0 != ";" }.trimmingCharacters(in: " \t")
                 guard let size = Int(sizeText, radix: 16), size >= 0 else {
                     throw LoopbackHTTPServerError("bad chunk size line")
