@@ -302,6 +302,35 @@ struct RedirectTests {
         #expect(result.head.firstValue(forName: "Retry-After") == "120")
     }
 
+    @Test func cookiesAreNeverStoredOrSent() async throws {
+        let server = try server(.fixed(headers: [LoopbackHTTPHeader("Set-Cookie", "session=abc; Path=/")]))
+        let transfer = try CurlTransfer(url: server.url("/first"))
+        _ = try await transfer.perform()
+        try transfer.setURL(server.url("/second"))
+        _ = try await transfer.perform()
+        #expect(server.requests.count == 2)
+        #expect(server.requests.allSatisfy { $0.firstValue(forName: "Cookie") == nil })
+    }
+
+    @Test func netrcIsIgnored() async {
+        await #expect(processExitsWith: .success) {
+            let server = try server(.fixed())
+            let home = "/tmp/curlkit-netrc-\(getpid())"
+            mkdir(home, 0o700)
+            let netrc = "\(home)/.netrc"
+            let line = "machine 127.0.0.1 login user password netrc-secret\n"
+            let file = open(netrc, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            _ = write(file, line, line.utf8.count)
+            close(file)
+            setenv("HOME", home, 1)
+            let completed = (try? await CurlTransfer(url: server.url("/")).perform()) != nil
+            unlink(netrc)
+            rmdir(home)
+            let sentCredentials = server.requests.first?.firstValue(forName: "Authorization") != nil
+            exit(completed && !sentCredentials ? 0 : 1)
+        }
+    }
+
     @Test func explicitProxyIsUsed() async throws {
         let origin = try server(.fixed(body: bytes("direct")))
         let proxy = try server(.fixed(body: bytes("via proxy")))
