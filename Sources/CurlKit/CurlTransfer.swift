@@ -139,21 +139,26 @@ public final class CurlTransfer {
             let context: TransferContext
         }
         let job = Job(transfer: self, context: context)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlResult, any Error>) in
+        let handoff = ResultHandoff()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let started = TransferThread.start {
-                    continuation.resume(with: job.transfer.run(job.context))
+                    handoff.store(job.transfer.run(job.context))
+                    continuation.resume()
                 }
                 if !started {
                     cancel.detach()
-                    continuation.resume(
-                        throwing: CurlError(
-                            code: .setupFailed, message: "could not start the transfer thread (pthread_create)"))
+                    handoff.store(
+                        .failure(
+                            CurlError(
+                                code: .setupFailed, message: "could not start the transfer thread (pthread_create)")))
+                    continuation.resume()
                 }
             }
         } onCancel: {
             cancel.cancel()
         }
+        return try handoff.take().get()
     }
 
     // MARK: Configuration
@@ -487,6 +492,35 @@ final class CancelSignal: Sendable {
     /// Forgets the multi handle, so a late `cancel()` cannot touch it once the perform is over.
     func detach() {
         state.withLock { $0.multiAddress = 0 }
+    }
+}
+
+/// Carries a perform's result from the transfer thread to the awaiting task under a pthread
+/// mutex. The continuation alone orders the two, but when the thread resumes it before the task
+/// has suspended, that order rests on runtime atomics ThreadSanitizer cannot see; the mutex
+/// makes it visible, so callers' own state written in callbacks is race-free under TSan too.
+final class ResultHandoff: @unchecked Sendable {  // @unchecked: `result` is guarded by `mutex`.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var result: Result<CurlResult, any Error>?
+
+    init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func store(_ result: Result<CurlResult, any Error>) {
+        pthread_mutex_lock(mutex)
+        self.result = result
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// The stored result; called only after the continuation resumed, so one is stored.
+    func take() -> Result<CurlResult, any Error> {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return result ?? .failure(CurlError(code: .setupFailed, message: "the transfer thread left no result"))
     }
 }
 
