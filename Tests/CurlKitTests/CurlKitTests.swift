@@ -327,6 +327,7 @@ struct RedirectTests {
             unlink(netrc)
             rmdir(home)
             let sentCredentials = server.requests.first?.firstValue(forName: "Authorization") != nil
+            server.stop()
             exit(completed && !sentCredentials ? 0 : 1)
         }
     }
@@ -354,6 +355,8 @@ struct RedirectTests {
             let transfer = try CurlTransfer(url: origin.url("/page"))
             let result = try await transfer.perform()
             let direct = result.status == 200 && origin.requests.count == 1 && proxy.requests.isEmpty
+            origin.stop()
+            proxy.stop()
             exit(direct ? 0 : 1)
         }
     }
@@ -416,11 +419,11 @@ struct AbortAndCancelTests {
         #expect(bodyCalls == 0)
     }
 
-    /// Starts `transfer` in a task, waits for `ready`, cancels, and returns how long the
-    /// cancelled perform took to finish and what it threw.
+    /// Starts `transfer` in a task, waits for `ready` and then `settle`, cancels, and returns
+    /// how long the cancelled perform took to finish and what it threw.
     func cancel(
         url: String, configure: @escaping @Sendable (CurlTransfer) -> Void = { _ in },
-        whenReady ready: () -> Bool
+        settle: Duration = .zero, whenReady ready: () -> Bool
     ) async throws -> (Duration, (any Error)?) {
         let task = Task {
             let transfer = try CurlTransfer(url: url)
@@ -428,6 +431,7 @@ struct AbortAndCancelTests {
             return try await transfer.perform()
         }
         #expect(await eventually(ready))
+        try await Task.sleep(for: settle)
         let clock = ContinuousClock()
         let start = clock.now
         task.cancel()
@@ -476,11 +480,8 @@ struct AbortAndCancelTests {
                 transfer.method = .post
                 transfer.body = try? .fileDescriptor(source, length: nil)
             },
-            whenReady: {
-                // The server has accepted; give the transfer time to block on the empty pipe.
-                usleep(100_000)
-                return true
-            })
+            // Give the transfer time to connect, send its head and block on the empty pipe.
+            settle: .milliseconds(100), whenReady: { true })
         #expect(error is CancellationError)
         #expect(elapsed < .seconds(1))
         #expect(server.requests.isEmpty)

@@ -6,17 +6,29 @@ import Testing
 
 /// `openssl s_server -www` on 127.0.0.1 with a fresh P-256 certificate for `IP:127.0.0.1` in a
 /// temporary directory: a real TLS server, until LoopbackHTTPServer speaks TLS itself.
-final class OpenSSLTestServer {
+// @unchecked Sendable: every property is set in init and never changes; `process` is touched
+// again only by deinit.
+final class OpenSSLTestServer: @unchecked Sendable {
     let port: UInt16
     let directory: URL
+    /// The `sha256//BASE64` pin of the server's public key.
+    let pin: String
     private let process: Process
+
+    /// Sets a server up on its own thread: key generation and process launches block, and must
+    /// not hold one of the few cooperative threads the transfers under test run their tasks on.
+    static func start() async throws -> OpenSSLTestServer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try OpenSSLTestServer() }) }.start()
+        }
+    }
 
     var url: String { "https://127.0.0.1:\(port)/" }
     var certificatePath: String { directory.appendingPathComponent("cert.pem").path }
     var publicKeyPath: String { directory.appendingPathComponent("pub.pem").path }
     var otherPublicKeyPath: String { directory.appendingPathComponent("other-pub.pem").path }
 
-    init() throws {
+    private init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("curlkit-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
         try Self.shell(
@@ -27,6 +39,10 @@ final class OpenSSLTestServer {
             openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out other-key.pem &&
             openssl pkey -in other-key.pem -pubout -out other-pub.pem
             """, in: directory)
+        let digest = try Self.shell(
+            "openssl pkey -pubin -in pub.pem -outform DER | openssl dgst -sha256 -binary | openssl base64 -A",
+            in: directory)
+        pin = "sha256//" + digest.trimmingCharacters(in: .whitespacesAndNewlines)
         // s_server buffers its "ACCEPT host:port" line when stdout is a pipe, so pick the port
         // here and wait until it accepts connections.
         for _ in 0..<3 {
@@ -82,14 +98,6 @@ final class OpenSSLTestServer {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// The `sha256//BASE64` pin of the server's public key.
-    func pin() throws -> String {
-        let base64 = try Self.shell(
-            "openssl pkey -pubin -in pub.pem -outform DER | openssl dgst -sha256 -binary | openssl base64 -A",
-            in: directory)
-        return "sha256//" + base64.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
     @discardableResult
     static func shell(_ script: String, in directory: URL) throws -> String {
         let process = Process()
@@ -112,7 +120,7 @@ final class OpenSSLTestServer {
 @Suite("TLS against openssl s_server")
 struct TLSTests {
     @Test func trustedByCAFile() async throws {
-        let server = try OpenSSLTestServer()
+        let server = try await OpenSSLTestServer.start()
         let transfer = try CurlTransfer(url: server.url)
         transfer.caFile = server.certificatePath
         let received = Received()
@@ -124,7 +132,7 @@ struct TLSTests {
     }
 
     @Test func untrustedCertificateIsRejected() async throws {
-        let server = try OpenSSLTestServer()
+        let server = try await OpenSSLTestServer.start()
         let error = await #expect(throws: CurlError.tlsPeerCertificateRejected) {
             try await CurlTransfer(url: server.url).perform()
         }
@@ -132,15 +140,15 @@ struct TLSTests {
     }
 
     @Test func missingCAFileIsUnusable() async throws {
-        let server = try OpenSSLTestServer()
+        let server = try await OpenSSLTestServer.start()
         let transfer = try CurlTransfer(url: server.url)
         transfer.caFile = server.directory.appendingPathComponent("absent.pem").path
         await #expect(throws: CurlError.tlsCACertificateUnusable) { try await transfer.perform() }
     }
 
     @Test func matchingPinIsAccepted() async throws {
-        let server = try OpenSSLTestServer()
-        for pin in [try server.pin(), server.publicKeyPath] {
+        let server = try await OpenSSLTestServer.start()
+        for pin in [server.pin, server.publicKeyPath] {
             let transfer = try CurlTransfer(url: server.url)
             transfer.caFile = server.certificatePath
             transfer.pinnedPublicKey = pin
@@ -149,7 +157,7 @@ struct TLSTests {
     }
 
     @Test func mismatchedPinIsRejected() async throws {
-        let server = try OpenSSLTestServer()
+        let server = try await OpenSSLTestServer.start()
         let transfer = try CurlTransfer(url: server.url)
         transfer.caFile = server.certificatePath
         transfer.pinnedPublicKey = server.otherPublicKeyPath
