@@ -43,7 +43,8 @@ let package = Package(
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit"]),
-        .testTarget(name: "CurlKitTests", dependencies: ["CurlKit"]),
+        .target(name: "LoopbackHTTPServer", path: "Tests/Support/LoopbackHTTPServer"),
+        .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
             resources: [.copy("Fixtures")]),

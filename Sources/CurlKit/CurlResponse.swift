@@ -1,0 +1,181 @@
+/// What a streaming callback tells the transfer to do next.
+public enum CurlBodyDecision: Sendable, Equatable {
+    /// Keep receiving.
+    case `continue`
+    /// Stop the transfer now: no further bytes are delivered, the connection is dropped, and
+    /// `perform` throws `CurlError.aborted(reason)` carrying this reason.
+    case abort(reason: String)
+}
+
+/// The HTTP version of a response, from its status line.
+public struct CurlHTTPVersion: Sendable, Hashable, CustomStringConvertible {
+    /// The major version (1, 2 or 3).
+    public let major: Int
+    /// The minor version (0 or 1 for HTTP/1, 0 otherwise).
+    public let minor: Int
+
+    /// A version from its numbers.
+    public init(major: Int, minor: Int) {
+        self.major = major
+        self.minor = minor
+    }
+
+    /// HTTP/1.0.
+    public static let http1_0 = CurlHTTPVersion(major: 1, minor: 0)
+    /// HTTP/1.1.
+    public static let http1_1 = CurlHTTPVersion(major: 1, minor: 1)
+    /// HTTP/2.
+    public static let http2 = CurlHTTPVersion(major: 2, minor: 0)
+    /// HTTP/3.
+    public static let http3 = CurlHTTPVersion(major: 3, minor: 0)
+
+    /// `HTTP/1.1`, `HTTP/2`, ...
+    public var description: String { major >= 2 ? "HTTP/\(major)" : "HTTP/\(major).\(minor)" }
+}
+
+/// The status line and header fields of the final (non-1xx) response.
+public struct CurlResponseHead: Sendable, Hashable {
+    /// The status code (200, 302, 429, ...).
+    public let status: Int
+    /// The reason phrase as received (empty for HTTP/2 and later, and when the server sent none).
+    public let reasonPhrase: String
+    /// The HTTP version of the status line.
+    public let httpVersion: CurlHTTPVersion
+    /// The header fields in the order received, names in their received case. Fields of interim
+    /// (1xx) responses and trailers are not included; obsolete line folding is joined with a
+    /// single space.
+    public let headers: [CurlHeader]
+
+    /// The values of every field named `name` (compared case-insensitively), in received order.
+    public func values(forName name: String) -> [String] {
+        let wanted = name.lowercased()
+        return headers.filter { $0.name.lowercased() == wanted }.map(\.value)
+    }
+
+    /// The value of the first field named `name` (compared case-insensitively), or nil.
+    public func firstValue(forName name: String) -> String? {
+        let wanted = name.lowercased()
+        return headers.first { $0.name.lowercased() == wanted }?.value
+    }
+}
+
+/// Where the time of a transfer went, each measured from its start (libcurl's `*_TIME_T`).
+public struct CurlTimings: Sendable, Hashable {
+    /// Until name resolution finished.
+    public let nameLookup: Duration
+    /// Until the TCP connection was established.
+    public let connect: Duration
+    /// Until the TLS handshake finished (zero for `http`).
+    public let tlsHandshake: Duration
+    /// Until the first response byte arrived.
+    public let firstByte: Duration
+    /// The whole transfer.
+    public let total: Duration
+}
+
+/// The outcome of a completed transfer. The body went to `CurlTransfer.onBody`.
+public struct CurlResult: Sendable, Hashable {
+    /// The final response's status line and headers.
+    public let head: CurlResponseHead
+    /// The URL fetched, as libcurl normalised it.
+    public let effectiveURL: String
+    /// For a 3xx response with `Location`, that location resolved against the request URL
+    /// (redirects are never followed); nil otherwise.
+    public let redirectURL: String?
+    /// The number of body bytes delivered to `onBody` (after content decoding, if enabled).
+    public let bodyByteCount: Int64
+    /// Where the time went.
+    public let timings: CurlTimings
+
+    /// The final response's status code.
+    public var status: Int { head.status }
+    /// The final response's header fields, in received order.
+    public var headers: [CurlHeader] { head.headers }
+}
+
+/// Collects header lines as libcurl hands them over (status lines, fields, the blank line that
+/// ends each response head, trailers) and yields the final response's head.
+struct ResponseHeadParser {
+    enum Event: Equatable {
+        case none
+        case finalHead(CurlResponseHead)
+    }
+
+    private enum State {
+        case awaitingStatusLine
+        case inHead(status: Int, reason: String, version: CurlHTTPVersion, headers: [CurlHeader])
+        case done
+    }
+
+    private var state = State.awaitingStatusLine
+    private(set) var finalHead: CurlResponseHead?
+
+    mutating func consume(line raw: UnsafeRawBufferPointer) -> Event {
+        var line = Substring(decoding: raw, as: UTF8.self)
+        while let last = line.last, last == "\n" || last == "\r" || last == "\r\n" {
+            line = line.dropLast()
+        }
+        switch state {
+        case .done:
+            return .none
+        case .awaitingStatusLine:
+            if let status = Self.parseStatusLine(line) {
+                state = .inHead(status: status.0, reason: status.1, version: status.2, headers: [])
+            }
+            return .none
+        case .inHead(let status, let reason, let version, var headers):
+            if line.hasPrefix("HTTP/"), let next = Self.parseStatusLine(line) {
+                state = .inHead(status: next.0, reason: next.1, version: next.2, headers: [])
+                return .none
+            }
+            if line.isEmpty {
+                if (100...199).contains(status) {
+                    state = .awaitingStatusLine
+                    return .none
+                }
+                let head = CurlResponseHead(
+                    status: status, reasonPhrase: reason, httpVersion: version, headers: headers)
+                finalHead = head
+                state = .done
+                return .finalHead(head)
+            }
+            if line.first == " " || line.first == "\t" {
+                if let previous = headers.popLast() {
+                    let continuation = line.drop { $0 == " " || $0 == "\t" }
+                    let joined = previous.value.isEmpty ? String(continuation) : previous.value + " " + continuation
+                    headers.append(CurlHeader(received: previous.name, value: joined))
+                }
+            } else if let colon = line.firstIndex(of: ":") {
+                let name = line[..<colon]
+                let value = line[line.index(after: colon)...].trimmingOWS()
+                headers.append(CurlHeader(received: String(name), value: String(value)))
+            }
+            state = .inHead(status: status, reason: reason, version: version, headers: headers)
+            return .none
+        }
+    }
+
+    /// `HTTP/1.1 200 OK`, `HTTP/2 200`, `HTTP/1.0 404` → (status, reason, version).
+    private static func parseStatusLine(_ line: Substring) -> (Int, String, CurlHTTPVersion)? {
+        guard line.hasPrefix("HTTP/") else { return nil }
+        let afterSlash = line.dropFirst(5)
+        let versionText = afterSlash.prefix { $0 != " " }
+        let rest = afterSlash.dropFirst(versionText.count).drop { $0 == " " }
+        let codeText = rest.prefix { $0 != " " }
+        guard codeText.count == 3, let status = Int(codeText) else { return nil }
+        let reason = rest.dropFirst(codeText.count).drop { $0 == " " }
+        let numbers = versionText.split(separator: ".", omittingEmptySubsequences: false)
+        guard let major = numbers.first.flatMap({ Int($0) }) else { return nil }
+        let minor = numbers.count > 1 ? Int(numbers[1]) ?? 0 : 0
+        return (status, String(reason), CurlHTTPVersion(major: major, minor: minor))
+    }
+}
+
+extension Substring {
+    /// Without leading and trailing spaces and tabs (RFC 9110 OWS).
+    fileprivate func trimmingOWS() -> Substring {
+        let isContent: (Character) -> Bool = { $0 != " " && $0 != "\t" }
+        guard let first = firstIndex(where: isContent), let last = lastIndex(where: isContent) else { return "" }
+        return self[first...last]
+    }
+}

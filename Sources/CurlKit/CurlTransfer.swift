@@ -1,0 +1,559 @@
+import CCurl
+import Glibc
+import Synchronization
+
+/// One HTTP exchange through libcurl: configure it, then `perform()` it.
+///
+/// A transfer owns a libcurl easy handle and a multi handle. It is not `Sendable`: one task
+/// configures and performs it at a time, and `perform` refuses to start while another
+/// `perform` on it is running. It may be performed again after a perform returns; each perform
+/// applies the configuration as it then stands, and a connection kept alive by the previous one
+/// may be reused.
+///
+/// Fixed behaviour, whatever the configuration:
+/// - redirects are never followed: a 3xx response is returned with its `Location` header, and
+///   `CurlResult.redirectURL` resolves it;
+/// - only `http` and `https` are allowed, for the URL and for any redirect URL libcurl computes;
+/// - no cookie engine, no `.netrc`, no credentials from anywhere but the caller's headers;
+/// - no proxy from the environment (`http_proxy`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY` are
+///   ignored): a proxy is used only when `proxy` names one;
+/// - the response body is delivered byte for byte as received (no decompression) unless
+///   `automaticDecompression` is set;
+/// - `Expect: 100-continue` is never added by libcurl; a caller that wants it sends the header;
+/// - libcurl uses no signals, prints nothing, and runs on its own thread, never on the Swift
+///   concurrency pool.
+public final class CurlTransfer {
+    /// The absolute `http` or `https` URL to fetch; change it with `setURL(_:)`.
+    public private(set) var url: String
+    /// The request method (default `GET`). `HEAD` asks for headers only; any other method is sent
+    /// verbatim.
+    public var method: CurlMethod = .get
+    /// Request headers, sent in this order after libcurl's own `Host` (and `Accept: */*`, unless
+    /// a header here is named `Accept`). A header here replaces libcurl's header of the same name.
+    /// `Content-Length` and `Transfer-Encoding` are refused: `body` decides the framing.
+    public var headers: [CurlHeader] = []
+    /// The request body, or nil for none. Not allowed with `HEAD`.
+    public var body: CurlRequestBody?
+    /// The longest the connection phase (resolve, TCP, TLS) may take; nil for libcurl's default
+    /// of 300 s. At least 1 ms.
+    public var connectTimeout: Duration?
+    /// The longest the whole transfer may take; nil for no limit. At least 1 ms.
+    public var timeout: Duration?
+    /// A minimum speed the transfer must keep; nil for none.
+    public var lowSpeedLimit: CurlLowSpeedLimit?
+    /// A PEM file of CA certificates to verify `https` servers with, instead of the system's
+    /// (`curl --cacert`).
+    public var caFile: String?
+    /// The server public key to pin (`curl --pinnedpubkey`): `sha256//BASE64[;sha256//...]` of
+    /// the SubjectPublicKeyInfo DER, or the path of a PEM or DER public key file. Checked in
+    /// addition to certificate verification.
+    public var pinnedPublicKey: String?
+    /// The proxy to use, as a URL with an explicit scheme (`http`, `https`, `socks4`, `socks4a`,
+    /// `socks5`, `socks5h`); nil for a direct connection. The proxy environment variables are
+    /// never consulted.
+    public var proxy: String?
+    /// Advertises every encoding libcurl decodes (`Accept-Encoding`) and decodes the body before
+    /// `onBody` sees it. Off by default: the body arrives exactly as sent.
+    public var automaticDecompression = false
+    /// Called once, on the transfer's thread, with the final response's status line and headers
+    /// (interim 1xx responses are skipped), before any body byte. Returning `.abort` stops the
+    /// transfer and `perform` throws `CurlError.aborted`.
+    public var onStatusAndHeaders: ((CurlResponseHead) -> CurlBodyDecision)?
+    /// Called on the transfer's thread with each piece of the response body as it arrives; the
+    /// buffer is valid only during the call. Returning `.abort` stops the transfer at once (no
+    /// further byte is delivered) and `perform` throws `CurlError.aborted`. When nil, the body is
+    /// counted and discarded.
+    public var onBody: ((UnsafeRawBufferPointer) -> CurlBodyDecision)?
+
+    private let easy: UnsafeMutableRawPointer
+    private let multi: UnsafeMutableRawPointer
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private var isPerforming = false
+
+    /// A transfer of `url` with the defaults: `GET`, no headers, no body, no timeouts.
+    ///
+    /// - Throws: `CurlError.invalidURL` when `url` is not an absolute `http` or `https` URL;
+    ///   `CurlError.setupFailed` when libcurl cannot initialise or allocate its handles.
+    public init(url: String) throws(CurlError) {
+        if case .failure(let error) = CurlGlobal.initialization { throw error }
+        try Self.validate(url: url)
+        guard let easy = curl_easy_init() else {
+            throw CurlError(code: .setupFailed, message: "libcurl could not create an easy handle (curl_easy_init)")
+        }
+        guard let multi = curl_multi_init() else {
+            curl_easy_cleanup(easy)
+            throw CurlError(code: .setupFailed, message: "libcurl could not create a multi handle (curl_multi_init)")
+        }
+        self.url = url
+        self.easy = easy
+        self.multi = multi
+        self.errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
+        self.errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+    }
+
+    deinit {
+        curl_multi_cleanup(multi)
+        curl_easy_cleanup(easy)
+        errorBuffer.deallocate()
+    }
+
+    /// Replaces the URL.
+    ///
+    /// - Throws: `CurlError.invalidURL` when `url` is not an absolute `http` or `https` URL; the
+    ///   URL is then unchanged.
+    public func setURL(_ url: String) throws(CurlError) {
+        try Self.validate(url: url)
+        self.url = url
+    }
+
+    /// Runs the transfer to completion on a dedicated thread, streaming the response through
+    /// `onStatusAndHeaders` and `onBody`, and returns the final status and headers.
+    ///
+    /// Cancelling the calling task stops the transfer promptly (the thread is woken, whatever the
+    /// server does) and makes this throw `CancellationError`; a transfer that completed before
+    /// the cancellation was seen returns its result.
+    ///
+    /// - Throws: `CancellationError` when cancelled; `CurlError` for a configuration refused
+    ///   before any I/O (`invalidRequest`), an abort by a callback (`aborted`), a body source
+    ///   failure (`bodySourceFailed`) or libcurl's failure (`couldNotConnect`,
+    ///   `operationTimedOut`, `partialBody`, TLS errors, ...). A non-2xx status is not an error.
+    public nonisolated(nonsending) func perform() async throws -> CurlResult {
+        guard !isPerforming else {
+            throw CurlError(code: .invalidRequest, message: "this transfer is already being performed")
+        }
+        try Task.checkCancellation()
+        isPerforming = true
+        defer { isPerforming = false }
+
+        let cancel = try CancelSignal(multi: multi, needsWakeFD: body?.isFileDescriptor ?? false)
+        let context = TransferContext(
+            body: body, onStatusAndHeaders: onStatusAndHeaders, onBody: onBody, cancel: cancel)
+        let headerList = try configure(context: context)
+        defer { curl_slist_free_all(headerList) }
+
+        // @unchecked Sendable: the handles and context move to the transfer thread while this
+        // task awaits it, and nothing else can reach them (CurlTransfer is not Sendable and
+        // `isPerforming` refuses a second perform).
+        struct Job: @unchecked Sendable {
+            let transfer: CurlTransfer
+            let context: TransferContext
+        }
+        let job = Job(transfer: self, context: context)
+        let handoff = ResultHandoff()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let started = TransferThread.start {
+                    handoff.store(job.transfer.run(job.context))
+                    continuation.resume()
+                }
+                if !started {
+                    cancel.detach()
+                    handoff.store(
+                        .failure(
+                            CurlError(
+                                code: .setupFailed, message: "could not start the transfer thread (pthread_create)")))
+                    continuation.resume()
+                }
+            }
+        } onCancel: {
+            cancel.cancel()
+        }
+        return try handoff.take().get()
+    }
+
+    // MARK: Configuration
+
+    private static func validate(url: String) throws(CurlError) {
+        let refused = CurlError(
+            code: .invalidURL, message: "invalid URL: an absolute http or https URL is required")
+        guard !url.utf8.contains(0), let handle = curl_url() else { throw refused }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, url, 0) == CURLUE_OK else { throw refused }
+        var scheme: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(handle, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK, let scheme else { throw refused }
+        defer { curl_free(scheme) }
+        guard ["http", "https"].contains(String(cString: scheme).lowercased()) else {
+            throw CurlError(
+                code: .invalidURL,
+                message: "invalid URL: the scheme \(String(reflecting: String(cString: scheme))) is not http or https")
+        }
+    }
+
+    private static func validate(proxy: String) throws(CurlError) {
+        let refused = CurlError(
+            code: .invalidRequest,
+            message: "invalid proxy: a URL with an http, https, socks4, socks4a, socks5 or socks5h scheme is required")
+        guard !proxy.utf8.contains(0), let handle = curl_url() else { throw refused }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, proxy, UInt32(CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK else {
+            throw refused
+        }
+        var scheme: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(handle, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK, let scheme else { throw refused }
+        defer { curl_free(scheme) }
+        let allowed = ["http", "https", "socks4", "socks4a", "socks5", "socks5h"]
+        guard allowed.contains(String(cString: scheme).lowercased()) else { throw refused }
+    }
+
+    private static func milliseconds(_ duration: Duration, _ name: String) throws(CurlError) -> Int {
+        let (seconds, attoseconds) = duration.components
+        guard duration > .zero, seconds < Int64(Int32.max) else {
+            throw CurlError(code: .invalidRequest, message: "invalid \(name) \(duration): it must be positive and finite")
+        }
+        let milliseconds = Int(seconds) * 1000 + Int((attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        return max(milliseconds, 1)
+    }
+
+    private func set(_ option: CURLoption, _ name: String, _ apply: () -> CURLcode) throws(CurlError) {
+        let code = apply()
+        guard code == CURLE_OK else {
+            throw CurlError(
+                code: .setupFailed,
+                message: "libcurl refused option \(name): \(String(cString: curl_easy_strerror(code)))",
+                curlCode: Int32(bitPattern: code.rawValue),
+                curlDescription: String(cString: curl_easy_strerror(code)))
+        }
+    }
+
+    private func setLong(_ option: CURLoption, _ name: String, _ value: Int) throws(CurlError) {
+        try set(option, name) { ccurl_setopt_long(easy, option, value) }
+    }
+
+    private func setString(_ option: CURLoption, _ name: String, _ value: String) throws(CurlError) {
+        guard !value.utf8.contains(0) else {
+            throw CurlError(code: .invalidRequest, message: "invalid \(name): it contains a NUL byte")
+        }
+        try set(option, name) { ccurl_setopt_str(easy, option, value) }
+    }
+
+    /// Resets the easy handle and applies every option; returns the header list, which must
+    /// outlive the transfer.
+    private func configure(context: TransferContext) throws(CurlError) -> UnsafeMutablePointer<curl_slist>? {
+        let isHead = method.token == CurlMethod.head.token
+        if isHead, body != nil {
+            throw CurlError(code: .invalidRequest, message: "a HEAD request cannot carry a body")
+        }
+        for header in headers {
+            let lowered = header.name.lowercased()
+            if lowered == "content-length" || lowered == "transfer-encoding" {
+                throw CurlError(
+                    code: .invalidRequest,
+                    message: "header \(header.name) is refused: the request body decides the message framing")
+            }
+        }
+        if let proxy { try Self.validate(proxy: proxy) }
+        let connectMilliseconds = try connectTimeout.map { (duration) throws(CurlError) in
+            try Self.milliseconds(duration, "connect timeout")
+        }
+        let totalMilliseconds = try timeout.map { (duration) throws(CurlError) in
+            try Self.milliseconds(duration, "timeout")
+        }
+
+        var list: UnsafeMutablePointer<curl_slist>?
+        func append(_ line: String) throws(CurlError) {
+            guard let extended = curl_slist_append(list, line) else {
+                curl_slist_free_all(list)
+                throw CurlError(code: .setupFailed, message: "libcurl could not allocate the header list")
+            }
+            list = extended
+        }
+        for header in headers {
+            // libcurl reads "Name:" as "remove this header" and "Name;" as "send it empty".
+            try append(header.value.isEmpty ? "\(header.name);" : "\(header.name): \(header.value)")
+        }
+        if !headers.contains(where: { $0.name.lowercased() == "expect" }) {
+            try append("Expect:")
+        }
+
+        do throws(CurlError) {
+            curl_easy_reset(easy)
+            errorBuffer[0] = 0
+            try set(CURLOPT_ERRORBUFFER, "CURLOPT_ERRORBUFFER") {
+                ccurl_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+            }
+            try setString(CURLOPT_URL, "URL", url)
+            try setLong(CURLOPT_NOSIGNAL, "CURLOPT_NOSIGNAL", 1)
+            try setLong(CURLOPT_VERBOSE, "CURLOPT_VERBOSE", 0)
+            try setLong(CURLOPT_FOLLOWLOCATION, "CURLOPT_FOLLOWLOCATION", 0)
+            try setString(CURLOPT_PROTOCOLS_STR, "CURLOPT_PROTOCOLS_STR", "http,https")
+            try setString(CURLOPT_REDIR_PROTOCOLS_STR, "CURLOPT_REDIR_PROTOCOLS_STR", "http,https")
+            try setLong(CURLOPT_NETRC, "CURLOPT_NETRC", Int(CURL_NETRC_IGNORED.rawValue))
+            try setString(CURLOPT_PROXY, "proxy", proxy ?? "")
+            try setString(CURLOPT_NOPROXY, "CURLOPT_NOPROXY", "")
+            try setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, "CURLOPT_SUPPRESS_CONNECT_HEADERS", 1)
+            if automaticDecompression {
+                try setString(CURLOPT_ACCEPT_ENCODING, "CURLOPT_ACCEPT_ENCODING", "")
+                try setLong(CURLOPT_HTTP_CONTENT_DECODING, "CURLOPT_HTTP_CONTENT_DECODING", 1)
+            } else {
+                try setLong(CURLOPT_HTTP_CONTENT_DECODING, "CURLOPT_HTTP_CONTENT_DECODING", 0)
+            }
+            if let caFile { try setString(CURLOPT_CAINFO, "CA file", caFile) }
+            if let pinnedPublicKey { try setString(CURLOPT_PINNEDPUBLICKEY, "pinned public key", pinnedPublicKey) }
+            if let connectMilliseconds {
+                try setLong(CURLOPT_CONNECTTIMEOUT_MS, "connect timeout", connectMilliseconds)
+            }
+            if let totalMilliseconds { try setLong(CURLOPT_TIMEOUT_MS, "timeout", totalMilliseconds) }
+            if let lowSpeedLimit {
+                try setLong(CURLOPT_LOW_SPEED_LIMIT, "low-speed limit", lowSpeedLimit.bytesPerSecond)
+                try setLong(
+                    CURLOPT_LOW_SPEED_TIME, "low-speed time",
+                    Int(min(lowSpeedLimit.duration.components.seconds, Int64(Int32.max))))
+            }
+            try set(CURLOPT_HTTPHEADER, "request headers") { ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, list) }
+
+            if isHead {
+                try setLong(CURLOPT_NOBODY, "CURLOPT_NOBODY", 1)
+            } else if method.token == CurlMethod.get.token, body == nil {
+                try setLong(CURLOPT_HTTPGET, "CURLOPT_HTTPGET", 1)
+            } else {
+                try setString(CURLOPT_CUSTOMREQUEST, "method", method.token)
+            }
+            let userdata = Unmanaged.passUnretained(context).toOpaque()
+            if let body {
+                try setLong(CURLOPT_UPLOAD, "CURLOPT_UPLOAD", 1)
+                try set(CURLOPT_INFILESIZE_LARGE, "body length") {
+                    ccurl_setopt_off_t(easy, CURLOPT_INFILESIZE_LARGE, curl_off_t(body.length ?? -1))
+                }
+                try set(CURLOPT_READFUNCTION, "CURLOPT_READFUNCTION") {
+                    ccurl_setopt_data_callback(easy, CURLOPT_READFUNCTION) { buffer, size, count, userdata in
+                        let context = Unmanaged<TransferContext>.fromOpaque(userdata!).takeUnretainedValue()
+                        return context.readBody(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+                    }
+                }
+                try set(CURLOPT_READDATA, "CURLOPT_READDATA") { ccurl_setopt_ptr(easy, CURLOPT_READDATA, userdata) }
+            }
+            try set(CURLOPT_HEADERFUNCTION, "CURLOPT_HEADERFUNCTION") {
+                ccurl_setopt_data_callback(easy, CURLOPT_HEADERFUNCTION) { buffer, size, count, userdata in
+                    let context = Unmanaged<TransferContext>.fromOpaque(userdata!).takeUnretainedValue()
+                    return context.receiveHeaderLine(UnsafeRawBufferPointer(start: buffer, count: size * count))
+                }
+            }
+            try set(CURLOPT_HEADERDATA, "CURLOPT_HEADERDATA") { ccurl_setopt_ptr(easy, CURLOPT_HEADERDATA, userdata) }
+            try set(CURLOPT_WRITEFUNCTION, "CURLOPT_WRITEFUNCTION") {
+                ccurl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { buffer, size, count, userdata in
+                    let context = Unmanaged<TransferContext>.fromOpaque(userdata!).takeUnretainedValue()
+                    return context.receiveBody(UnsafeRawBufferPointer(start: buffer, count: size * count))
+                }
+            }
+            try set(CURLOPT_WRITEDATA, "CURLOPT_WRITEDATA") { ccurl_setopt_ptr(easy, CURLOPT_WRITEDATA, userdata) }
+        } catch {
+            curl_slist_free_all(list)
+            throw error
+        }
+        return list
+    }
+
+    // MARK: The transfer thread
+
+    /// Drives the multi handle until the transfer ends or is cancelled. Runs on the transfer
+    /// thread; detaches the cancel signal from the multi handle before returning.
+    private func run(_ context: TransferContext) -> Result<CurlResult, any Error> {
+        defer { context.cancel.detach() }
+        let addCode = curl_multi_add_handle(multi, easy)
+        guard addCode == CURLM_OK else { return .failure(multiError("curl_multi_add_handle", addCode)) }
+        defer { curl_multi_remove_handle(multi, easy) }
+
+        var finished: CURLcode?
+        while finished == nil {
+            if context.cancel.isCancelled { return .failure(CancellationError()) }
+            var running: Int32 = 0
+            let performCode = curl_multi_perform(multi, &running)
+            guard performCode == CURLM_OK else { return .failure(multiError("curl_multi_perform", performCode)) }
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi, &queued) {
+                if message.pointee.msg == CURLMSG_DONE, message.pointee.easy_handle == easy {
+                    finished = ccurl_msg_result(message)
+                }
+            }
+            if finished != nil { break }
+            guard running > 0 else {
+                return .failure(CurlError(code: .setupFailed, message: "libcurl stopped the transfer without a result"))
+            }
+            let pollCode = curl_multi_poll(multi, nil, 0, 1000, nil)
+            guard pollCode == CURLM_OK else { return .failure(multiError("curl_multi_poll", pollCode)) }
+        }
+        let code = finished ?? CURLE_OK
+        if code != CURLE_OK {
+            if context.cancel.isCancelled { return .failure(CancellationError()) }
+            if let reason = context.abortReason { return .failure(CurlError.aborted(reason)) }
+            if let failure = context.bodySourceFailure {
+                return .failure(CurlError(code: .bodySourceFailed, message: "the request body source failed: \(failure)"))
+            }
+            let detail = String(cString: errorBuffer)
+            return .failure(
+                CurlError(
+                    curlCode: Int32(bitPattern: code.rawValue),
+                    curlDescription: String(cString: curl_easy_strerror(code)),
+                    detail: detail.isEmpty ? nil : detail))
+        }
+        guard let head = context.parser.finalHead else {
+            return .failure(
+                CurlError(code: .weirdServerReply, message: "the transfer ended without a final response status line"))
+        }
+        return .success(
+            CurlResult(
+                head: head,
+                effectiveURL: info(CURLINFO_EFFECTIVE_URL) ?? url,
+                redirectURL: info(CURLINFO_REDIRECT_URL),
+                bodyByteCount: context.bodyByteCount,
+                timings: CurlTimings(
+                    nameLookup: microseconds(CURLINFO_NAMELOOKUP_TIME_T),
+                    connect: microseconds(CURLINFO_CONNECT_TIME_T),
+                    tlsHandshake: microseconds(CURLINFO_APPCONNECT_TIME_T),
+                    firstByte: microseconds(CURLINFO_STARTTRANSFER_TIME_T),
+                    total: microseconds(CURLINFO_TOTAL_TIME_T))))
+    }
+
+    private func multiError(_ function: String, _ code: CURLMcode) -> CurlError {
+        CurlError(code: .setupFailed, message: "\(function) failed: \(String(cString: curl_multi_strerror(code)))")
+    }
+
+    private func info(_ key: CURLINFO) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard ccurl_getinfo_str(easy, key, &value) == CURLE_OK, let value else { return nil }
+        return String(cString: value)
+    }
+
+    private func microseconds(_ key: CURLINFO) -> Duration {
+        var value: curl_off_t = 0
+        guard ccurl_getinfo_off_t(easy, key, &value) == CURLE_OK else { return .zero }
+        return .microseconds(value)
+    }
+}
+
+/// curl_global_init, once per process: Swift runs a static's initialiser exactly once, on first
+/// use, under a lock.
+enum CurlGlobal {
+    static let initialization: Result<Void, CurlError> = {
+        let code = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        guard code == CURLE_OK else {
+            return .failure(
+                CurlError(
+                    code: .setupFailed,
+                    message: "libcurl could not initialise (curl_global_init): \(String(cString: curl_easy_strerror(code)))",
+                    curlCode: Int32(bitPattern: code.rawValue)))
+        }
+        return .success(())
+    }()
+}
+
+/// The cancellation flag of one perform, and the way to wake its thread.
+final class CancelSignal: Sendable {
+    private struct State {
+        var cancelled = false
+        /// The multi handle's address while the perform runs, 0 after `detach()`.
+        var multiAddress: UInt
+    }
+
+    private let state: Mutex<State>
+    /// A pipe whose read end (`wakeFD`) becomes readable on cancellation, for waits outside
+    /// libcurl (a body read from a descriptor); -1 when not needed.
+    let wakeFD: Int32
+    private let wakeWriteFD: Int32
+
+    /// - Throws: `CurlError.setupFailed` when the wake pipe cannot be created.
+    init(multi: UnsafeMutableRawPointer, needsWakeFD: Bool) throws(CurlError) {
+        var ends: [Int32] = [-1, -1]
+        if needsWakeFD {
+            guard pipe(&ends) == 0 else {
+                throw CurlError(
+                    code: .setupFailed,
+                    message: "could not create the cancellation pipe: \(String(cString: strerror(errno)))")
+            }
+            for end in ends {
+                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+                _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            }
+        }
+        state = Mutex(State(multiAddress: UInt(bitPattern: multi)))
+        wakeFD = ends[0]
+        wakeWriteFD = ends[1]
+    }
+
+    deinit {
+        if wakeFD >= 0 { close(wakeFD) }
+        if wakeWriteFD >= 0 { close(wakeWriteFD) }
+    }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Sets the flag and wakes the transfer thread (curl_multi_wakeup is safe from any thread).
+    func cancel() {
+        state.withLock { state in
+            state.cancelled = true
+            if let multi = UnsafeMutableRawPointer(bitPattern: state.multiAddress) { curl_multi_wakeup(multi) }
+        }
+        if wakeWriteFD >= 0 {
+            var byte: UInt8 = 1
+            _ = write(wakeWriteFD, &byte, 1)
+        }
+    }
+
+    /// Forgets the multi handle, so a late `cancel()` cannot touch it once the perform is over.
+    func detach() {
+        state.withLock { $0.multiAddress = 0 }
+    }
+}
+
+/// Carries a perform's result from the transfer thread to the awaiting task under a pthread
+/// mutex. The continuation alone orders the two, but when the thread resumes it before the task
+/// has suspended, that order rests on runtime atomics ThreadSanitizer cannot see; the mutex
+/// makes it visible, so callers' own state written in callbacks is race-free under TSan too.
+final class ResultHandoff: @unchecked Sendable {  // @unchecked: `result` is guarded by `mutex`.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private var result: Result<CurlResult, any Error>?
+
+    init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    func store(_ result: Result<CurlResult, any Error>) {
+        pthread_mutex_lock(mutex)
+        self.result = result
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// The stored result; called only after the continuation resumed, so one is stored.
+    func take() -> Result<CurlResult, any Error> {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return result ?? .failure(CurlError(code: .setupFailed, message: "the transfer thread left no result"))
+    }
+}
+
+/// Runs a closure on a new detached POSIX thread.
+enum TransferThread {
+    private final class Work {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
+    /// Returns false when the thread could not be created; the closure then never runs.
+    static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let work = Unmanaged.passRetained(Work(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let code = pthread_create(&thread, &attributes, { raw in
+            Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, work)
+        if code != 0 {
+            Unmanaged<Work>.fromOpaque(work).release()
+            return false
+        }
+        return true
+    }
+}
+
+extension CurlRequestBody {
+    var isFileDescriptor: Bool {
+        if case .fileDescriptor = source { return true }
+        return false
+    }
+}

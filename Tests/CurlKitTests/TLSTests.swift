@@ -1,0 +1,182 @@
+import CurlKit
+import Foundation
+import Glibc
+import LoopbackHTTPServer
+import Testing
+
+/// `openssl s_server -www` on 127.0.0.1 with a fresh P-256 certificate for `IP:127.0.0.1` in a
+/// temporary directory: a real TLS server, until LoopbackHTTPServer speaks TLS itself.
+// @unchecked Sendable: every property is set in init and never changes; `process` is touched
+// again only by deinit.
+final class OpenSSLTestServer: @unchecked Sendable {
+    let port: UInt16
+    let directory: URL
+    /// The `sha256//BASE64` pin of the server's public key.
+    let pin: String
+    private let process: Process
+
+    /// Sets a server up on its own thread: key generation and process launches block, and must
+    /// not hold one of the few cooperative threads the transfers under test run their tasks on.
+    static func start() async throws -> OpenSSLTestServer {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try OpenSSLTestServer() }) }.start()
+        }
+    }
+
+    var url: String { "https://127.0.0.1:\(port)/" }
+    var certificatePath: String { directory.appendingPathComponent("cert.pem").path }
+    var publicKeyPath: String { directory.appendingPathComponent("pub.pem").path }
+    var otherPublicKeyPath: String { directory.appendingPathComponent("other-pub.pem").path }
+
+    private init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("curlkit-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        try Self.shell(
+            """
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout key.pem \
+              -out cert.pem -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 &&
+            openssl pkey -in key.pem -pubout -out pub.pem &&
+            openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out other-key.pem &&
+            openssl pkey -in other-key.pem -pubout -out other-pub.pem
+            """, in: directory)
+        let digest = try Self.shell(
+            "openssl pkey -pubin -in pub.pem -outform DER | openssl dgst -sha256 -binary | openssl base64 -A",
+            in: directory)
+        pin = "sha256//" + digest.trimmingCharacters(in: .whitespacesAndNewlines)
+        // s_server buffers its "ACCEPT host:port" line when stdout is a pipe, so pick the port
+        // here and wait until it accepts connections.
+        for _ in 0..<3 {
+            let port = try LoopbackHTTPServer.closedPort()
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [
+                "openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "cert.pem", "-key", "key.pem",
+                "-www", "-quiet",
+            ]
+            process.currentDirectoryURL = directory
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            if Self.waitUntilAccepting(port: port, process: process) {
+                self.port = port
+                self.process = process
+                return
+            }
+            Self.kill(process)
+        }
+        throw LoopbackHTTPServerError("openssl s_server did not start accepting connections")
+    }
+
+    /// Sends SIGKILL: the test process blocks SIGTERM and its children inherit the mask.
+    private static func kill(_ process: Process) {
+        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    private static func waitUntilAccepting(port: UInt16, process: Process) -> Bool {
+        for _ in 0..<250 {
+            guard process.isRunning else { return false }
+            let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = port.bigEndian
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            close(probe)
+            if connected { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    deinit {
+        Self.kill(process)
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    @discardableResult
+    static func shell(_ script: String, in directory: URL) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        process.currentDirectoryURL = directory
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw LoopbackHTTPServerError("shell script failed with status \(process.terminationStatus): \(script)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+@Suite("TLS against openssl s_server")
+struct TLSTests {
+    @Test func trustedByCAFile() async throws {
+        let server = try await OpenSSLTestServer.start()
+        let transfer = try CurlTransfer(url: server.url)
+        transfer.caFile = server.certificatePath
+        let received = Received()
+        transfer.record(into: received)
+        let result = try await transfer.perform()
+        #expect(result.status == 200)
+        #expect(result.timings.tlsHandshake > .zero)
+        #expect(String(decoding: received.body, as: UTF8.self).contains("s_server"))
+    }
+
+    @Test func untrustedCertificateIsRejected() async throws {
+        let server = try await OpenSSLTestServer.start()
+        let error = await #expect(throws: CurlError.tlsPeerCertificateRejected) {
+            try await CurlTransfer(url: server.url).perform()
+        }
+        #expect(error?.isTLSFailure == true)
+    }
+
+    @Test func missingCAFileIsUnusable() async throws {
+        let server = try await OpenSSLTestServer.start()
+        let transfer = try CurlTransfer(url: server.url)
+        transfer.caFile = server.directory.appendingPathComponent("absent.pem").path
+        await #expect(throws: CurlError.tlsCACertificateUnusable) { try await transfer.perform() }
+    }
+
+    @Test func matchingPinIsAccepted() async throws {
+        let server = try await OpenSSLTestServer.start()
+        for pin in [server.pin, server.publicKeyPath] {
+            let transfer = try CurlTransfer(url: server.url)
+            transfer.caFile = server.certificatePath
+            transfer.pinnedPublicKey = pin
+            #expect(try await transfer.perform().status == 200)
+        }
+    }
+
+    @Test func mismatchedPinIsRejected() async throws {
+        let server = try await OpenSSLTestServer.start()
+        let transfer = try CurlTransfer(url: server.url)
+        transfer.caFile = server.certificatePath
+        transfer.pinnedPublicKey = server.otherPublicKeyPath
+        let error = await #expect(throws: CurlError.tlsPinnedKeyMismatch) { try await transfer.perform() }
+        #expect(error?.isTLSFailure == true)
+    }
+
+    @Test func httpsToAPlainServerFailsTheHandshake() async throws {
+        // The plain server speaks first, so curl reads HTTP where it expects a ServerHello.
+        var configuration = LoopbackHTTPServer.Configuration()
+        configuration.wrapStream = { stream in
+            try stream.send(bytes("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
+            return stream
+        }
+        let plain = try LoopbackHTTPServer(configuration: configuration) { _ in .fixed() }
+        let error = await #expect(throws: CurlError.tlsHandshakeFailed) {
+            try await CurlTransfer(url: "https://127.0.0.1:\(plain.port)/").perform()
+        }
+        #expect(error?.isTLSFailure == true)
+        #expect(plain.requests.isEmpty)
+    }
+}
