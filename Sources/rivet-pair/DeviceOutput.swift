@@ -23,6 +23,23 @@ struct DeviceJSON: Encodable {
         last_seen = device.lastSeen.map(Timestamp.text)
         self.revoked = revoked
     }
+
+    private enum CodingKeys: String, CodingKey {
+        case device_id, name, application_id, server_fingerprint, scopes, created, last_seen, revoked
+    }
+
+    /// `last_seen` is always present (null until first seen); `revoked` only after a revocation.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(device_id, forKey: .device_id)
+        try container.encode(name, forKey: .name)
+        try container.encode(application_id, forKey: .application_id)
+        try container.encode(server_fingerprint, forKey: .server_fingerprint)
+        try container.encode(scopes, forKey: .scopes)
+        try container.encode(created, forKey: .created)
+        try container.encode(last_seen, forKey: .last_seen)
+        try container.encodeIfPresent(revoked, forKey: .revoked)
+    }
 }
 
 /// RFC 3339 times in UTC with milliseconds, the registry's precision.

@@ -28,7 +28,7 @@ ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
         let removed: RivetDevicePairedDevice
         do {
             removed = try store.revoke(id)
-        } catch where error == .unknownDevice {
+        } catch let error as RivetDevicePairingStoreError where error == .unknownDevice {
             throw RegistryCommandError.unknownDevice(id)
         }
         if json {

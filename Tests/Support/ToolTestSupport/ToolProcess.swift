@@ -49,7 +49,7 @@ public enum ToolProcess {
         let inPath = scratch.appendingPathComponent("stdin").path
         let outPath = scratch.appendingPathComponent("stdout").path
         let errPath = scratch.appendingPathComponent("stderr").path
-        FileManager.default.createFile(atPath: inPath, contents: Data(stdin))
+        try Data(stdin).write(to: URL(fileURLWithPath: inPath))
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)

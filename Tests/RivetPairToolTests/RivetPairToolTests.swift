@@ -1,0 +1,211 @@
+import Foundation
+import OpenSSLKit
+import RivetPairing
+import SQLiteKit
+import Testing
+import ToolTestSupport
+
+/// End-to-end tests of the built `rivet-pair` binary against real registry files.
+@Suite struct RivetPairToolTests {
+    /// A temporary home with a registry holding `devices`, and the credentials they were paired with.
+    struct Home {
+        let path: String
+        let registry: String
+        let credentials: [PairingCredential]
+        let devices: [RivetDevicePairedDevice]
+        var environment: [String: String] { ToolProcess.environment(home: path) }
+
+        init(devices count: Int) throws {
+            path = try ToolProcess.makeTemporaryDirectory()
+            registry = path + "/state/rivet/pairing.sqlite3"
+            let store = try RivetDevicePairingStore(path: registry)
+            defer { store.close() }
+            var credentials: [PairingCredential] = []
+            var devices: [RivetDevicePairedDevice] = []
+            for index in 0..<count {
+                let credential = PairingCredential(bytes: try SecureRandom.bytes(32))!
+                let device = RivetDevicePairedDevice(
+                    deviceID: DeviceID(bytes: try SecureRandom.bytes(16))!,
+                    displayName: try RivetDeviceName("Phone \(index + 1)"),
+                    applicationID: try RivetApplicationID("net.example.scoreboard"),
+                    serverFingerprint: try P256PrivateKey.generate().fingerprint,
+                    scopes: [try RivetDeviceScope("score.read")],
+                    created: Date(timeIntervalSince1970: 1_790_000_000 + Double(index)), lastSeen: nil)
+                try store.insertPaired(device, verifier: credential.verifier)
+                credentials.append(credential)
+                devices.append(device)
+            }
+            self.credentials = credentials
+            self.devices = devices
+        }
+
+        func run(_ arguments: String...) throws -> ToolRun {
+            try ToolProcess.run("rivet-pair", arguments, environment: environment)
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    @Test("--list prints a table of every device and never a credential or verifier")
+    func listTable() throws {
+        let home = try Home(devices: 2)
+        defer { home.remove() }
+        let run = try home.run("--list")
+        #expect(run.status == 0)
+        #expect(run.stderr == "")
+        #expect(run.stdoutLines.count == 3)
+        #expect(run.stdoutLines.first?.hasPrefix("DEVICE ID") == true)
+        for device in home.devices { #expect(run.stdout.contains(device.deviceID.hex)) }
+        #expect(run.stdout.contains("Phone 1") && run.stdout.contains("Phone 2"))
+        for credential in home.credentials {
+            #expect(!run.stdout.contains(Self.hex(credential.bytes)))
+            #expect(!run.stdout.contains(Self.hex(credential.verifier.bytes)))
+        }
+    }
+
+    @Test("--list --json prints one object per line with the documented keys")
+    func listJSON() throws {
+        let home = try Home(devices: 2)
+        defer { home.remove() }
+        let run = try home.run("--list", "--json")
+        #expect(run.status == 0)
+        #expect(run.stdoutLines.count == 2)
+        for (line, device) in zip(run.stdoutLines, home.devices.sorted { $0.created < $1.created }) {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(Set(object.keys) == ["device_id", "name", "application_id", "server_fingerprint", "scopes", "created", "last_seen"])
+            #expect(object["device_id"] as? String == device.deviceID.hex)
+            #expect(object["server_fingerprint"] as? String == device.serverFingerprint.hex)
+            #expect(object["scopes"] as? [String] == ["score.read"])
+            #expect(object["last_seen"] is NSNull)
+            #expect((object["created"] as? String)?.hasSuffix("Z") == true)
+        }
+    }
+
+    @Test("an empty registry lists as 'no paired devices', and as nothing in JSON")
+    func emptyList() throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        #expect(try home.run("--list").stdout == "no paired devices\n")
+        let json = try home.run("--list", "--json")
+        #expect(json.status == 0 && json.stdout == "")
+    }
+
+    @Test("--show prints one device; an unknown ID is an error")
+    func show() throws {
+        let home = try Home(devices: 1)
+        defer { home.remove() }
+        let device = home.devices[0]
+        let run = try home.run("--show", device.deviceID.hex)
+        #expect(run.status == 0)
+        #expect(run.stdout.contains("Phone 1"))
+        #expect(run.stdout.contains(device.serverFingerprint.grouped))
+        let unknown = try home.run("--show", String(repeating: "ab", count: 16))
+        #expect(unknown.status == 1)
+        #expect(unknown.stdout == "")
+        #expect(unknown.stderrLines == ["rivet-pair: no paired device has ID \(String(repeating: "ab", count: 16)); nothing was changed (see 'rivet-pair --list')"])
+    }
+
+    @Test("--revoke removes exactly that device, and its credential no longer authenticates")
+    func revoke() throws {
+        let home = try Home(devices: 2)
+        defer { home.remove() }
+        let victim = home.devices[0]
+        let run = try home.run("--revoke", victim.deviceID.hex)
+        #expect(run.status == 0)
+        #expect(run.stdout == "revoked \(victim.deviceID.hex) (Phone 1)\n")
+        let store = try RivetDevicePairingStore(path: home.registry)
+        defer { store.close() }
+        #expect(try store.list().map(\.deviceID) == [home.devices[1].deviceID])
+        let result = try RivetDeviceSessionAuthenticator(store: store).authenticate(
+            deviceID: victim.deviceID, credential: home.credentials[0], applicationID: victim.applicationID,
+            serverFingerprint: victim.serverFingerprint)
+        #expect(throws: RivetDeviceAuthenticationFailure.failed) { try result.get() }
+    }
+
+    @Test("--revoke --json prints the removed device with revoked: true")
+    func revokeJSON() throws {
+        let home = try Home(devices: 1)
+        defer { home.remove() }
+        let run = try home.run("--revoke", home.devices[0].deviceID.hex, "--json")
+        #expect(run.status == 0)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
+        #expect(object["revoked"] as? Bool == true)
+        #expect(object["device_id"] as? String == home.devices[0].deviceID.hex)
+    }
+
+    @Test("revoking an unknown device is an error and changes nothing")
+    func revokeUnknown() throws {
+        let home = try Home(devices: 2)
+        defer { home.remove() }
+        let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
+        let run = try home.run("--revoke", String(repeating: "0", count: 32))
+        #expect(run.status == 1)
+        #expect(run.stderrLines.count == 1)
+        #expect(run.stderr.contains("no paired device has ID"))
+        let store = try RivetDevicePairingStore(path: home.registry)
+        defer { store.close() }
+        #expect(try store.list().count == 2)
+        _ = before
+    }
+
+    @Test(
+        "usage errors exit 2 with one line naming the problem",
+        arguments: [
+            ([], "name one action"),
+            (["--list", "--revoke", "00000000000000000000000000000000"], "--list"),
+            (["--show", "xyz"], "'xyz' is not a device ID"),
+            (["--show", String(repeating: "a", count: 31)], "is not a device ID"),
+            (["--lsit"], "--lsit"),
+            (["--show"], "--show"),
+        ])
+    func usageErrors(arguments: [String], fragment: String) throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        let run = try ToolProcess.run("rivet-pair", arguments, environment: home.environment)
+        #expect(run.status == 2)
+        #expect(run.stdout == "")
+        #expect(run.stderrLines.count == 1)
+        #expect(run.stderr.contains(fragment))
+        #expect(run.stderr.contains("--help"))
+    }
+
+    @Test("a registry others can read is refused with a clear message and left unchanged")
+    func insecureRegistry() throws {
+        let home = try Home(devices: 1)
+        defer { home.remove() }
+        chmod(home.registry, 0o644)
+        let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
+        let run = try home.run("--list")
+        #expect(run.status == 1)
+        #expect(run.stdout == "")
+        #expect(run.stderrLines.count == 1)
+        #expect(run.stderr.contains("chmod 600"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: home.registry)) == before)
+    }
+
+    @Test("a registry from a newer schema version is refused, not changed")
+    func newerRegistry() throws {
+        let home = try Home(devices: 1)
+        defer { home.remove() }
+        let database = try SQLiteDatabase(path: home.registry)
+        try database.setUserVersion(RivetDevicePairingStore.schemaVersion + 1)
+        database.close()
+        let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
+        let run = try home.run("--list")
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("newer version"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: home.registry)) == before)
+    }
+
+    @Test("--help documents every action and --version prints the toolkit version")
+    func helpAndVersion() throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        let help = try home.run("--help")
+        #expect(help.status == 0)
+        for option in ["--list", "--show", "--revoke", "--json", "--registry"] { #expect(help.stdout.contains(option)) }
+        #expect(try home.run("--version").stdout == "rivet-pair 0.1.0\n")
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+}
