@@ -28,6 +28,9 @@ let package = Package(
         // MARK: Command-line kit shared by every tool
         .target(name: "CommandLineKit"),
 
+        // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
+        .target(name: "RivetWire"),
+
         // MARK: Tests
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
@@ -36,6 +39,7 @@ let package = Package(
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
             resources: [.copy("Fixtures")]),
+        .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"], exclude: ["Vectors"]),
     ],
     swiftLanguageModes: [.v6]
 )
