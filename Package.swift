@@ -30,6 +30,7 @@ let package = Package(
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),
+        .target(name: "RivetDevice", dependencies: ["RivetWire"]),
 
         // MARK: Tests
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
@@ -40,6 +41,7 @@ let package = Package(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"], exclude: ["Vectors"]),
+        .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -118,3 +118,55 @@ public struct RVT1Decoder: Sendable {
         return value
     }
 }
+
+/// An ``RVT1Decoder`` that also enforces the stream rules: the first frame must be hello, and
+/// no hello may follow. It consumes the peer's hello (see ``peerSoftware``) and returns every
+/// other frame.
+public struct RVT1StreamDecoder: Sendable {
+    private var decoder: RVT1Decoder
+    private var failure: RVT1Error?
+
+    /// The software name from the peer's hello; `nil` until the hello has arrived.
+    public private(set) var peerSoftware: String?
+
+    /// Creates a stream decoder enforcing `limits`.
+    public init(limits: RVT1Limits = .default) { decoder = RVT1Decoder(limits: limits) }
+
+    /// Bytes received but not yet returned as part of a frame.
+    public var bufferedByteCount: Int { decoder.bufferedByteCount }
+
+    /// Appends received bytes.
+    public mutating func append<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        decoder.append(bytes)
+    }
+
+    /// Returns the next complete frame other than the opening hello, or `nil` when more bytes
+    /// are needed.
+    /// - Throws: ``RVT1Error``, including ``RVT1Error/missingHello`` and
+    ///   ``RVT1Error/unexpectedHello``; the same error again on every later call.
+    public mutating func next() throws(RVT1Error) -> RVT1Frame? {
+        if let failure { throw failure }
+        do throws(RVT1Error) {
+            while let frame = try decoder.next() {
+                if peerSoftware == nil {
+                    guard frame.kind == .hello else { throw RVT1Error.missingHello(frame.kind) }
+                    peerSoftware = frame.name
+                    continue
+                }
+                if frame.kind == .hello { throw RVT1Error.unexpectedHello }
+                return frame
+            }
+            return nil
+        } catch {
+            failure = error
+            throw error
+        }
+    }
+
+    /// Declares the end of the stream.
+    /// - Throws: ``RVT1Error/truncated`` when an unfinished frame is buffered, or an earlier failure.
+    public func finish() throws(RVT1Error) {
+        if let failure { throw failure }
+        try decoder.finish()
+    }
+}
