@@ -31,6 +31,11 @@ let package = Package(
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),
         .target(name: "RivetDevice", dependencies: ["RivetWire"]),
+        .target(name: "RivetSchema"),
+        .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema"]),
+        .plugin(
+            name: "RivetGeneratorPlugin", capability: .buildTool(),
+            dependencies: ["rivet-generate"]),
 
         // MARK: Tests
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
@@ -42,6 +47,10 @@ let package = Package(
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"], exclude: ["Vectors"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
+        .testTarget(name: "RivetSchemaTests", dependencies: ["RivetSchema"]),
+        .testTarget(
+            name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
+            plugins: ["RivetGeneratorPlugin"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -41,19 +41,22 @@ public actor RivetDeviceRouter {
         _ type: Request.Type = Request.self,
         handler: @escaping @Sendable (Request) async throws -> Request.Response
     ) throws(RivetDeviceError) {
-        let route = Request.route
-        try route.validate()
-        guard rpcs[route.name] == nil else { throw .duplicateRoute(route.name) }
-        rpcs[route.name] = { payload in
-            let request: Request
-            do {
-                request = try RivetDeviceJSON.decode(Request.self, from: payload)
-            } catch {
-                throw RequestDecodingFailure(route: route.name, type: "\(Request.self)")
+        try register([.rpc(type, handler: handler)])
+    }
+
+    /// Registers several RPC handlers at once, all or nothing: when any route is invalid,
+    /// already registered or repeated in `handlers`, nothing is registered.
+    /// - Throws: ``RivetDeviceError/invalidRoute`` or ``RivetDeviceError/duplicateRoute`` for the
+    ///   first offending route.
+    public func register(_ handlers: [RivetDeviceHandler]) throws(RivetDeviceError) {
+        var seen = Set<String>()
+        for entry in handlers {
+            try entry.route.validate()
+            guard rpcs[entry.route.name] == nil, seen.insert(entry.route.name).inserted else {
+                throw .duplicateRoute(entry.route.name)
             }
-            let response = try await handler(request)
-            return try RivetDeviceJSON.encode(response, describing: "the response of \(route)")
         }
+        for entry in handlers { rpcs[entry.route.name] = entry.handler }
     }
 
     /// Registers state `key`: `read` answers state-read frames; `write`, when given, handles
@@ -214,8 +217,34 @@ public actor RivetDeviceRouter {
     }
 }
 
+/// One RPC handler ready for ``RivetDeviceRouter/register(_:)``: the route and a closure that
+/// decodes the request, runs the typed handler and encodes its answer.
+public struct RivetDeviceHandler: Sendable {
+    /// The route the handler serves.
+    public let route: RivetRoute
+    let handler: RivetDeviceRouter.Handler
+
+    /// Wraps a typed handler for `Request.route`.
+    public static func rpc<Request: RivetDeviceRequest>(
+        _ type: Request.Type = Request.self,
+        handler: @escaping @Sendable (Request) async throws -> Request.Response
+    ) -> RivetDeviceHandler {
+        let route = Request.route
+        return RivetDeviceHandler(route: route) { payload in
+            let request: Request
+            do {
+                request = try RivetDeviceJSON.decode(Request.self, from: payload)
+            } catch {
+                throw RequestDecodingFailure(route: route.name, type: "\(Request.self)")
+            }
+            let response = try await handler(request)
+            return try RivetDeviceJSON.encode(response, describing: "the response of \(route)")
+        }
+    }
+}
+
 /// A request payload that did not decode; reported as `rivet.invalid-request`.
-private struct RequestDecodingFailure: Error {
+struct RequestDecodingFailure: Error {
     let route: String
     let type: String
 }
