@@ -249,7 +249,7 @@ private struct Reader {
             case "{", "}":
                 throw error("braces are not supported; use parentheses", at: start)
             case "'", "`", ",":
-                throw error("quote syntax (`\(scalar)`) is not supported; write the list itself", at: start)
+                throw error("quote syntax (\(scalar)) is not supported; write the list itself", at: start)
             case "#" where peek(1) == ";":
                 advance()
                 advance()
