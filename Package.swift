@@ -33,6 +33,11 @@ let package = Package(
         .target(name: "RivetDevice", dependencies: ["RivetWire"]),
         .target(name: "RivetSchema"),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema"]),
+        .target(name: "RivetFuzzSupport", path: "Sources/Fuzz/RivetFuzzSupport"),
+        .executableTarget(
+            name: "fuzz-rvt1", dependencies: ["RivetWire", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-rvt1"),
+        .executableTarget(
+            name: "fuzz-sexpr", dependencies: ["RivetSchema", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sexpr"),
         .plugin(
             name: "RivetGeneratorPlugin", capability: .buildTool(),
             dependencies: ["rivet-generate"]),
