@@ -1,5 +1,8 @@
 ;; The consumer test schema: the scoreboard plus every type shape the generator supports.
-;; RivetGeneratorPlugin turns it into RivetGenerated.swift when this target builds.
+;; RivetGeneratorPlugin turns it into RivetGenerated.swift when this target builds. It is public
+;; so the stricter access level is what the compiler checks.
+
+(swift-access public)
 
 (record score
   "The score of one game."

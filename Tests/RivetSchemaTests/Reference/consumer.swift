@@ -5,19 +5,19 @@ import Foundation
 import RivetDevice
 
 /// The score of one game.
-internal struct Score: Swift.Hashable, Swift.Sendable, Swift.Codable {
+public struct Score: Swift.Hashable, Swift.Sendable, Swift.Codable {
     /// `game-id` of `score`.
-    internal var game_id: Swift.String
+    public var game_id: Swift.String
     /// `home` of `score`.
-    internal var home: Swift.UInt32
+    public var home: Swift.UInt32
     /// `away` of `score`.
-    internal var away: Swift.UInt32
+    public var away: Swift.UInt32
     /// `period` of `score`.
-    internal var period: Period
+    public var period: Period
     /// `note` of `score`.
-    internal var note: Swift.String?
+    public var note: Swift.String?
     /// Creates a value from its fields.
-    internal init(game_id: Swift.String, home: Swift.UInt32, away: Swift.UInt32, period: Period, note: Swift.String? = nil) {
+    public init(game_id: Swift.String, home: Swift.UInt32, away: Swift.UInt32, period: Period, note: Swift.String? = nil) {
         self.game_id = game_id
         self.home = home
         self.away = away
@@ -34,47 +34,47 @@ internal struct Score: Swift.Hashable, Swift.Sendable, Swift.Codable {
 }
 
 /// Record `everything`, carried as a JSON object.
-internal struct Everything: Swift.Hashable, Swift.Sendable, Swift.Codable {
+public struct Everything: Swift.Hashable, Swift.Sendable, Swift.Codable {
     /// `text` of `everything`.
-    internal var text: Swift.String
+    public var text: Swift.String
     /// `flag` of `everything`.
-    internal var flag: Swift.Bool
+    public var flag: Swift.Bool
     /// `tiny` of `everything`.
-    internal var tiny: Swift.Int8
+    public var tiny: Swift.Int8
     /// `small` of `everything`.
-    internal var small: Swift.Int16
+    public var small: Swift.Int16
     /// `medium` of `everything`.
-    internal var medium: Swift.Int32
+    public var medium: Swift.Int32
     /// `big` of `everything`.
-    internal var big: Swift.Int64
+    public var big: Swift.Int64
     /// `utiny` of `everything`.
-    internal var utiny: Swift.UInt8
+    public var utiny: Swift.UInt8
     /// `usmall` of `everything`.
-    internal var usmall: Swift.UInt16
+    public var usmall: Swift.UInt16
     /// `umedium` of `everything`.
-    internal var umedium: Swift.UInt32
+    public var umedium: Swift.UInt32
     /// `ubig` of `everything`.
-    internal var ubig: Swift.UInt64
+    public var ubig: Swift.UInt64
     /// `ratio` of `everything`.
-    internal var ratio: Swift.Double
+    public var ratio: Swift.Double
     /// `blob` of `everything`.
-    internal var blob: Foundation.Data
+    public var blob: Foundation.Data
     /// `tags` of `everything`.
-    internal var tags: [Swift.String]
+    public var tags: [Swift.String]
     /// `maybe` of `everything`.
-    internal var maybe: Swift.Int32?
+    public var maybe: Swift.Int32?
     /// `nested` of `everything`.
-    internal var nested: [Score?]
+    public var nested: [Score?]
     /// `matrix` of `everything`.
-    internal var matrix: [[Swift.Int32]]
+    public var matrix: [[Swift.Int32]]
     /// `default` of `everything`.
-    internal var `default`: Swift.String
+    public var `default`: Swift.String
     /// `in` of `everything`.
-    internal var `in`: Swift.Bool
+    public var `in`: Swift.Bool
     /// `class` of `everything`.
-    internal var `class`: Period
+    public var `class`: Period
     /// Creates a value from its fields.
-    internal init(text: Swift.String, flag: Swift.Bool, tiny: Swift.Int8, small: Swift.Int16, medium: Swift.Int32, big: Swift.Int64, utiny: Swift.UInt8, usmall: Swift.UInt16, umedium: Swift.UInt32, ubig: Swift.UInt64, ratio: Swift.Double, blob: Foundation.Data, tags: [Swift.String], maybe: Swift.Int32? = nil, nested: [Score?], matrix: [[Swift.Int32]], `default`: Swift.String, `in`: Swift.Bool, `class`: Period) {
+    public init(text: Swift.String, flag: Swift.Bool, tiny: Swift.Int8, small: Swift.Int16, medium: Swift.Int32, big: Swift.Int64, utiny: Swift.UInt8, usmall: Swift.UInt16, umedium: Swift.UInt32, ubig: Swift.UInt64, ratio: Swift.Double, blob: Foundation.Data, tags: [Swift.String], maybe: Swift.Int32? = nil, nested: [Score?], matrix: [[Swift.Int32]], `default`: Swift.String, `in`: Swift.Bool, `class`: Period) {
         self.text = text
         self.flag = flag
         self.tiny = tiny
@@ -119,13 +119,13 @@ internal struct Everything: Swift.Hashable, Swift.Sendable, Swift.Codable {
 }
 
 /// Record `tree`, carried as a JSON object.
-internal struct Tree: Swift.Hashable, Swift.Sendable, Swift.Codable {
+public struct Tree: Swift.Hashable, Swift.Sendable, Swift.Codable {
     /// `label` of `tree`.
-    internal var label: Swift.String
+    public var label: Swift.String
     /// `children` of `tree`.
-    internal var children: [Tree]
+    public var children: [Tree]
     /// Creates a value from its fields.
-    internal init(label: Swift.String, children: [Tree]) {
+    public init(label: Swift.String, children: [Tree]) {
         self.label = label
         self.children = children
     }
@@ -136,17 +136,17 @@ internal struct Tree: Swift.Hashable, Swift.Sendable, Swift.Codable {
 }
 
 /// Record `unexported-record`; not part of the device surface.
-internal struct UnexportedRecord: Swift.Hashable, Swift.Sendable {
+public struct UnexportedRecord: Swift.Hashable, Swift.Sendable {
     /// `x` of `unexported-record`.
-    internal var x: Swift.Int32
+    public var x: Swift.Int32
     /// Creates a value from its fields.
-    internal init(x: Swift.Int32) {
+    public init(x: Swift.Int32) {
         self.x = x
     }
 }
 
 /// Enum `period`, carried as a JSON string.
-internal enum Period: Swift.String, Swift.Hashable, Swift.Sendable, Swift.CaseIterable, Swift.Codable {
+public enum Period: Swift.String, Swift.Hashable, Swift.Sendable, Swift.CaseIterable, Swift.Codable {
     /// `first`.
     case first = "first"
     /// `second`.
@@ -158,7 +158,7 @@ internal enum Period: Swift.String, Swift.Hashable, Swift.Sendable, Swift.CaseIt
 }
 
 /// Enum `unexported-enum`; not part of the device surface.
-internal enum UnexportedEnum: Swift.String, Swift.Hashable, Swift.Sendable, Swift.CaseIterable {
+public enum UnexportedEnum: Swift.String, Swift.Hashable, Swift.Sendable, Swift.CaseIterable {
     /// `alpha`.
     case alpha = "alpha"
     /// `beta`.
@@ -166,21 +166,21 @@ internal enum UnexportedEnum: Swift.String, Swift.Hashable, Swift.Sendable, Swif
 }
 
 /// The result of an RPC declared with a `void` result (and the payload of a `void` event): the JSON object `{}`.
-internal struct RivetUnitResponse: Swift.Codable, Swift.Hashable, Swift.Sendable {
+public struct RivetUnitResponse: Swift.Codable, Swift.Hashable, Swift.Sendable {
     /// The unit value.
-    internal init() {}
+    public init() {}
 }
 
 /// The arguments of RPC `current-score`, answered by `Score`.
-internal struct CurrentScoreRequest: RivetDeviceRequest, Swift.Hashable {
+public struct CurrentScoreRequest: RivetDeviceRequest, Swift.Hashable {
     /// The answer's type.
-    internal typealias Response = Score
+    public typealias Response = Score
     /// The route this request travels on.
-    internal static var route: RivetRoute { RivetRoutes.current_score }
+    public static var route: RivetRoute { RivetRoutes.current_score }
     /// `game-id` of RPC `current-score`.
-    internal var game_id: Swift.String
+    public var game_id: Swift.String
     /// Creates a value from its fields.
-    internal init(game_id: Swift.String) {
+    public init(game_id: Swift.String) {
         self.game_id = game_id
     }
     private enum CodingKeys: Swift.String, Swift.CodingKey {
@@ -189,15 +189,15 @@ internal struct CurrentScoreRequest: RivetDeviceRequest, Swift.Hashable {
 }
 
 /// The arguments of RPC `refresh-score`, answered by `RivetUnitResponse`.
-internal struct RefreshScoreRequest: RivetDeviceRequest, Swift.Hashable {
+public struct RefreshScoreRequest: RivetDeviceRequest, Swift.Hashable {
     /// The answer's type.
-    internal typealias Response = RivetUnitResponse
+    public typealias Response = RivetUnitResponse
     /// The route this request travels on.
-    internal static var route: RivetRoute { RivetRoutes.refresh_score }
+    public static var route: RivetRoute { RivetRoutes.refresh_score }
     /// `game-id` of RPC `refresh-score`.
-    internal var game_id: Swift.String
+    public var game_id: Swift.String
     /// Creates a value from its fields.
-    internal init(game_id: Swift.String) {
+    public init(game_id: Swift.String) {
         self.game_id = game_id
     }
     private enum CodingKeys: Swift.String, Swift.CodingKey {
@@ -206,15 +206,15 @@ internal struct RefreshScoreRequest: RivetDeviceRequest, Swift.Hashable {
 }
 
 /// The arguments of RPC `echo-everything`, answered by `Everything`.
-internal struct EchoEverythingRequest: RivetDeviceRequest, Swift.Hashable {
+public struct EchoEverythingRequest: RivetDeviceRequest, Swift.Hashable {
     /// The answer's type.
-    internal typealias Response = Everything
+    public typealias Response = Everything
     /// The route this request travels on.
-    internal static var route: RivetRoute { RivetRoutes.echo_everything }
+    public static var route: RivetRoute { RivetRoutes.echo_everything }
     /// `value` of RPC `echo-everything`.
-    internal var value: Everything
+    public var value: Everything
     /// Creates a value from its fields.
-    internal init(value: Everything) {
+    public init(value: Everything) {
         self.value = value
     }
     private enum CodingKeys: Swift.String, Swift.CodingKey {
@@ -223,17 +223,17 @@ internal struct EchoEverythingRequest: RivetDeviceRequest, Swift.Hashable {
 }
 
 /// The arguments of RPC `grow-tree`, answered by `Tree`.
-internal struct GrowTreeRequest: RivetDeviceRequest, Swift.Hashable {
+public struct GrowTreeRequest: RivetDeviceRequest, Swift.Hashable {
     /// The answer's type.
-    internal typealias Response = Tree
+    public typealias Response = Tree
     /// The route this request travels on.
-    internal static var route: RivetRoute { RivetRoutes.grow_tree }
+    public static var route: RivetRoute { RivetRoutes.grow_tree }
     /// `root` of RPC `grow-tree`.
-    internal var root: Tree
+    public var root: Tree
     /// `depth` of RPC `grow-tree`.
-    internal var depth: Swift.UInt8
+    public var depth: Swift.UInt8
     /// Creates a value from its fields.
-    internal init(root: Tree, depth: Swift.UInt8) {
+    public init(root: Tree, depth: Swift.UInt8) {
         self.root = root
         self.depth = depth
     }
@@ -244,27 +244,27 @@ internal struct GrowTreeRequest: RivetDeviceRequest, Swift.Hashable {
 }
 
 /// The arguments of RPC `ping`, answered by `RivetUnitResponse`.
-internal struct PingRequest: RivetDeviceRequest, Swift.Hashable {
+public struct PingRequest: RivetDeviceRequest, Swift.Hashable {
     /// The answer's type.
-    internal typealias Response = RivetUnitResponse
+    public typealias Response = RivetUnitResponse
     /// The route this request travels on.
-    internal static var route: RivetRoute { RivetRoutes.ping }
+    public static var route: RivetRoute { RivetRoutes.ping }
     /// Creates a value from its fields.
-    internal init() {}
+    public init() {}
 }
 
 /// The arguments of RPC `scores-since`, answered by `[Score]`.
-internal struct ScoresSinceRequest: RivetDeviceRequest, Swift.Hashable {
+public struct ScoresSinceRequest: RivetDeviceRequest, Swift.Hashable {
     /// The answer's type.
-    internal typealias Response = [Score]
+    public typealias Response = [Score]
     /// The route this request travels on.
-    internal static var route: RivetRoute { RivetRoutes.scores_since }
+    public static var route: RivetRoute { RivetRoutes.scores_since }
     /// `ids` of RPC `scores-since`.
-    internal var ids: [Swift.String]
+    public var ids: [Swift.String]
     /// `limit` of RPC `scores-since`.
-    internal var limit: Swift.UInt32?
+    public var limit: Swift.UInt32?
     /// Creates a value from its fields.
-    internal init(ids: [Swift.String], limit: Swift.UInt32? = nil) {
+    public init(ids: [Swift.String], limit: Swift.UInt32? = nil) {
         self.ids = ids
         self.limit = limit
     }
@@ -275,15 +275,15 @@ internal struct ScoresSinceRequest: RivetDeviceRequest, Swift.Hashable {
 }
 
 /// The arguments of RPC `maybe-score`, answered by `Score?`.
-internal struct MaybeScoreRequest: RivetDeviceRequest, Swift.Hashable {
+public struct MaybeScoreRequest: RivetDeviceRequest, Swift.Hashable {
     /// The answer's type.
-    internal typealias Response = Score?
+    public typealias Response = Score?
     /// The route this request travels on.
-    internal static var route: RivetRoute { RivetRoutes.maybe_score }
+    public static var route: RivetRoute { RivetRoutes.maybe_score }
     /// `game-id` of RPC `maybe-score`.
-    internal var game_id: Swift.String
+    public var game_id: Swift.String
     /// Creates a value from its fields.
-    internal init(game_id: Swift.String) {
+    public init(game_id: Swift.String) {
         self.game_id = game_id
     }
     private enum CodingKeys: Swift.String, Swift.CodingKey {
@@ -292,37 +292,37 @@ internal struct MaybeScoreRequest: RivetDeviceRequest, Swift.Hashable {
 }
 
 /// Routes of the RPCs exported by (device-rpcs …).
-internal enum RivetRoutes {
+public enum RivetRoutes {
     /// RPC `current-score`.
-    internal static let current_score: RivetRoute = "current-score"
+    public static let current_score: RivetRoute = "current-score"
     /// RPC `refresh-score`.
-    internal static let refresh_score: RivetRoute = "refresh-score"
+    public static let refresh_score: RivetRoute = "refresh-score"
     /// RPC `echo-everything`.
-    internal static let echo_everything: RivetRoute = "echo-everything"
+    public static let echo_everything: RivetRoute = "echo-everything"
     /// RPC `grow-tree`.
-    internal static let grow_tree: RivetRoute = "grow-tree"
+    public static let grow_tree: RivetRoute = "grow-tree"
     /// RPC `ping`.
-    internal static let ping: RivetRoute = "ping"
+    public static let ping: RivetRoute = "ping"
     /// RPC `scores-since`.
-    internal static let scores_since: RivetRoute = "scores-since"
+    public static let scores_since: RivetRoute = "scores-since"
     /// RPC `maybe-score`.
-    internal static let maybe_score: RivetRoute = "maybe-score"
+    public static let maybe_score: RivetRoute = "maybe-score"
 }
 
 /// Events exported by (device-events …), typed by their payload.
-internal enum RivetEvents {
+public enum RivetEvents {
     /// Event `score-changed`.
-    internal static let score_changed = RivetEventKey<Score>("score-changed")
+    public static let score_changed = RivetEventKey<Score>("score-changed")
     /// Event `reset`.
-    internal static let reset = RivetEventKey<RivetUnitResponse>("reset")
+    public static let reset = RivetEventKey<RivetUnitResponse>("reset")
 }
 
 /// State keys exported by (device-state …), typed by their value.
-internal enum RivetStateKeys {
+public enum RivetStateKeys {
     /// State key `home-team`.
-    internal static let home_team = RivetStateKey<Swift.String>("home-team")
+    public static let home_team = RivetStateKey<Swift.String>("home-team")
     /// State key `volume`.
-    internal static let volume = RivetStateKey<Swift.UInt8>("volume")
+    public static let volume = RivetStateKey<Swift.UInt8>("volume")
 }
 
 extension RivetDeviceClient {
@@ -330,7 +330,7 @@ extension RivetDeviceClient {
     /// - Parameter timeout: how long to wait for the answer; the client's default when `nil`.
     /// - Throws: `RivetRemoteError` when the peer answers with an error, or a `RivetDeviceError`
     ///   (timeout, bounds, closed connection), as `send(_:timeout:)` documents.
-    internal func current_score(game_id: Swift.String, timeout: Swift.Duration? = nil) async throws -> Score {
+    public func current_score(game_id: Swift.String, timeout: Swift.Duration? = nil) async throws -> Score {
         try await send(CurrentScoreRequest(game_id: game_id), timeout: timeout)
     }
 
@@ -338,7 +338,7 @@ extension RivetDeviceClient {
     /// - Parameter timeout: how long to wait for the answer; the client's default when `nil`.
     /// - Throws: `RivetRemoteError` when the peer answers with an error, or a `RivetDeviceError`
     ///   (timeout, bounds, closed connection), as `send(_:timeout:)` documents.
-    internal func refresh_score(game_id: Swift.String, timeout: Swift.Duration? = nil) async throws {
+    public func refresh_score(game_id: Swift.String, timeout: Swift.Duration? = nil) async throws {
         _ = try await send(RefreshScoreRequest(game_id: game_id), timeout: timeout)
     }
 
@@ -346,7 +346,7 @@ extension RivetDeviceClient {
     /// - Parameter timeout: how long to wait for the answer; the client's default when `nil`.
     /// - Throws: `RivetRemoteError` when the peer answers with an error, or a `RivetDeviceError`
     ///   (timeout, bounds, closed connection), as `send(_:timeout:)` documents.
-    internal func echo_everything(value: Everything, timeout: Swift.Duration? = nil) async throws -> Everything {
+    public func echo_everything(value: Everything, timeout: Swift.Duration? = nil) async throws -> Everything {
         try await send(EchoEverythingRequest(value: value), timeout: timeout)
     }
 
@@ -354,7 +354,7 @@ extension RivetDeviceClient {
     /// - Parameter timeout: how long to wait for the answer; the client's default when `nil`.
     /// - Throws: `RivetRemoteError` when the peer answers with an error, or a `RivetDeviceError`
     ///   (timeout, bounds, closed connection), as `send(_:timeout:)` documents.
-    internal func grow_tree(root: Tree, depth: Swift.UInt8, timeout: Swift.Duration? = nil) async throws -> Tree {
+    public func grow_tree(root: Tree, depth: Swift.UInt8, timeout: Swift.Duration? = nil) async throws -> Tree {
         try await send(GrowTreeRequest(root: root, depth: depth), timeout: timeout)
     }
 
@@ -362,7 +362,7 @@ extension RivetDeviceClient {
     /// - Parameter timeout: how long to wait for the answer; the client's default when `nil`.
     /// - Throws: `RivetRemoteError` when the peer answers with an error, or a `RivetDeviceError`
     ///   (timeout, bounds, closed connection), as `send(_:timeout:)` documents.
-    internal func ping(timeout: Swift.Duration? = nil) async throws {
+    public func ping(timeout: Swift.Duration? = nil) async throws {
         _ = try await send(PingRequest(), timeout: timeout)
     }
 
@@ -370,7 +370,7 @@ extension RivetDeviceClient {
     /// - Parameter timeout: how long to wait for the answer; the client's default when `nil`.
     /// - Throws: `RivetRemoteError` when the peer answers with an error, or a `RivetDeviceError`
     ///   (timeout, bounds, closed connection), as `send(_:timeout:)` documents.
-    internal func scores_since(ids: [Swift.String], limit: Swift.UInt32?, timeout: Swift.Duration? = nil) async throws -> [Score] {
+    public func scores_since(ids: [Swift.String], limit: Swift.UInt32?, timeout: Swift.Duration? = nil) async throws -> [Score] {
         try await send(ScoresSinceRequest(ids: ids, limit: limit), timeout: timeout)
     }
 
@@ -378,14 +378,14 @@ extension RivetDeviceClient {
     /// - Parameter timeout: how long to wait for the answer; the client's default when `nil`.
     /// - Throws: `RivetRemoteError` when the peer answers with an error, or a `RivetDeviceError`
     ///   (timeout, bounds, closed connection), as `send(_:timeout:)` documents.
-    internal func maybe_score(game_id: Swift.String, timeout: Swift.Duration? = nil) async throws -> Score? {
+    public func maybe_score(game_id: Swift.String, timeout: Swift.Duration? = nil) async throws -> Score? {
         try await send(MaybeScoreRequest(game_id: game_id), timeout: timeout)
     }
 }
 
 /// The exported RPCs as a backend implements them; serve them with
 /// `RivetDeviceRouter.registerGeneratedBackend(_:)`.
-internal protocol RivetGeneratedBackend: Swift.Sendable {
+public protocol RivetGeneratedBackend: Swift.Sendable {
     /// The current score of a game.
     func current_score(game_id: Swift.String) async throws -> Score
     /// Handles RPC `refresh-score`.
@@ -406,7 +406,7 @@ extension RivetDeviceRouter {
     /// Registers a handler for every exported RPC that forwards to `backend`, all or nothing.
     /// - Throws: `RivetDeviceError.duplicateRoute` when one of the routes is already registered;
     ///   nothing is registered then.
-    internal func registerGeneratedBackend(_ backend: some RivetGeneratedBackend) throws(RivetDeviceError) {
+    public func registerGeneratedBackend(_ backend: some RivetGeneratedBackend) throws(RivetDeviceError) {
         try register([
             .rpc(CurrentScoreRequest.self) { request in try await backend.current_score(game_id: request.game_id) },
             .rpc(RefreshScoreRequest.self) { request in
