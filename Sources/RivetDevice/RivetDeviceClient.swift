@@ -37,7 +37,9 @@ public final class RivetDeviceClient: Sendable {
     deinit { reader.cancel() }
 
     /// Calls the peer with `request` and returns its decoded answer.
-    /// - Parameter timeout: how long to wait for the answer; the configured default when `nil`.
+    /// - Parameter timeout: how long to wait for the answer, counted from the call (it covers
+    ///   writing the request too, though a write already blocked by a peer that stopped
+    ///   reading finishes before the timeout is reported); the configured default when `nil`.
     /// - Throws: ``RivetRemoteError`` when the peer answers with an error;
     ///   ``RivetDeviceError/timeout`` (a cancel frame was sent); `CancellationError` when the
     ///   task is cancelled (a cancel frame was sent); ``RivetDeviceError/requestTooLarge`` or

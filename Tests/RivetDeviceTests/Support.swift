@@ -85,7 +85,7 @@ final class Counter: Sendable {
     var count: Int { value.withLock { $0 } }
 }
 
-/// Polls `condition` until it holds or two seconds pass.
+/// Polls `condition` until it holds or five seconds pass.
 func eventually(_ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + .seconds(5)
     while ContinuousClock.now < deadline {
