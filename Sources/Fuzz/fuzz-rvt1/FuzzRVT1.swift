@@ -1,6 +1,13 @@
 // libFuzzer target for the RVT1 frame decoder. Built with -DFUZZING it hands inputs from
 // libFuzzer to `fuzz(_:)`; built normally it replays every file of the seed corpus (or of the
 // paths given) through the same function, so `swift run fuzz-rvt1` is a regression check.
+//
+// Fuzz (gold crashes linking the fuzzer runtime here, so link with lld):
+//   swift build -c release --scratch-path /tmp/fuzz-build --product fuzz-rvt1 \
+//     -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING -Xswiftc -use-ld=lld
+//   cp -r Tests/Fuzz/corpus/rvt1 /tmp/rvt1-corpus
+//   SWIFT_BACKTRACE=enable=no /tmp/fuzz-build/release/fuzz-rvt1 -max_total_time=60 /tmp/rvt1-corpus
+// Add every crashing input libFuzzer reports to Tests/Fuzz/corpus/rvt1/.
 import Glibc
 import RivetFuzzSupport
 import RivetWire

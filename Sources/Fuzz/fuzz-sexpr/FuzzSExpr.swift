@@ -1,6 +1,13 @@
 // libFuzzer target for the s-expression parser and the schema pipeline behind it. Built with
 // -DFUZZING it hands inputs from libFuzzer to `fuzz(_:)`; built normally it replays every file
 // of the seed corpus (or of the paths given) through the same function.
+//
+// Fuzz (gold crashes linking the fuzzer runtime here, so link with lld):
+//   swift build -c release --scratch-path /tmp/fuzz-build --product fuzz-sexpr \
+//     -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING -Xswiftc -use-ld=lld
+//   cp -r Tests/Fuzz/corpus/sexpr /tmp/sexpr-corpus
+//   SWIFT_BACKTRACE=enable=no /tmp/fuzz-build/release/fuzz-sexpr -max_total_time=60 /tmp/sexpr-corpus
+// Add every crashing input libFuzzer reports to Tests/Fuzz/corpus/sexpr/.
 import Glibc
 import RivetFuzzSupport
 import RivetSchema
