@@ -35,6 +35,20 @@ let package = Package(
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
         .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
 
+        // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
+        .target(name: "RivetWire"),
+        .target(name: "RivetDevice", dependencies: ["RivetWire"]),
+        .target(name: "RivetSchema"),
+        .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema"]),
+        .target(name: "RivetFuzzSupport", path: "Sources/Fuzz/RivetFuzzSupport"),
+        .executableTarget(
+            name: "fuzz-rvt1", dependencies: ["RivetWire", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-rvt1"),
+        .executableTarget(
+            name: "fuzz-sexpr", dependencies: ["RivetSchema", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sexpr"),
+        .plugin(
+            name: "RivetGeneratorPlugin", capability: .buildTool(),
+            dependencies: ["rivet-generate"]),
+
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
@@ -51,6 +65,13 @@ let package = Package(
         .testTarget(
             name: "RivetPairingTests", dependencies: ["RivetPairing", "OpenSSLKit", "SQLiteKit"],
             resources: [.copy("Fixtures")]),
+        .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"], exclude: ["Vectors"]),
+        .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
+        .testTarget(
+            name: "RivetSchemaTests", dependencies: ["RivetSchema"], exclude: ["Reference"]),
+        .testTarget(
+            name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
+            plugins: ["RivetGeneratorPlugin"]),
     ],
     swiftLanguageModes: [.v6]
 )

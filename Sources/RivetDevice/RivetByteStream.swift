@@ -1,0 +1,225 @@
+import Glibc
+import Dispatch
+import Synchronization
+
+/// A reliable, ordered byte stream (a pipe pair, a socket, a TLS connection) that
+/// ``RivetDeviceStreamTransport`` frames with RVT1.
+///
+/// The transport calls `read` from one task at a time and `write` from one task at a time.
+public protocol RivetByteStream: Sendable {
+    /// Reads at least one and at most `maxCount` bytes; an empty array means end of stream.
+    /// - Throws: when reading fails.
+    func read(upTo maxCount: Int) async throws -> [UInt8]
+
+    /// Writes all of `bytes`.
+    /// - Throws: when the stream is closed or writing fails (for example the peer went away).
+    func write(_ bytes: [UInt8]) async throws
+
+    /// Closes the stream; a waiting `read` returns end of stream. Idempotent.
+    func close() async
+}
+
+/// A ``RivetByteStream`` over POSIX file descriptors: a pipe pair (a child process's
+/// stdin/stdout, or our own) or a connected socket.
+///
+/// Blocking reads and writes run on two private dispatch queues, never on Swift's cooperative
+/// threads. The stream owns the descriptors it is given and closes them in ``close()``. It
+/// never changes their flags (they may be shared, like stdio), and a write to a pipe whose
+/// reader is gone fails with ``RivetDeviceError/transportFailed`` instead of raising SIGPIPE.
+public final class RivetFileDescriptorStream: RivetByteStream {
+    private let readFD: Int32
+    private let writeFD: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let readQueue = DispatchQueue(label: "rivet.fd-stream.read")
+    private let writeQueue = DispatchQueue(label: "rivet.fd-stream.write")
+    private let open = Mutex((read: true, write: true))
+
+    /// Largest chunk handed to one `write(2)`: a pipe accepts this much without blocking once
+    /// poll reports it writable, so a closing stream never hangs in a write.
+    private static let writeChunk = Int(PIPE_BUF)
+
+    /// Takes ownership of `readFD` and `writeFD` (they may be the same descriptor, a socket).
+    /// - Throws: ``RivetDeviceError/transportFailed`` when the internal wake-up pipe cannot be
+    ///   created.
+    public init(readFD: Int32, writeFD: Int32) throws(RivetDeviceError) {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            throw .transportFailed("cannot create the stream's wake-up pipe: \(Self.errnoText())")
+        }
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        self.readFD = readFD
+        self.writeFD = writeFD
+        self.wakeRead = fds[0]
+        self.wakeWrite = fds[1]
+    }
+
+    /// Takes ownership of a connected socket used for both directions.
+    /// - Throws: ``RivetDeviceError/transportFailed`` when the internal wake-up pipe cannot be
+    ///   created.
+    public convenience init(socket: Int32) throws(RivetDeviceError) {
+        try self.init(readFD: socket, writeFD: socket)
+    }
+
+    deinit {
+        Glibc.close(wakeRead)
+        Glibc.close(wakeWrite)
+        closeDescriptors(read: true, write: true)
+    }
+
+    /// Reads up to `maxCount` bytes; empty at end of stream or after ``close()``. Cancelling
+    /// the waiting task closes the stream.
+    /// - Throws: ``RivetDeviceError/transportFailed`` when `read(2)` fails.
+    public func read(upTo maxCount: Int) async throws -> [UInt8] {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                readQueue.async {
+                    continuation.resume(with: Result { try self.blockingRead(maxCount) })
+                }
+            }
+        } onCancel: {
+            self.signalClose()
+        }
+    }
+
+    /// Writes all of `bytes`.
+    /// - Throws: ``RivetDeviceError/connectionClosed`` after ``close()``,
+    ///   ``RivetDeviceError/transportFailed`` when the peer is gone or `write(2)` fails.
+    public func write(_ bytes: [UInt8]) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            writeQueue.async {
+                continuation.resume(with: Result { try self.blockingWrite(bytes) })
+            }
+        }
+    }
+
+    /// Wakes any waiting read or write, lets them finish, then closes the descriptors.
+    public func close() async {
+        signalClose()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            readQueue.async {
+                self.writeQueue.async { continuation.resume() }
+            }
+        }
+        closeDescriptors(read: true, write: true)
+    }
+
+    /// Ends the writing direction after the writes already queued: closes the write descriptor
+    /// of a pipe pair, or shuts down a socket for writing. The peer reads end of stream; this
+    /// side can keep reading. Later writes throw ``RivetDeviceError/connectionClosed``.
+    public func finishWriting() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            writeQueue.async {
+                self.closeDescriptors(read: false, write: true)
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Closes each descriptor once; a socket shared by both directions closes when both are done.
+    private func closeDescriptors(read: Bool, write: Bool) {
+        let (closeRead, closeWrite, shutdownWrite) = open.withLock { open -> (Bool, Bool, Bool) in
+            let closeRead = read && open.read
+            let closeWrite = write && open.write
+            if read { open.read = false }
+            if write { open.write = false }
+            if readFD == writeFD {
+                let closeNow = (closeRead || closeWrite) && !open.read && !open.write
+                return (closeNow, false, closeWrite && !closeNow)
+            }
+            return (closeRead, closeWrite, false)
+        }
+        if shutdownWrite { _ = shutdown(writeFD, Int32(SHUT_WR)) }
+        if closeRead, readFD >= 0 { Glibc.close(readFD) }
+        if closeWrite, writeFD >= 0 { Glibc.close(writeFD) }
+    }
+
+    private var writingFinished: Bool { open.withLock { !$0.write } }
+
+    private func signalClose() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakeWrite, &byte, 1)
+    }
+
+    private var isClosing: Bool {
+        var probe = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
+        return poll(&probe, 1, 0) > 0
+    }
+
+    private func blockingRead(_ maxCount: Int) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: max(1, maxCount))
+        while true {
+            var fds = [
+                pollfd(fd: readFD, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw RivetDeviceError.transportFailed("poll on descriptor \(readFD) failed: \(Self.errnoText())")
+            }
+            if fds[1].revents != 0 { return [] }
+            if fds[0].revents == 0 { continue }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(readFD, $0.baseAddress, $0.count) }
+            if count > 0 { return Array(buffer[0..<count]) }
+            if count == 0 { return [] }
+            if errno == EINTR || errno == EAGAIN { continue }
+            throw RivetDeviceError.transportFailed("read from descriptor \(readFD) failed: \(Self.errnoText())")
+        }
+    }
+
+    private func blockingWrite(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            if isClosing || writingFinished { throw RivetDeviceError.connectionClosed("the stream is closed") }
+            var fds = [
+                pollfd(fd: writeFD, events: Int16(POLLOUT), revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw RivetDeviceError.transportFailed("poll on descriptor \(writeFD) failed: \(Self.errnoText())")
+            }
+            if fds[1].revents != 0 { throw RivetDeviceError.connectionClosed("the stream is closed") }
+            if fds[0].revents == 0 { continue }
+            let chunk = min(Self.writeChunk, bytes.count - offset)
+            let (count, error) = bytes.withUnsafeBytes { raw in
+                Self.writeWithoutSIGPIPE(writeFD, raw.baseAddress! + offset, chunk)
+            }
+            if count > 0 {
+                offset += count
+                continue
+            }
+            if error == EINTR || error == EAGAIN { continue }
+            if error == EPIPE || error == ECONNRESET {
+                throw RivetDeviceError.transportFailed("the peer closed descriptor \(writeFD) for reading")
+            }
+            throw RivetDeviceError.transportFailed("write to descriptor \(writeFD) failed: \(String(cString: strerror(error)))")
+        }
+    }
+
+    /// Writes with SIGPIPE blocked in this thread, consuming a SIGPIPE the write raised, so a
+    /// vanished reader yields EPIPE instead of killing the process.
+    private static func writeWithoutSIGPIPE(_ fd: Int32, _ pointer: UnsafeRawPointer, _ count: Int) -> (Int, Int32) {
+        var pipeSet = sigset_t()
+        sigemptyset(&pipeSet)
+        sigaddset(&pipeSet, SIGPIPE)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &pipeSet, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        var pending = sigset_t()
+        sigpending(&pending)
+        let alreadyPending = sigismember(&pending, SIGPIPE) == 1
+        let written = Glibc.write(fd, pointer, count)
+        let error = written < 0 ? errno : 0
+        if error == EPIPE, !alreadyPending {
+            var zero = timespec(tv_sec: 0, tv_nsec: 0)
+            _ = sigtimedwait(&pipeSet, nil, &zero)
+        }
+        return (written, error)
+    }
+
+    private static func errnoText() -> String { String(cString: strerror(errno)) }
+}

@@ -1,0 +1,3 @@
+(record node (next (optional node)))
+(rpc close () void)
+(device-rpcs close missing)

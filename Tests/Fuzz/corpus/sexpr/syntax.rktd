@@ -1,0 +1,1 @@
+#| block #| nested |# |# (a #;(b) . (c "s\n" -1 [d]))
