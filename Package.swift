@@ -49,6 +49,11 @@ let package = Package(
             name: "RivetGeneratorPlugin", capability: .buildTool(),
             dependencies: ["rivet-generate"]),
 
+        // MARK: Rastrillo streams: event-stream parser, coalesced runner, connectivity, reconnect
+        .target(name: "RastrilloStreams"),
+        .executableTarget(
+            name: "fuzz-sse", dependencies: ["RastrilloStreams", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
+
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
@@ -69,6 +74,7 @@ let package = Package(
         .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema"], exclude: ["Reference"]),
+        .testTarget(name: "RastrilloStreamsTests", dependencies: ["RastrilloStreams", "fuzz-sse"]),
         .testTarget(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
             plugins: ["RivetGeneratorPlugin"]),
