@@ -120,11 +120,15 @@ public struct EventStreamLineSplitter: Sendable {
     }
 
     /// Adds bytes to the current line after checking both bounds, so nothing is buffered past
-    /// a bound.
+    /// a bound. The error names the bound the first excess byte breaks (the line bound when it
+    /// breaks both), so how the bytes were chunked never changes the error.
     private mutating func take<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(EventStreamError) {
-        let lineCount = line.count + bytes.count
-        if lineCount > limits.maxLineBytes { throw .lineTooLong(limit: limits.maxLineBytes) }
-        if eventBytes + lineCount > limits.maxEventBytes { throw .eventTooLarge(limit: limits.maxEventBytes) }
+        let lineRoom = limits.maxLineBytes - line.count
+        let eventRoom = limits.maxEventBytes - eventBytes - line.count
+        if bytes.count > min(lineRoom, eventRoom) {
+            if lineRoom <= eventRoom { throw .lineTooLong(limit: limits.maxLineBytes) }
+            throw .eventTooLarge(limit: limits.maxEventBytes)
+        }
         line.append(contentsOf: bytes)
     }
 

@@ -254,6 +254,18 @@ struct SplitMix64: RandomNumberGenerator {
         #expect(try parse([bytes(":123456789\n:123456789\n\n:123456789\n:123456789\n\n")], limits: limits).events.isEmpty)
     }
 
+    @Test func theBoundTheFirstExcessByteBreaksIsTheErrorHoweverBytesAreChunked() throws {
+        let limits = try EventStreamLimits(maxLineBytes: 10, maxEventBytes: 12)
+        // After an 8-byte line, the event has 4 bytes of room and a line 10: the event breaks first.
+        let eventFirst = bytes("abcdefgh\n" + String(repeating: ",", count: 25) + "\n")
+        // On a fresh event the line has 10 bytes of room and the event 12: the line breaks first.
+        let lineFirst = bytes(String(repeating: ",", count: 25) + "\n")
+        for (stream, expected) in [(eventFirst, EventStreamError.eventTooLarge), (lineFirst, .lineTooLong)] {
+            #expect(throws: expected) { _ = try parse([stream], limits: limits) }
+            #expect(throws: expected) { _ = try parse(stream.map { [$0] }, limits: limits) }
+        }
+    }
+
     @Test func theByteOrderMarkDoesNotCount() throws {
         let limits = try EventStreamLimits(maxLineBytes: 6, maxEventBytes: 6)
         let result = try parse([[0xEF, 0xBB, 0xBF] + bytes("data:x\n\n")], limits: limits)
