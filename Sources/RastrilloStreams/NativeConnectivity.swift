@@ -1,0 +1,238 @@
+import Synchronization
+
+/// Whether servers can be reached: the host's network path (from rtnetlink, rules in
+/// ``NetworkPath``) combined with what real traffic proves. Clients report every response and
+/// every offline-class failure, so reachability is learned without probes.
+///
+/// - ``isOffline(_:)`` is true while the path to the origin is down (the loopback path for a
+///   loopback origin), or while it is up and that server's last report is an offline-class
+///   failure. A response clears that.
+/// - What traffic proved is forgotten whenever the path changes: the new network must prove
+///   itself again.
+/// - ``changes`` fires on every path change and when a server that had failed answers again.
+///
+/// One instance per process observes the system: ``shared``. Tests and tools that supply
+/// their own path make instances with ``init(path:clock:)`` and drive them with
+/// ``update(path:)``.
+public final class NativeConnectivity: Sendable {
+    /// The process-wide instance, observing rtnetlink of the process's network namespace from
+    /// first use. When rtnetlink cannot be opened (a sandbox without netlink), it starts from a
+    /// satisfied path and learns only from traffic.
+    public static let shared: NativeConnectivity =
+        (try? observingRouteNetlink()) ?? NativeConnectivity(path: .satisfied)
+
+    private enum Waiter {
+        case announced
+        case cancelled
+        case waiting(CheckedContinuation<Bool, Never>)
+    }
+
+    private struct State {
+        var path: NetworkPath
+        var reachable: [ServerOrigin: Bool] = [:]
+        var generation: UInt64 = 0
+        var nextID: UInt64 = 0
+        var subscribers: [UInt64: AsyncStream<ConnectivityChange>.Continuation] = [:]
+        var waiters: [UInt64: Waiter] = [:]
+    }
+
+    private let state: Mutex<State>
+    private let time: TimeSource
+    private let observer: RouteNetlinkObserver?
+
+    /// An instance whose path is `path` until ``update(path:)`` changes it; `clock` times
+    /// ``wait(upTo:)``.
+    public convenience init(path: NetworkPath, clock: some Clock<Duration> = ContinuousClock()) {
+        self.init(path: path, time: TimeSource(clock), observer: nil)
+    }
+
+    private init(path: NetworkPath, time: TimeSource, observer: RouteNetlinkObserver?) {
+        self.state = Mutex(State(path: path))
+        self.time = time
+        self.observer = observer
+    }
+
+    /// An instance observing rtnetlink in the network namespace of the calling thread: it dumps
+    /// links, addresses and routes before returning, then follows every change on a thread of
+    /// its own until it is released.
+    /// - Throws: ``ConnectivityError/netlinkUnavailable`` when the socket cannot be opened,
+    ///   bound or dumped.
+    public static func observingRouteNetlink(clock: some Clock<Duration> = ContinuousClock()) throws(ConnectivityError)
+        -> NativeConnectivity
+    {
+        let observer = try RouteNetlinkObserver()
+        let connectivity = NativeConnectivity(path: observer.initialPath, time: TimeSource(clock), observer: observer)
+        try observer.start { [weak connectivity] path in connectivity?.update(path: path) }
+        return connectivity
+    }
+
+    deinit {
+        observer?.stop()
+        let (subscribers, waiters) = state.withLock { state in
+            defer {
+                state.subscribers = [:]
+                state.waiters = [:]
+            }
+            return (Array(state.subscribers.values), Array(state.waiters.values))
+        }
+        for subscriber in subscribers { subscriber.finish() }
+        for case .waiting(let continuation) in waiters { continuation.resume(returning: false) }
+    }
+
+    /// The current path.
+    public var path: NetworkPath { state.withLock { $0.path } }
+
+    /// Sets the path (what the rtnetlink observer does on every change). A different path
+    /// forgets what traffic proved and fires ``changes``; the same path does nothing.
+    public func update(path: NetworkPath) {
+        change { state in
+            guard state.path != path else { return nil }
+            state.path = path
+            state.reachable = [:]
+            return ConnectivityChange(path: path, reachableOrigin: nil)
+        }
+    }
+
+    /// What traffic proved about `origin` since the last path change: true after a response,
+    /// false after an offline-class failure, `nil` when nothing was reported.
+    public func serverReachable(_ origin: ServerOrigin) -> Bool? {
+        state.withLock { $0.reachable[origin] }
+    }
+
+    /// True while the path to `origin` is down, or while it is up and `origin`'s last report
+    /// is an offline-class failure.
+    public func isOffline(_ origin: ServerOrigin) -> Bool {
+        state.withLock { !$0.path.allows(origin) || $0.reachable[origin] == false }
+    }
+
+    /// Records that `origin` answered (any HTTP status). Fires ``changes`` when its last
+    /// report was an offline-class failure.
+    public func report(response origin: ServerOrigin) {
+        change { state in
+            let before = state.reachable.updateValue(true, forKey: origin)
+            return before == false ? ConnectivityChange(path: state.path, reachableOrigin: origin) : nil
+        }
+    }
+
+    /// Records that a request to `origin` failed in an offline-class way (no connection, DNS,
+    /// timeout): ``isOffline(_:)`` is true for it until it answers or the path changes.
+    public func report(offlineFailure origin: ServerOrigin) {
+        state.withLock { $0.reachable[origin] = false }
+    }
+
+    /// Every change from now on, until the stream is dropped or this instance is released.
+    /// Each access makes a new stream; a slow reader keeps the newest 64 changes.
+    public var changes: AsyncStream<ConnectivityChange> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: ConnectivityChange.self, bufferingPolicy: .bufferingNewest(64))
+        let id = state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.subscribers[id] = continuation
+            return id
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { _ = $0.subscribers.removeValue(forKey: id) }
+        }
+        return stream
+    }
+
+    /// Waits until the next change, with no timer.
+    /// - Returns: true on a change, false when the calling task is cancelled.
+    public func waitForChange() async -> Bool {
+        await waitForChange(since: generation)
+    }
+
+    /// Waits up to `duration` on the instance's clock, returning early on a change: what a
+    /// reconnect loop does between attempts.
+    /// - Returns: true when a change ended the wait, false when the time ran out or the
+    ///   calling task was cancelled.
+    @discardableResult
+    public func wait(upTo duration: Duration) async -> Bool {
+        await wait(upTo: duration, since: generation, time: time)
+    }
+
+    // MARK: Internal: waits that start from a known generation, so no change is missed
+
+    /// Counts changes; a waiter that saw generation `g` returns as soon as it differs.
+    var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// The path and the generation it belongs to, read together.
+    var snapshot: (path: NetworkPath, generation: UInt64) {
+        state.withLock { ($0.path, $0.generation) }
+    }
+
+    func wait(upTo duration: Duration, since generation: UInt64, time: TimeSource) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await self.waitForChange(since: generation) }
+            group.addTask {
+                try? await time.sleep(duration)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    func waitForChange(since generation: UInt64) async -> Bool {
+        let id = state.withLock { state in
+            let id = state.nextID
+            state.nextID += 1
+            state.waiters[id] = .announced
+            return id
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let immediate = state.withLock { state -> Bool? in
+                    if state.generation != generation {
+                        state.waiters[id] = nil
+                        return true
+                    }
+                    if case .cancelled = state.waiters[id] {
+                        state.waiters[id] = nil
+                        return false
+                    }
+                    state.waiters[id] = .waiting(continuation)
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                switch state.waiters[id] {
+                case .announced:
+                    state.waiters[id] = .cancelled
+                    return nil
+                case .waiting(let continuation):
+                    state.waiters[id] = nil
+                    return continuation
+                case .cancelled, nil:
+                    return nil
+                }
+            }
+            continuation?.resume(returning: false)
+        }
+    }
+
+    /// Applies `body`; when it returns a change, bumps the generation, wakes every waiter and
+    /// tells every subscriber (outside the lock).
+    private func change(_ body: (inout State) -> ConnectivityChange?) {
+        let (change, subscribers, waiters) = state.withLock {
+            state -> (ConnectivityChange?, [AsyncStream<ConnectivityChange>.Continuation], [CheckedContinuation<Bool, Never>]) in
+            guard let change = body(&state) else { return (nil, [], []) }
+            state.generation += 1
+            var woken: [CheckedContinuation<Bool, Never>] = []
+            for (id, waiter) in state.waiters {
+                if case .waiting(let continuation) = waiter {
+                    woken.append(continuation)
+                    state.waiters[id] = nil
+                }
+            }
+            return (change, Array(state.subscribers.values), woken)
+        }
+        guard let change else { return }
+        for continuation in waiters { continuation.resume(returning: true) }
+        for subscriber in subscribers { subscriber.yield(change) }
+    }
+}

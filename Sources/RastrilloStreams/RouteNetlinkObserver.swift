@@ -1,0 +1,230 @@
+import Glibc
+import Synchronization
+
+/// Watches the network path of the network namespace it was created in, over a `NETLINK_ROUTE`
+/// socket subscribed to link, IPv4/IPv6 address and IPv4/IPv6 route changes.
+///
+/// `init` dumps links, addresses and routes and so knows the path at once. `start` hands the
+/// socket to one dedicated thread (it blocks in `poll`, so it stays off the cooperative pool),
+/// which applies every notification and reports each change of the path. After a link goes up
+/// or down it dumps addresses and routes again (the kernel flushes routes through a link that
+/// goes down without always notifying); after lost notifications (`ENOBUFS`) it dumps
+/// everything again. `stop` wakes the thread through a pipe and joins it.
+final class RouteNetlinkObserver: @unchecked Sendable {
+    // @unchecked: the socket, tracker and sequence are used by `init`, then only by the one
+    // thread `start` creates; `stop` touches only the wake pipe and the Mutex-held handle.
+    private let socket: Int32
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private var tracker = RouteNetlinkTracker()
+    private var sequence: UInt32 = 0
+    private var buffer = [UInt8](repeating: 0, count: 65_536)
+    private var published: NetworkPath
+    private var onChange: (@Sendable (NetworkPath) -> Void)?
+    private let thread = Mutex<pthread_t?>(nil)
+
+    /// The path found by the initial dump.
+    private(set) var initialPath: NetworkPath
+
+    private struct Stopping: Error {}
+
+    /// Opens and binds the socket and dumps the current state.
+    /// - Throws: ``ConnectivityError/netlinkUnavailable`` naming the step that failed.
+    init() throws(ConnectivityError) {
+        let fd = Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), RouteNetlink.protocolRoute)
+        guard fd >= 0 else { throw .netlink("socket", errno: errno) }
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0 else {
+            let code = errno
+            close(fd)
+            throw .netlink("wake pipe", errno: code)
+        }
+        _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC)
+        socket = fd
+        wakeRead = pipeEnds[0]
+        wakeWrite = pipeEnds[1]
+        published = .unsatisfied
+        initialPath = .unsatisfied
+        // A larger receive buffer makes lost notifications (ENOBUFS) rarer; the default is
+        // fine when this fails.
+        var size: Int32 = 1 << 20
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = [UInt8](repeating: 0, count: 12)  // struct sockaddr_nl
+        address[0] = UInt8(AF_NETLINK & 0xFF)
+        withUnsafeBytes(of: RouteNetlink.groups) { address.replaceSubrange(8..<12, with: $0) }
+        let bound = address.withUnsafeBytes { raw in
+            bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        }
+        guard bound == 0 else { throw .netlink("bind", errno: errno) }
+        do {
+            try resynchronise(everything: true)
+        } catch let error as ConnectivityError {
+            throw error
+        } catch {
+            throw .netlink("initial dump", "interrupted")
+        }
+        published = tracker.path
+        initialPath = published
+    }
+
+    deinit {
+        close(socket)
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    /// Starts the thread that reports every change of the path to `onChange` (on that thread).
+    func start(onChange: @escaping @Sendable (NetworkPath) -> Void) throws(ConnectivityError) {
+        self.onChange = onChange
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var handle = pthread_t()
+        let status = pthread_create(&handle, nil, { context in
+            let observer = Unmanaged<RouteNetlinkObserver>.fromOpaque(context!).takeRetainedValue()
+            observer.run()
+            return nil
+        }, context)
+        guard status == 0 else {
+            Unmanaged<RouteNetlinkObserver>.fromOpaque(context).release()
+            throw .netlink("thread start", errno: status)
+        }
+        thread.withLock { $0 = handle }
+    }
+
+    /// Wakes the thread and waits for it to end. Idempotent.
+    func stop() {
+        guard let handle = thread.withLock({ thread in defer { thread = nil }; return thread }) else { return }
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+        pthread_join(handle, nil)
+    }
+
+    private func run() {
+        while true {
+            do {
+                guard try waitForSocket(timeout: -1) else { continue }
+                try receiveAndApply(dumping: nil)
+                publishIfChanged()
+            } catch is Stopping {
+                return
+            } catch {
+                // The socket failed or lost notifications: start again from a full dump,
+                // pausing a second between failed attempts.
+                while true {
+                    do {
+                        try resynchronise(everything: true)
+                        publishIfChanged()
+                        break
+                    } catch is Stopping {
+                        return
+                    } catch {
+                        if (try? pause(milliseconds: 1000)) == nil { return }
+                    }
+                }
+            }
+        }
+    }
+
+    private func publishIfChanged() {
+        let path = tracker.path
+        guard path != published else { return }
+        published = path
+        onChange?(path)
+    }
+
+    /// Dumps links (when `everything`), addresses and routes, applying any notification that
+    /// arrives meanwhile; retries a dump the kernel marks as interrupted.
+    private func resynchronise(everything: Bool) throws {
+        if everything {
+            tracker.forgetAll()
+            try dump(RouteNetlink.getLink)
+        }
+        tracker.forgetAddressesAndRoutes()
+        try dump(RouteNetlink.getAddress)
+        try dump(RouteNetlink.getRoute)
+    }
+
+    private func dump(_ type: UInt16) throws {
+        for _ in 0..<8 {
+            sequence = sequence == UInt32.max ? 1 : sequence + 1
+            let request = RouteNetlink.dumpRequest(type, sequence: sequence)
+            var kernel = [UInt8](repeating: 0, count: 12)
+            kernel[0] = UInt8(AF_NETLINK & 0xFF)
+            let sent = request.withUnsafeBytes { message in
+                kernel.withUnsafeBytes { address in
+                    sendto(
+                        socket, message.baseAddress, message.count, 0,
+                        address.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(address.count))
+                }
+            }
+            guard sent == request.count else { throw ConnectivityError.netlink("dump request", errno: errno) }
+            var outcome: RouteNetlinkTracker.DumpSignal?
+            while outcome == nil {
+                guard try waitForSocket(timeout: 5000) else {
+                    throw ConnectivityError.netlink("dump", "the kernel did not answer within 5 s")
+                }
+                try receiveAndApply(dumping: sequence) { outcome = $0 }
+            }
+            switch outcome {
+            case .done(_, let interrupted):
+                if !interrupted { return }
+            case .failed(_, let code):
+                throw ConnectivityError.netlink("dump", errno: code)
+            case .overrun, nil:
+                throw ConnectivityError.netlink("dump", "the kernel reported an overrun")
+            }
+        }
+        throw ConnectivityError.netlink("dump", "the state kept changing during 8 attempts")
+    }
+
+    /// Polls the socket and the wake pipe.
+    /// - Returns: true when the socket is readable, false on timeout.
+    /// - Throws: `Stopping` when woken by `stop`.
+    private func waitForSocket(timeout: Int32) throws -> Bool {
+        var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        let ready = poll(&fds, 2, timeout)
+        if ready < 0 {
+            if errno == EINTR { return false }
+            throw ConnectivityError.netlink("poll", errno: errno)
+        }
+        if fds[1].revents != 0 { throw Stopping() }
+        return fds[0].revents != 0
+    }
+
+    private func pause(milliseconds: Int32) throws {
+        var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+        if poll(&fds, 1, milliseconds) > 0 { throw Stopping() }
+    }
+
+    /// Receives one datagram and applies its messages; reports a dump's end for `dumping`.
+    private func receiveAndApply(
+        dumping: UInt32?, onDumpSignal: (RouteNetlinkTracker.DumpSignal) -> Void = { _ in }
+    ) throws {
+        let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_TRUNC)) }
+        if count < 0 {
+            switch errno {
+            case EAGAIN, EINTR: return
+            case ENOBUFS: throw ConnectivityError.netlink("receive", "notifications were lost (ENOBUFS)")
+            default: throw ConnectivityError.netlink("receive", errno: errno)
+            }
+        }
+        guard count <= buffer.count else {
+            throw ConnectivityError.netlink("receive", "a \(count)-byte datagram exceeds the buffer")
+        }
+        var linkChanged = false
+        for message in RouteNetlink.messages(in: buffer[0..<count]) {
+            let (signal, changed) = tracker.apply(message)
+            linkChanged = linkChanged || changed
+            guard let signal else { continue }
+            switch signal {
+            case .done(let sequence, _), .failed(let sequence, _):
+                if sequence == dumping { onDumpSignal(signal) }
+            case .overrun:
+                throw ConnectivityError.netlink("receive", "the kernel reported an overrun")
+            }
+        }
+        if linkChanged, dumping == nil {
+            try resynchronise(everything: false)
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Synchronization
+
+/// A clock that moves only when a test advances it, so time rules are tested without sleeping.
+/// Sleepers wake when `advance` reaches their deadline; a cancelled sleeper throws
+/// `CancellationError` at once.
+final class ManualClock: Clock, Sendable {
+    struct Instant: InstantProtocol {
+        var offset: Duration
+        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        func duration(to other: Instant) -> Duration { other.offset - offset }
+        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+    }
+
+    private enum Sleeper {
+        case announced(deadline: Instant)
+        case cancelled
+        case waiting(deadline: Instant, CheckedContinuation<Void, any Error>)
+    }
+
+    private struct State {
+        var now = Instant(offset: .zero)
+        var nextID: UInt64 = 0
+        var sleepers: [UInt64: Sleeper] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    var now: Instant { state.withLock { $0.now } }
+    var minimumResolution: Duration { .zero }
+
+    /// Deadlines of the sleeps in progress, earliest first.
+    var deadlines: [Duration] {
+        state.withLock { state in
+            state.sleepers.values.compactMap { sleeper -> Duration? in
+                switch sleeper {
+                case .announced(let deadline), .waiting(let deadline, _): return deadline.offset
+                case .cancelled: return nil
+                }
+            }.sorted()
+        }
+    }
+
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        try Task.checkCancellation()
+        let id: UInt64? = state.withLock { state in
+            guard deadline > state.now else { return nil }
+            let id = state.nextID
+            state.nextID += 1
+            state.sleepers[id] = .announced(deadline: deadline)
+            return id
+        }
+        guard let id else { return }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome: Result<Void, any Error>? = state.withLock { state in
+                    if case .cancelled = state.sleepers[id] {
+                        state.sleepers[id] = nil
+                        return .failure(CancellationError())
+                    }
+                    if deadline <= state.now {
+                        state.sleepers[id] = nil
+                        return .success(())
+                    }
+                    state.sleepers[id] = .waiting(deadline: deadline, continuation)
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                switch state.sleepers[id] {
+                case .announced:
+                    state.sleepers[id] = .cancelled
+                    return nil
+                case .waiting(_, let continuation):
+                    state.sleepers[id] = nil
+                    return continuation
+                case .cancelled, nil:
+                    return nil
+                }
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Moves time forward and wakes every sleeper whose deadline it reaches.
+    func advance(by duration: Duration) {
+        let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            state.now = state.now.advanced(by: duration)
+            var woken: [CheckedContinuation<Void, any Error>] = []
+            for (id, sleeper) in state.sleepers {
+                switch sleeper {
+                case .waiting(let deadline, let continuation) where deadline <= state.now:
+                    woken.append(continuation)
+                    state.sleepers[id] = nil
+                case .announced(let deadline) where deadline <= state.now:
+                    state.sleepers[id] = nil
+                default:
+                    break
+                }
+            }
+            return woken
+        }
+        for continuation in woken { continuation.resume() }
+    }
+}
