@@ -91,12 +91,18 @@ final class RouteNetlinkObserver: @unchecked Sendable {
         thread.withLock { $0 = handle }
     }
 
-    /// Wakes the thread and waits for it to end. Idempotent.
+    /// Wakes the thread and waits for it to end (unless called on it). Idempotent.
     func stop() {
         guard let handle = thread.withLock({ thread in defer { thread = nil }; return thread }) else { return }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
-        pthread_join(handle, nil)
+        // The last reference to the owner can be dropped on the observer thread itself (inside
+        // its change callback); that thread ends on its own once woken.
+        if pthread_equal(handle, pthread_self()) != 0 {
+            pthread_detach(handle)
+        } else {
+            pthread_join(handle, nil)
+        }
     }
 
     private func run() {
