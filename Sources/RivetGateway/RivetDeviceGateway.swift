@@ -137,7 +137,7 @@ public struct RivetDeviceGateway: Sendable {
         guard states[id] != nil else { return [] }
         var actions: [RivetDeviceGatewayAction] = []
         guard isStructurallyValid(frame) else {
-            close(id, .protocolViolation("the device sent a \(frame.kind) frame that breaks the RVT1 frame rules"), &actions)
+            close(id, .protocolViolation("the device sent a frame of kind \(frame.kind) that breaks the RVT1 frame rules"), &actions)
             return actions
         }
         switch frame.kind {
@@ -152,7 +152,7 @@ public struct RivetDeviceGateway: Sendable {
         case .hello:
             close(id, .protocolViolation("the device sent a hello after the start of its stream"), &actions)
         case .event, .stateChange:
-            close(id, .protocolViolation("the device sent a \(frame.kind) frame; devices may send only call, state-read, state-write and cancel"), &actions)
+            close(id, .protocolViolation("the device sent a frame of kind \(frame.kind); devices may send only call, state-read, state-write and cancel"), &actions)
         }
         return actions
     }
@@ -215,7 +215,7 @@ public struct RivetDeviceGateway: Sendable {
         guard isBackendAvailable else { return [] }
         var actions: [RivetDeviceGatewayAction] = []
         guard isStructurallyValid(frame) else {
-            failBackend(.protocolViolation("the backend sent a \(frame.kind) frame that breaks the RVT1 frame rules"), &actions)
+            failBackend(.protocolViolation("the backend sent a frame of kind \(frame.kind) that breaks the RVT1 frame rules"), &actions)
             return actions
         }
         switch frame.kind {
