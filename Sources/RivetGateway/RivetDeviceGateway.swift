@@ -159,8 +159,12 @@ public struct RivetDeviceGateway: Sendable {
 
     private mutating func request(_ frame: RVT1Frame, from id: RivetDeviceGatewaySession.ID, _ actions: inout [RivetDeviceGatewayAction]) {
         let remote = frame.requestID
-        guard let state = states[id] else { return }
-        if state.pending[remote] != nil {
+        // Copies of what the checks need only, so that recording the request below mutates the
+        // session's tables in place.
+        guard let (reused, pendingCount, grants) = states[id].map({ ($0.pending[remote] != nil, $0.pending.count, $0.grants) }) else {
+            return
+        }
+        if reused {
             close(id, .protocolViolation("the device reused request ID \(remote) while that request is outstanding"), &actions)
             return
         }
@@ -171,9 +175,9 @@ public struct RivetDeviceGateway: Sendable {
         }
         let granted: Bool
         switch frame.kind {
-        case .call: granted = state.grants.rpcs.contains(frame.name)
-        case .stateRead: granted = state.grants.stateRead.contains(frame.name)
-        default: granted = state.grants.stateWrite.contains(frame.name)
+        case .call: granted = grants.rpcs.contains(frame.name)
+        case .stateRead: granted = grants.stateRead.contains(frame.name)
+        default: granted = grants.stateWrite.contains(frame.name)
         }
         guard granted else {
             enqueue(.error(remote, code: RivetDeviceGatewayErrorCode.forbidden, message: Self.forbiddenMessage), to: id, &actions)
@@ -184,7 +188,7 @@ public struct RivetDeviceGateway: Sendable {
                 message: "the backend is not running"), to: id, &actions)
             return
         }
-        guard state.pending.count < limits.maxPendingCallsPerSession else {
+        guard pendingCount < limits.maxPendingCallsPerSession else {
             enqueue(.error(remote, code: RivetDeviceGatewayErrorCode.busy,
                 message: "this session already has \(limits.maxPendingCallsPerSession) requests pending, its maximum"), to: id, &actions)
             return
@@ -307,10 +311,10 @@ public struct RivetDeviceGateway: Sendable {
     /// Hands `frame` to the daemon for session `id`, or closes the session when the frame would
     /// take its queue past either bound.
     private mutating func enqueue(_ frame: RVT1Frame, to id: RivetDeviceGatewaySession.ID, _ actions: inout [RivetDeviceGatewayAction]) {
-        guard let queue = states[id]?.queue else { return }
+        guard let (frames, bytes) = states[id].map({ ($0.queue.frameCount, $0.queue.byteCount) }) else { return }
         let size = RVT1.headerSize + frame.name.utf8.count + frame.payload.count
-        guard queue.frameCount < limits.maxQueuedFramesPerSession, queue.byteCount + size <= limits.maxQueuedBytesPerSession else {
-            close(id, .outgoingQueueFull(frames: queue.frameCount, bytes: queue.byteCount, limits: limits), &actions)
+        guard frames < limits.maxQueuedFramesPerSession, bytes + size <= limits.maxQueuedBytesPerSession else {
+            close(id, .outgoingQueueFull(frames: frames, bytes: bytes, limits: limits), &actions)
             return
         }
         states[id]?.queue.append(size)
