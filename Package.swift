@@ -39,6 +39,7 @@ let package = Package(
         .target(name: "RivetWire"),
         .target(name: "RivetDevice", dependencies: ["RivetWire"]),
         .target(name: "RivetSchema"),
+        .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"]),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema"]),
         .target(name: "RivetFuzzSupport", path: "Sources/Fuzz/RivetFuzzSupport"),
         .executableTarget(
@@ -67,6 +68,7 @@ let package = Package(
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"], exclude: ["Vectors"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
+        .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema"], exclude: ["Reference"]),
         .testTarget(
