@@ -31,6 +31,10 @@ let package = Package(
         // MARK: Pairing: coordinator, transcript, registry, authenticator, companion credential
         .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SQLiteKit"]),
 
+        // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
+        .target(name: "Backoff"),
+        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
+
         // MARK: Tests
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
@@ -41,6 +45,9 @@ let package = Package(
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "RivetPairingTests", dependencies: ["RivetPairing", "OpenSSLKit", "SQLiteKit"],
+            resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"],
             resources: [.copy("Fixtures")]),
     ],
     swiftLanguageModes: [.v6]
