@@ -123,7 +123,7 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
             let applicationID = try cursor.applicationID()
             let deviceName = try cursor.deviceName()
             let existing: DeviceID?
-            switch try cursor.take(1, "existingDeviceID flag")[0] {
+            switch try cursor.byte("existingDeviceID flag") {
             case 0: existing = nil
             case 1: existing = DeviceID(bytes: try cursor.take(DeviceID.byteCount, "existingDeviceID"))!
             case let flag: throw cursor.failure("existingDeviceID flag is \(flag), not 0 or 1")
@@ -145,7 +145,7 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
             let credential = PairingCredential(bytes: try cursor.take(PairingCredential.byteCount, "credential"))!
             message = .pairAccepted(RivetDevicePairAccepted(deviceID: deviceID, credential: credential))
         case .accept: message = .accept
-        case .reject: message = .reject(RVD1RejectReason(rawValue: try cursor.take(1, "reason")[0]))
+        case .reject: message = .reject(RVD1RejectReason(rawValue: try cursor.byte("reason")))
         }
         try cursor.finish()
         return message
@@ -191,8 +191,12 @@ private struct Cursor {
         return bytes[offset..<offset + count]
     }
 
+    mutating func byte(_ field: String) throws(RVD1Error) -> UInt8 {
+        try take(1, field).first!
+    }
+
     mutating func string(_ field: String, maximum: Int) throws(RVD1Error) -> String {
-        let count = Int(try take(1, "\(field) length")[0])
+        let count = Int(try byte("\(field) length"))
         guard count >= 1, count <= maximum else {
             throw failure("\(field) length is \(count), not 1...\(maximum)")
         }
