@@ -34,6 +34,7 @@ let package = Package(
         // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
         .target(name: "Backoff"),
         .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
+        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
 
         // MARK: Tests
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
