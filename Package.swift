@@ -50,6 +50,9 @@ let package = Package(
         .testTarget(
             name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"],
             resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "RivetTransportTests",
+            dependencies: ["RivetTransport", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
     ],
     swiftLanguageModes: [.v6]
 )
