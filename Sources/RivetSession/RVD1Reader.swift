@@ -41,11 +41,13 @@ public struct RVD1Reader: Sendable {
         }
     }
 
-    /// True between messages (nothing of a next message read yet, and the magic already read):
-    /// where a peer may legitimately stop.
+    /// True between messages (nothing of a next message read yet), including before the first
+    /// byte: where a peer may legitimately stop.
     public var isAtMessageBoundary: Bool {
-        if case .header = stage { return piece.isEmpty }
-        return false
+        switch stage {
+        case .magic, .header: piece.isEmpty
+        case .body, .failed: false
+        }
     }
 
     /// Takes at most `bytesNeeded` of `bytes` and returns how many it took and the message they
