@@ -66,7 +66,8 @@ public struct RivetStreamError: Error, Equatable, Sendable, CustomStringConverti
 /// socket and a wake-up pipe, moves received bytes into a bounded incoming buffer and queued
 /// bytes out of a bounded outgoing queue. `read` and `write` only touch those buffers under a
 /// lock, so any number of threads may call them; a typical owner runs one reader thread and one
-/// writer thread. Bytes from concurrent `write` calls are not interleaved within one call.
+/// writer thread. A `write` of at most `outgoingLimit` bytes is queued whole, so concurrent
+/// writers never interleave it; a longer one is queued piece by piece as room appears.
 public final class RivetAuthenticatedStream: Sendable {
     let core: StreamCore
 
@@ -83,7 +84,8 @@ public final class RivetAuthenticatedStream: Sendable {
         return try core.read(maxCount: maxCount, deadline: deadline)
     }
 
-    /// Queues all of `bytes` for sending, waiting while the outgoing queue is full.
+    /// Queues all of `bytes` for sending, waiting while the outgoing queue is full. Up to
+    /// `outgoingLimit` bytes are queued in one piece (never interleaved with another writer's).
     /// Returns once every byte is queued, not sent (see `flush(deadline:)`).
     /// - Throws: `RivetStreamError.timedOut` if room did not appear by `deadline` (some bytes
     ///   may be queued: close the stream), `.failed` once the connection failed, `.closed`
@@ -161,20 +163,27 @@ final class StreamCore: @unchecked Sendable {
 
     func write(_ bytes: [UInt8], deadline: ContinuousClock.Instant) throws(RivetStreamError) {
         var offset = 0
+        // A write that fits the queue goes in whole, so concurrent writers never interleave it.
+        let atomic = bytes.count <= configuration.outgoingLimit
         let result: Result<Void, RivetStreamError> = monitor.withLock {
             while offset < bytes.count {
                 if closeRequested || aborted || finished { return .failure(failure ?? .closed) }
                 if let failure { return .failure(failure) }
                 let room = configuration.outgoingLimit - outgoing.count
-                if room > 0 {
-                    let count = min(room, bytes.count - offset)
+                let remaining = bytes.count - offset
+                if atomic ? room >= remaining : room > 0 {
+                    let count = min(room, remaining)
                     outgoing.append(bytes[offset..<offset + count])
                     offset += count
                     wake.wake()
                     continue
                 }
-                if !monitor.wait(until: deadline) && configuration.outgoingLimit - outgoing.count <= 0 {
-                    return .failure(.timedOut.with("the outgoing queue stayed full until the deadline (\(offset) of \(bytes.count) bytes queued)"))
+                if !monitor.wait(until: deadline) {
+                    let room = configuration.outgoingLimit - outgoing.count
+                    if atomic ? room < remaining : room <= 0 {
+                        return .failure(.timedOut.with(
+                            "the outgoing queue stayed full until the deadline (\(offset) of \(bytes.count) bytes queued)"))
+                    }
                 }
             }
             return .success(())

@@ -17,16 +17,16 @@ import Glibc
         let credential = try server.registerDevice()
         let session = try await onThread { try RivetClientConnector().resume(credential, host: "127.0.0.1", port: server.port) }
         #expect(session.serverFingerprint == server.identity.fingerprint)
-        let (context, serverStream) = try server.handler.stream(0)
+        let (context, serverStream) = try await server.handler.stream(0)
         #expect(context.device.deviceID == credential.deviceID)
         #expect(context.peerAddress.hasPrefix("127.0.0.1:"))
         #expect(server.listener.statistics.sessions == 1)
         #expect(server.listener.statistics.pending == 0)
 
         try session.stream.write(Array("hello server".utf8), deadline: deadline(.seconds(5)))
-        #expect(try readExactly(serverStream, 12) == Array("hello server".utf8))
+        #expect(try await readExactly(serverStream, 12) == Array("hello server".utf8))
         try serverStream.write(Array("hello device".utf8), deadline: deadline(.seconds(5)))
-        #expect(try readExactly(session.stream, 12) == Array("hello device".utf8))
+        #expect(try await readExactly(session.stream, 12) == Array("hello device".utf8))
         // Resuming records when the device was last seen.
         #expect(try server.store.device(credential.deviceID)?.lastSeen != nil)
 
@@ -36,7 +36,7 @@ import Glibc
         #expect(session.stream.waitUntilClosed(deadline: deadline(.seconds(5))))
         #expect(throws: RivetStreamError.closed) { try session.stream.read(maxCount: 1, deadline: deadline(.seconds(1))) }
         serverStream.close()
-        #expect(eventually { server.handler.endedCount == 1 })
+        #expect(await eventually { server.handler.endedCount == 1 })
         #expect(server.listener.statistics.sessions == 0)
     }
 
@@ -84,7 +84,7 @@ import Glibc
             return
         }
         #expect(error == .pinMismatch && error.failureClass == .pinMismatch)
-        #expect(eventually { server.closedReasons().contains { $0.hasPrefix("TLS handshake failed") } })
+        #expect(await eventually { server.closedReasons().contains { $0.hasPrefix("TLS handshake failed") } })
         #expect(try server.store.device(real.deviceID)?.lastSeen == nil)
         #expect(server.handler.admitted.withLock { $0 } == 0)
     }
@@ -113,8 +113,8 @@ import Glibc
         let connection = try rawTLS(server)
         defer { connection.close() }
         try connection.write(RVD1.magic + RVD1Message.resume(RVD1Resume(credential)).encoded + streamStart, deadline: deadline(.seconds(10)))
-        let (_, serverStream) = try server.handler.stream(0)
-        #expect(try readExactly(serverStream, streamStart.count) == streamStart)
+        let (_, serverStream) = try await server.handler.stream(0)
+        #expect(try await readExactly(serverStream, streamStart.count) == streamStart)
 
         // The server answers right after Accept; a client reading Accept exactly leaves the rest.
         let reply = pattern(5000, seed: 9)
@@ -138,10 +138,10 @@ import Glibc
         let credential = try server.registerDevice()
         let hello = pattern(3000, seed: 5)
         let session = try await onThread { try RivetClientConnector().resume(credential, host: "127.0.0.1", port: server.port, pipelined: hello) }
-        let (_, serverStream) = try server.handler.stream(0)
-        #expect(try readExactly(serverStream, hello.count) == hello)
+        let (_, serverStream) = try await server.handler.stream(0)
+        #expect(try await readExactly(serverStream, hello.count) == hello)
         try serverStream.write([1, 2, 3], deadline: deadline(.seconds(5)))
-        #expect(try readExactly(session.stream, 3) == [1, 2, 3])
+        #expect(try await readExactly(session.stream, 3) == [1, 2, 3])
         session.stream.close()
     }
 }
@@ -149,7 +149,7 @@ import Glibc
 @Suite struct PairingOverTLSTests {
     /// Plays the desktop's person: waits for the code and confirms by typing it.
     static func confirmOnDesktop(_ server: TestServer, scopes: Set<RivetDeviceScope> = []) throws {
-        guard eventually({ server.service.pendingAttempt?.code != nil }) else { throw TestFailure("no code was shown on the desktop") }
+        guard waitUntil({ server.service.pendingAttempt?.code != nil }) else { throw TestFailure("no code was shown on the desktop") }
         let code = try #require(server.service.pendingAttempt?.code)
         try server.service.confirm(.typedCode(code.description), scopes: scopes)
     }
@@ -179,12 +179,12 @@ import Glibc
         #expect(stored.displayName.value == "Ana's phone")
         #expect(stored.scopes == [try RivetDeviceScope("score.read")])
         #expect(server.service.state == .closed(.paired))
-        #expect(eventually { server.listener.statistics.pairing == 0 && server.listener.statistics.pending == 0 })
+        #expect(await eventually { server.listener.statistics.pairing == 0 && server.listener.statistics.pending == 0 })
         #expect(server.handler.startedCount == 0)
 
         // The stored credential resumes over a pinned connection.
         let session = try await onThread { try RivetClientConnector().resume(credential, host: "127.0.0.1", port: port) }
-        let (context, _) = try server.handler.stream(0)
+        let (context, _) = try await server.handler.stream(0)
         #expect(context.device.deviceID == credential.deviceID)
         session.stream.close()
     }
@@ -214,7 +214,7 @@ import Glibc
         try server.service.openWindow()
         let port = server.port
         async let desktop: Void = onThread({
-            guard eventually({ server.service.pendingAttempt?.code != nil }) else { throw TestFailure("no code") }
+            guard waitUntil({ server.service.pendingAttempt?.code != nil }) else { throw TestFailure("no code") }
             try server.service.reject()
         })
         let result = try await onThread {
@@ -247,7 +247,7 @@ import Glibc
             return
         }
         #expect(error == .pairingFailed)
-        #expect(eventually { server.service.state == .open(failures: 1) })
+        #expect(await eventually { server.service.state == .open(failures: 1) })
         #expect(try server.store.list().isEmpty)
     }
 
@@ -260,12 +260,12 @@ import Glibc
         async let first = onThread({
             outcome { () throws(RivetClientError) in
                 try RivetClientConnector().pair(host: "127.0.0.1", port: port, applicationID: application, deviceName: try! RivetDeviceName("first")) { _ in
-                    _ = eventually(timeout: .seconds(20)) { release.withLock { $0 } }
+                    _ = waitUntil(timeout: .seconds(20)) { release.withLock { $0 } }
                     return .reject
                 }
             }
         })
-        guard eventually({ server.service.pendingAttempt?.code != nil }) else { throw TestFailure("no attempt") }
+        guard await eventually({ server.service.pendingAttempt?.code != nil }) else { throw TestFailure("no attempt") }
         let second = try await onThread {
             outcome { () throws(RivetClientError) in
                 try RivetClientConnector().pair(host: "127.0.0.1", port: port, applicationID: application, deviceName: try! RivetDeviceName("second")) { _ in .confirm }
@@ -290,7 +290,7 @@ import Glibc
         try server.service.openWindow()
         let port = server.port
         async let desktop: Void = onThread({
-            guard eventually({ server.service.state != .open(failures: 0) && server.service.pendingAttempt?.deviceConfirmed == true }) else {
+            guard waitUntil({ server.service.state != .open(failures: 0) && server.service.pendingAttempt?.deviceConfirmed == true }) else {
                 throw TestFailure("the device never confirmed")
             }
             try server.service.cancel()

@@ -46,7 +46,18 @@ func outcome<T, E: Error>(_ body: () throws(E) -> T) -> Result<T, E> {
 }
 
 /// Polls `condition` every 5 ms until it holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+/// Never blocks a thread of Swift's cooperative pool (other tests need it to make progress).
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let end = ContinuousClock.now + timeout
+    while ContinuousClock.now < end {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+/// `eventually` for code already running on its own thread (inside `onThread`).
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
     let end = ContinuousClock.now + timeout
     while ContinuousClock.now < end {
         if condition() { return true }
@@ -84,8 +95,8 @@ final class RecordingHandler: RivetSessionHandler {
     var endedCount: Int { ended.withLock { $0.count } }
 
     /// The server side of the `index`-th session, waiting for it to start.
-    func stream(_ index: Int, timeout: Duration = .seconds(10)) throws -> (RivetSessionContext, RivetAuthenticatedStream) {
-        guard eventually(timeout: timeout, { startedCount > index }) else { throw TestFailure("session \(index) never started") }
+    func stream(_ index: Int, timeout: Duration = .seconds(10)) async throws -> (RivetSessionContext, RivetAuthenticatedStream) {
+        guard await eventually(timeout: timeout, { startedCount > index }) else { throw TestFailure("session \(index) never started") }
         return started.withLock { $0[index] }
     }
 }
@@ -200,8 +211,13 @@ func readToEnd(_ connection: TLSConnection, timeout: Duration = .seconds(10)) th
     }
 }
 
-/// Reads exactly `count` bytes from a stream.
-func readExactly(_ stream: RivetAuthenticatedStream, _ count: Int, timeout: Duration = .seconds(10)) throws -> [UInt8] {
+/// Reads exactly `count` bytes from a stream, on its own thread.
+func readExactly(_ stream: RivetAuthenticatedStream, _ count: Int, timeout: Duration = .seconds(10)) async throws -> [UInt8] {
+    try await onThread { try readExactlyBlocking(stream, count, timeout: timeout) }
+}
+
+/// Reads exactly `count` bytes from a stream, blocking this thread.
+func readExactlyBlocking(_ stream: RivetAuthenticatedStream, _ count: Int, timeout: Duration = .seconds(10)) throws -> [UInt8] {
     var bytes: [UInt8] = []
     let end = deadline(timeout)
     while bytes.count < count {
