@@ -35,6 +35,10 @@ let package = Package(
         .target(name: "Backoff"),
         .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
         .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
+        .executableTarget(name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing"], path: "Sources/Fuzz/fuzz-rvd1"),
+        .executableTarget(
+            name: "rivet-bench-handshake", dependencies: ["RivetTransport", "RivetPairing", "OpenSSLKit"],
+            path: "bench/handshake/Sources"),
 
         // MARK: Tests
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
