@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
         .executableTarget(name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing"], path: "Sources/Fuzz/fuzz-rvd1"),
         .executableTarget(
-            name: "rivet-bench-handshake", dependencies: ["RivetTransport", "RivetPairing", "OpenSSLKit"],
+            name: "rivet-bench-handshake", dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
 
         // MARK: Tests

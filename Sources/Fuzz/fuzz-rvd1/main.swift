@@ -1,7 +1,11 @@
 // fuzz-rvd1: libFuzzer target for the RVD1 preface decoder.
 //
-// Fuzzing:  swift build -c release --product fuzz-rvd1 -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING
-//           SWIFT_BACKTRACE=enable=no .build/release/fuzz-rvd1 Tests/Fuzz/corpus/rvd1 -max_total_time=60
+// Fuzzing:  swift build -c release --product fuzz-rvd1 -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING \
+//               -Xswiftc -Xclang-linker -Xswiftc -fuse-ld=lld
+//           (ld.gold, the default linker here, stops with "internal error in format_file_lineno"
+//           on this link; the toolchain's lld links it)
+//           mkdir -p /tmp/rvd1 && cp Tests/Fuzz/corpus/rvd1/* /tmp/rvd1/
+//           SWIFT_BACKTRACE=enable=no .build/release/fuzz-rvd1 /tmp/rvd1 -max_total_time=60
 // Replay:   swift run fuzz-rvd1 [FILE_OR_DIRECTORY ...]   (default: Tests/Fuzz/corpus/rvd1)
 //
 // Each input is read in both directions, in chunks whose sizes come from the input itself, and
