@@ -2,7 +2,6 @@ import Foundation
 import OpenSSLKit
 import RivetPairing
 import RivetSession
-import Synchronization
 
 /// What the listener needs from whoever runs pairing (the gateway, or `RivetPairingService`).
 ///
@@ -27,7 +26,7 @@ public final class RivetPairingChannel: Sendable {
     public let connection: RivetPairingConnectionID
     /// The device's address (`host:port`), for display.
     public let peerAddress: String
-    private let mailbox = Mutex<(replies: [RivetPairingReply], open: Bool)>(([], true))
+    private let mailbox = Locked<(replies: [RivetPairingReply], open: Bool)>(([], true))
     let wake: WakePipe
 
     init(connection: RivetPairingConnectionID, peerAddress: String) throws(SocketFailure) {
@@ -84,8 +83,8 @@ public final class RivetPairingService: RivetPairingHost {
 
     /// The registry completed pairings are stored in.
     public let store: RivetDevicePairingStore
-    private let coordinator: Mutex<RivetDevicePairingCoordinator>
-    private let channels = Mutex<[RivetPairingConnectionID: RivetPairingChannel]>([:])
+    private let coordinator: Locked<RivetDevicePairingCoordinator>
+    private let channels = Locked<[RivetPairingConnectionID: RivetPairingChannel]>([:])
     private let desktopEvents: @Sendable (DesktopEvent) -> Void
 
     /// A service for the server whose fingerprint is `serverFingerprint`.
@@ -99,7 +98,7 @@ public final class RivetPairingService: RivetPairingHost {
         desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }
     ) {
         self.store = store
-        self.coordinator = Mutex(
+        self.coordinator = Locked(
             RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, clock: clock, randomness: randomness))
         self.desktopEvents = desktopEvents
     }

@@ -288,3 +288,32 @@ import Testing
         }
     }
 }
+
+/// The fuzz corpus (Tests/Fuzz/corpus/rvd1) replayed through the reader: every decoded message
+/// re-encodes to the exact bytes it came from, and no reader takes a byte past what it needs.
+@Suite struct FuzzCorpusTests {
+    @Test func theCorpusReplaysWithoutABrokenInvariant() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let directory = root.appendingPathComponent("Fuzz/corpus/rvd1")
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(names.count >= 39)
+        for name in names {
+            let input = Array(try Data(contentsOf: directory.appendingPathComponent(name)).dropFirst())
+            for side in [RVD1Direction.clientToServer, .serverToClient] {
+                var reader = RVD1Reader(reading: side)
+                var offset = 0
+                var start = side == .clientToServer ? 4 : 0
+                while offset < input.count {
+                    let needed = reader.bytesNeeded
+                    guard let (consumed, message) = try? reader.consume(input[offset...]) else { break }
+                    #expect(consumed <= needed && consumed > 0, "\(name)")
+                    offset += consumed
+                    if let message {
+                        #expect(message.encoded == Array(input[start..<offset]), "\(name)")
+                        start = offset
+                    }
+                }
+            }
+        }
+    }
+}

@@ -3,7 +3,6 @@ import OpenSSLKit
 import RivetPairing
 import RivetSession
 import RivetTransport
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -158,7 +157,7 @@ import Glibc
         let server = try TestServer()
         defer { server.stop() }
         try server.service.openWindow()
-        let shown = Mutex<ConfirmationCode?>(nil)
+        let shown = Locked<ConfirmationCode?>(nil)
         let port = server.port
         async let desktop: Void = onThread({ try Self.confirmOnDesktop(server, scopes: [try RivetDeviceScope("score.read")]) })
         let credential = try await onThread {
@@ -256,7 +255,7 @@ import Glibc
         defer { server.stop() }
         try server.service.openWindow()
         let port = server.port
-        let release = Mutex(false)
+        let release = Locked(false)
         async let first = onThread({
             outcome { () throws(RivetClientError) in
                 try RivetClientConnector().pair(host: "127.0.0.1", port: port, applicationID: application, deviceName: try! RivetDeviceName("first")) { _ in

@@ -3,12 +3,27 @@ import OpenSSLKit
 import RivetPairing
 import RivetSession
 import RivetTransport
-import Synchronization
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// A value guarded by a pthread-backed lock, which the thread sanitizer understands (it cannot
+/// see Synchronization.Mutex's futex calls).
+final class Locked<Value>: @unchecked Sendable {
+    // @unchecked Sendable: `value` is only touched inside `withLock`, under `lock`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
 
 /// A fresh directory under the system temp dir, removed by `remove()`.
 struct TemporaryDirectory: Sendable {
@@ -72,10 +87,10 @@ let application = try! RivetApplicationID("org.example.rivet")
 
 /// Records what the listener tells the session handler, and admits by a switch.
 final class RecordingHandler: RivetSessionHandler {
-    let admitting = Mutex(true)
-    let started = Mutex<[(RivetSessionContext, RivetAuthenticatedStream)]>([])
-    let ended = Mutex<[RivetSessionContext]>([])
-    let admitted = Mutex(0)
+    let admitting = Locked(true)
+    let started = Locked<[(RivetSessionContext, RivetAuthenticatedStream)]>([])
+    let ended = Locked<[RivetSessionContext]>([])
+    let admitted = Locked(0)
 
     func admit(_ session: RivetSessionContext) -> Bool {
         let yes = admitting.withLock { $0 }
@@ -103,7 +118,7 @@ final class RecordingHandler: RivetSessionHandler {
 
 /// Every listener event, in order.
 final class EventLog: Sendable {
-    let events = Mutex<[RivetListener.Event]>([])
+    let events = Locked<[RivetListener.Event]>([])
 }
 
 /// A real listener on 127.0.0.1 with its own state directory, registry, pairing service and
@@ -271,7 +286,7 @@ func run(_ executable: String, _ arguments: [String], input: [UInt8] = [], timeo
     try process.run()
     stdin.fileHandleForWriting.write(Data(input))
     try stdin.fileHandleForWriting.close()
-    let collected = Mutex((output: Data(), errors: Data()))
+    let collected = Locked((output: Data(), errors: Data()))
     let readers = DispatchGroup()
     readers.enter()
     Thread {
