@@ -512,6 +512,8 @@ struct ConnectionSession {
     var machine = RVD1ServerHandshake()
     var reader = RVD1Reader(reading: .clientToServer)
     var channel: RivetPairingChannel?
+    /// Replies taken from the channel and not yet given to the machine, oldest first.
+    private var replies: [RivetPairingReply] = []
     /// Set once the handler admitted the device: `sessionEnded` is then owed.
     var admitted: RivetSessionContext?
     private var stepDeadline: ContinuousClock.Instant = .now
@@ -552,9 +554,8 @@ struct ConnectionSession {
     /// deadline, or the end of the connection.
     private mutating func nextEvent() -> RVD1ServerHandshake.Event {
         while true {
-            if let channel, let reply = channel.takeReplies().first {
-                return .pairingReply(reply)
-            }
+            if let channel { replies += channel.takeReplies() }
+            if !replies.isEmpty { return .pairingReply(replies.removeFirst()) }
             // Try what TLS already has (non-blocking), then wait on the socket and the channel.
             switch readAvailable() {
             case .message(let message): return .received(message)

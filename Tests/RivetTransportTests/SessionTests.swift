@@ -307,3 +307,40 @@ import Glibc
         #expect(error == .rejected(.windowClosed))
     }
 }
+
+/// A pairing host that answers `PairBegin` with a nonce and, in the same breath, a refusal.
+final class HastyHost: RivetPairingHost {
+    let disconnected = Locked<[RivetPairingConnectionID]>([])
+
+    func deviceSent(_ message: RivetPairingDeviceMessage, on channel: RivetPairingChannel) {
+        guard case .begin = message else { return }
+        channel.reply(.serverNonce(RivetDevicePairServerNonce(nonce: Nonce(bytes: [UInt8](repeating: 5, count: 32))!)))
+        channel.reply(.refused(.cancelled))
+    }
+
+    func deviceDisconnected(_ connection: RivetPairingConnectionID) {
+        disconnected.withLock { $0.append(connection) }
+    }
+}
+
+@Suite struct PairingHostTests {
+    @Test func repliesThatArriveTogetherAreAllDelivered() async throws {
+        let host = HastyHost()
+        let server = try TestServer(host: host)
+        defer { server.stop() }
+        let port = server.port
+        let started = ContinuousClock.now
+        let result = try await onThread {
+            outcome { () throws(RivetClientError) in
+                try RivetClientConnector().pair(host: "127.0.0.1", port: port, applicationID: application, deviceName: try! RivetDeviceName("phone")) { _ in .confirm }
+            }
+        }
+        guard case .failure(let error) = result else {
+            Issue.record("a refused attempt must fail")
+            return
+        }
+        #expect(error == .rejected(.windowClosed))
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(await eventually { host.disconnected.withLock { $0.count } == 1 })
+    }
+}

@@ -133,7 +133,10 @@ final class TestServer: Sendable {
     let port: UInt16
     let log = EventLog()
 
-    init(pairing: Bool = true, configure: (inout RivetListener.Configuration) -> Void = { _ in }) throws {
+    init(
+        pairing: Bool = true, host: (any RivetPairingHost)? = nil,
+        configure: (inout RivetListener.Configuration) -> Void = { _ in }
+    ) throws {
         directory = try TemporaryDirectory()
         identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.file("state"))
         store = try RivetDevicePairingStore(path: directory.file("state/pairing.sqlite3"))
@@ -143,7 +146,7 @@ final class TestServer: Sendable {
         let log = self.log
         configuration.events = { event in log.events.withLock { $0.append(event) } }
         listener = RivetListener(
-            configuration: configuration, identity: identity, pairing: pairing ? service : nil,
+            configuration: configuration, identity: identity, pairing: host ?? (pairing ? service : nil),
             authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: handler)
         port = try listener.start(host: "127.0.0.1", port: 0)
     }
