@@ -151,13 +151,22 @@ public final class RivetClientConnector: Sendable {
         var reader = RVD1Reader(reading: .serverToClient)
         let begin: [UInt8]
         do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
-        try sendDuringPairing(begin, connection, &reader, deadline: deadline)
+        var early = try sendDuringPairing(begin, connection, &reader, deadline: deadline)
         var messageDeadline = deadline
         while true {
-            let message = try readMessage(connection, &reader, deadline: messageDeadline)
+            let message: RVD1Message
+            if let pending = early {
+                message = pending
+                early = nil
+            } else {
+                message = try readMessage(connection, &reader, deadline: messageDeadline)
+            }
             switch exchange.receive(message) {
             case .showCode(let code, let reveal):
-                try sendDuringPairing(reveal, connection, &reader, deadline: deadline)
+                if let refusal = try sendDuringPairing(reveal, connection, &reader, deadline: deadline) {
+                    early = refusal
+                    continue
+                }
                 let decision = decide(RivetPairingPrompt(code: code, serverFingerprint: seen, serverAddress: address))
                 let answer: [UInt8]
                 switch decision {
@@ -175,7 +184,7 @@ public final class RivetClientConnector: Sendable {
                     throw RivetClientError.pairingFailed.with("pairing was rejected on this device")
                 }
                 messageDeadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
-                try sendDuringPairing(answer, connection, &reader, deadline: messageDeadline)
+                early = try sendDuringPairing(answer, connection, &reader, deadline: messageDeadline)
             case .paired(let credential):
                 return credential
             case .rejected(let reason):
@@ -257,23 +266,35 @@ public final class RivetClientConnector: Sendable {
         }
     }
 
-    /// Sends during pairing; when the server has already hung up, reads its last message, which
-    /// is usually the `Reject` that says why.
+    /// Sends during pairing. A server that ends the attempt sends `Reject` and closes, and a
+    /// write after that close can fail before the `Reject` is read; so a message the server has
+    /// already sent is read first and, being out of turn, ends the exchange.
     private func sendDuringPairing(
         _ bytes: [UInt8], _ connection: TLSConnection, _ reader: inout RVD1Reader, deadline: ContinuousClock.Instant
-    ) throws(RivetClientError) {
-        do {
-            try send(bytes, on: connection, deadline: deadline, what: "a pairing message")
-        } catch {
-            if case .reject(let reason)? = try? readMessageAfterFailure(connection, &reader) {
-                throw RivetClientError.rejected(reason)
-            }
-            throw error
-        }
+    ) throws(RivetClientError) -> RVD1Message? {
+        if let early = try messageAlreadySent(connection, &reader) { return early }
+        try send(bytes, on: connection, deadline: deadline, what: "a pairing message")
+        return nil
     }
 
-    private func readMessageAfterFailure(_ connection: TLSConnection, _ reader: inout RVD1Reader) throws(RivetClientError) -> RVD1Message {
-        try readMessage(connection, &reader, deadline: .now + .milliseconds(500))
+    /// A server message that is already arriving, read whole, or nil when nothing has arrived.
+    private func messageAlreadySent(_ connection: TLSConnection, _ reader: inout RVD1Reader) throws(RivetClientError) -> RVD1Message? {
+        let first: [UInt8]
+        do {
+            first = try connection.read(maxCount: reader.bytesNeeded, deadline: .now)
+        } catch {
+            if error == .timedOut { return nil }
+            throw Self.classify(error, during: "reading the server's RVD1 messages")
+        }
+        guard !first.isEmpty else {
+            throw RivetClientError.connectionFailed.with("the server closed the connection during pairing")
+        }
+        do {
+            if let message = try reader.consume(first).message { return message }
+        } catch {
+            throw RivetClientError.protocolError.with(error.message)
+        }
+        return try readMessage(connection, &reader, deadline: .now + .seconds(2))
     }
 
     /// Reads exactly one server message, never a byte beyond it.

@@ -547,6 +547,8 @@ struct ConnectionSession {
             let event = nextEvent()
             perform(machine.handle(event))
         }
+        // close_notify after the last message, so the peer reads a clean end, not a reset.
+        try? connection.shutdown(deadline: .now + .milliseconds(500))
         return closeReason ?? "closed"
     }
 
