@@ -104,6 +104,10 @@ public final class RivetListener: Sendable {
         /// Backstop for each wait on a person during pairing (default 300 s; the pairing window
         /// normally ends it first).
         public var personTimeout: Duration = .seconds(300)
+        /// A device's "last seen" time is written to the registry at most this often (default
+        /// 60 s; zero writes it on every resume). Each write is a durable SQLite commit, which
+        /// would otherwise cost more than the TLS handshake itself.
+        public var lastSeenInterval: Duration = .seconds(60)
         /// The listen backlog (default 128).
         public var backlog: Int32 = 128
         /// Buffers of authenticated streams.
@@ -240,6 +244,7 @@ final class ListenerCore: @unchecked Sendable {
     private var records: [UInt64: ConnectionRecord] = [:]
     private var nextID: UInt64 = 1
     private(set) var boundPortValue: UInt16?
+    private var lastSeenWritten: [DeviceID: ContinuousClock.Instant] = [:]
 
     init(
         configuration: RivetListener.Configuration, identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
@@ -497,6 +502,19 @@ final class ListenerCore: @unchecked Sendable {
         }
     }
 
+    /// True when the device's "last seen" time is due to be written (and notes that it is).
+    func lastSeenDue(_ device: DeviceID) -> Bool {
+        monitor.withLock {
+            let now = ContinuousClock.now
+            if let written = lastSeenWritten[device], now - written < configuration.lastSeenInterval { return false }
+            if lastSeenWritten.count >= 4096 {
+                lastSeenWritten = lastSeenWritten.filter { now - $0.value < configuration.lastSeenInterval }
+            }
+            lastSeenWritten[device] = now
+            return true
+        }
+    }
+
     /// Moves a connection to the pairing stage (it leaves the pending caps).
     func enterPairing(_ record: ConnectionRecord) { setPhase(record, .pairing) }
 
@@ -667,7 +685,9 @@ struct ConnectionSession {
                 serverFingerprint: core.identity.fingerprint)
             {
             case .success(let device):
-                try? core.authenticator.store.touchLastSeen(device.deviceID, at: Date())
+                if core.lastSeenDue(device.deviceID) {
+                    try? core.authenticator.store.touchLastSeen(device.deviceID, at: Date())
+                }
                 return .authenticated(device)
             case .failure:
                 return .authenticated(nil)

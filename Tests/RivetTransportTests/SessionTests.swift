@@ -88,6 +88,23 @@ import Glibc
         #expect(server.handler.admitted.withLock { $0 } == 0)
     }
 
+    @Test func lastSeenIsWrittenAtMostOncePerInterval() async throws {
+        for (interval, expectChange) in [(Duration.seconds(60), false), (.zero, true)] {
+            let server = try TestServer { $0.lastSeenInterval = interval }
+            defer { server.stop() }
+            let credential = try server.registerDevice()
+            let port = server.port
+            let first = try await onThread { try RivetClientConnector().resume(credential, host: "127.0.0.1", port: port) }
+            first.stream.close()
+            let seen = try #require(try server.store.device(credential.deviceID)?.lastSeen)
+            try await Task.sleep(for: .milliseconds(20))
+            let second = try await onThread { try RivetClientConnector().resume(credential, host: "127.0.0.1", port: port) }
+            second.stream.close()
+            let again = try #require(try server.store.device(credential.deviceID)?.lastSeen)
+            #expect((again != seen) == expectChange, "interval \(interval)")
+        }
+    }
+
     @Test func aRefusingHandlerMakesTheServerBusyForTheClient() async throws {
         let server = try TestServer()
         defer { server.stop() }
