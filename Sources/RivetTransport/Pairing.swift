@@ -142,6 +142,8 @@ public final class RivetPairingService: RivetPairingHost {
         try? apply(.tick)
     }
 
+    /// Feeds a device's message to the coordinator (looking up the registry record of a
+    /// re-pairing device's `existingDeviceID`) and replies through `channel`.
     public func deviceSent(_ message: RivetPairingDeviceMessage, on channel: RivetPairingChannel) {
         let connection = channel.connection
         let input: RivetDevicePairingCoordinator.Input
@@ -157,6 +159,8 @@ public final class RivetPairingService: RivetPairingHost {
         try? apply(input)
     }
 
+    /// Tells the coordinator the connection is gone (a failure if it owned the active attempt)
+    /// and forgets its channel.
     public func deviceDisconnected(_ connection: RivetPairingConnectionID) {
         try? apply(.connectionLost(connection))
         channels.withLock { _ = $0.removeValue(forKey: connection) }
