@@ -49,6 +49,14 @@ let package = Package(
         .plugin(
             name: "RivetGeneratorPlugin", capability: .buildTool(),
             dependencies: ["rivet-generate"]),
+        // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
+        .target(name: "Backoff"),
+        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
+        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
+        .executableTarget(name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing"], path: "Sources/Fuzz/fuzz-rvd1"),
+        .executableTarget(
+            name: "rivet-bench-handshake", dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "OpenSSLKit"],
+            path: "bench/handshake/Sources"),
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
@@ -74,6 +82,12 @@ let package = Package(
         .testTarget(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
             plugins: ["RivetGeneratorPlugin"]),
+        .testTarget(
+            name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"],
+            resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "RivetTransportTests",
+            dependencies: ["RivetTransport", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
     ],
     swiftLanguageModes: [.v6]
 )
