@@ -39,6 +39,7 @@ let package = Package(
         .target(name: "RivetWire"),
         .target(name: "RivetDevice", dependencies: ["RivetWire"]),
         .target(name: "RivetSchema"),
+        .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"]),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema"]),
         .target(name: "RivetFuzzSupport", path: "Sources/Fuzz/RivetFuzzSupport"),
         .executableTarget(
@@ -48,6 +49,14 @@ let package = Package(
         .plugin(
             name: "RivetGeneratorPlugin", capability: .buildTool(),
             dependencies: ["rivet-generate"]),
+        // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
+        .target(name: "Backoff"),
+        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
+        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
+        .executableTarget(name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing"], path: "Sources/Fuzz/fuzz-rvd1"),
+        .executableTarget(
+            name: "rivet-bench-handshake", dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "OpenSSLKit"],
+            path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo streams: event-stream parser, coalesced runner, connectivity, reconnect
         .target(name: "RastrilloStreams"),
@@ -72,12 +81,19 @@ let package = Package(
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"], exclude: ["Vectors"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
+        .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema"], exclude: ["Reference"]),
         .testTarget(name: "RastrilloStreamsTests", dependencies: ["RastrilloStreams", "fuzz-sse"]),
         .testTarget(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
             plugins: ["RivetGeneratorPlugin"]),
+        .testTarget(
+            name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"],
+            resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "RivetTransportTests",
+            dependencies: ["RivetTransport", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -208,14 +208,21 @@ public struct CommandSpec: Sendable, Hashable {
     public let exclusiveGroups: [[String]]
     /// The exit statuses listed in `--help`, in order.
     public let exitStatuses: [ExitStatus]
+    /// Signals (`SIGINT`, `SIGTERM`) that ask this tool to stop as its normal end — a daemon on
+    /// `SIGTERM`, a follow-mode browser on either. After the first such signal the body's task
+    /// is cancelled as usual, but the exit status is the body's own outcome (a body that ends
+    /// by throwing `CancellationError` exits 0), not 130/143. A second signal still exits at
+    /// once with 130/143.
+    public let normalStopSignals: Set<Int32>
 
     /// Creates a spec.
     public init(
         name: String, version: String, abstract: String, discussion: String = "",
         options: [OptionSpec] = [], positionals: [PositionalSpec] = [],
         subcommands: [SubcommandSpec] = [], exclusiveGroups: [[String]] = [],
-        exitStatuses: [ExitStatus] = ExitStatus.standard
+        exitStatuses: [ExitStatus] = ExitStatus.standard, normalStopSignals: Set<Int32> = []
     ) {
+        self.normalStopSignals = normalStopSignals
         self.name = name
         self.version = version
         self.abstract = abstract

@@ -75,7 +75,7 @@ public enum ToolRunner {
         run.started(task)
         Task {
             let result = await task.result
-            let code = exitCode(for: result, signal: run.signal, tool: spec.name)
+            let code = exitCode(for: result, signal: run.signal, spec: spec)
             withExtendedLifetime(keptSources) {}
             exit(code)
         }
@@ -90,14 +90,17 @@ public enum ToolRunner {
 
     /// The exit code for the body's outcome, printing what the user must see.
     static func exitCode(
-        for result: Result<ExitStatus, any Error>, signal: Int32?, tool: String
+        for result: Result<ExitStatus, any Error>, signal: Int32?, spec: CommandSpec
     ) -> Int32 {
-        if let signal { return signalExitCode(signal) }
+        if let signal {
+            guard spec.normalStopSignals.contains(signal) else { return signalExitCode(signal) }
+            if case .failure(let error) = result, error is CancellationError { return ExitStatus.ok.code }
+        }
         switch result {
         case .success(let status):
             return status.code
         case .failure(let error):
-            return report(error, tool: tool)
+            return report(error, tool: spec.name)
         }
     }
 

@@ -138,6 +138,28 @@ public struct SchemaNameReference: Hashable, Sendable {
     public var location: SourceLocation
 }
 
+/// `(scope NAME [DOC] (rpcs NAME ...) (events NAME ...) (state-read NAME ...) (state-write NAME ...))`:
+/// a named permission the desktop grants to a paired device. Each clause is optional and names
+/// only items of the matching `device-*` allowlist; the gateway's policy reads scopes, the
+/// generated Swift and the lock do not (scopes are policy, not wire contract).
+public struct SchemaScope: Hashable, Sendable {
+    /// The scope's name: 1–64 characters of `a-z 0-9 - _ .`, the charset of a pairing scope.
+    public var name: String
+    /// The optional documentation string.
+    public var documentation: String?
+    /// `(rpcs ...)`: RPCs the scope lets a device call, each in `device-rpcs`.
+    public var rpcs: [SchemaNameReference]
+    /// `(events ...)`: events the scope delivers to a device, each in `device-events`.
+    public var events: [SchemaNameReference]
+    /// `(state-read ...)`: state keys a device may read and whose changes it receives, each in
+    /// `device-state`.
+    public var stateRead: [SchemaNameReference]
+    /// `(state-write ...)`: state keys a device may write, each in `device-state`.
+    public var stateWrite: [SchemaNameReference]
+    /// Where the scope is declared.
+    public var location: SourceLocation
+}
+
 /// The access level of generated declarations.
 public enum SchemaAccess: String, Hashable, Sendable {
     /// `internal` (the default): for a schema used inside one module.
@@ -169,6 +191,12 @@ public struct Schema: Hashable, Sendable {
     public var deviceState: [SchemaNameReference]
     /// `(swift-access public|internal)`; `internal` by default.
     public var access: SchemaAccess
+    /// `(scope ...)` declarations in declaration order; none by default (then no device is
+    /// granted anything).
+    public var scopes: [SchemaScope]
+
+    /// The scope named `name`, if declared.
+    public func scope(named name: String) -> SchemaScope? { scopes.first { $0.name == name } }
 
     /// The exported RPCs, in allowlist order.
     public var exportedRPCs: [SchemaRPC] {

@@ -14,6 +14,21 @@ extension Schema {
         return schema
     }
 
+    /// Longest scope name accepted: 64, the bound of a pairing scope (`RivetDeviceScope`).
+    public static let maxScopeNameLength = 64
+
+    /// Whether `name` is a valid scope name: 1 to ``maxScopeNameLength`` characters of `a-z`,
+    /// `0-9`, `-`, `_` and `.` — exactly the names `RivetDeviceScope` (RivetPairing) accepts, so
+    /// every declared scope can be granted at pairing.
+    public static func isValidScopeName(_ name: String) -> Bool {
+        let utf8 = Array(name.utf8)
+        return !utf8.isEmpty && utf8.count <= maxScopeNameLength && utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+    }
+
     /// Whether `name` is a valid schema name: lowercase words of `a-z0-9` joined by single
     /// hyphens, starting with a letter, at most ``maxNameLength`` characters.
     public static func isValidName(_ name: String) -> Bool {
@@ -56,6 +71,7 @@ private struct SchemaReader {
     private var stateKeys: [SchemaStateKey] = []
     private var allowlists: [String: (location: SourceLocation, names: [SchemaNameReference])] = [:]
     private var access: (value: SchemaAccess, location: SourceLocation)?
+    private var scopes: [SchemaScope] = []
 
     init(file: String) { self.file = file }
 
@@ -71,12 +87,12 @@ private struct SchemaReader {
             deviceRPCs: allowlists["device-rpcs"]?.names ?? [],
             deviceEvents: allowlists["device-events"]?.names ?? [],
             deviceState: allowlists["device-state"]?.names ?? [],
-            access: access?.value ?? .internal)
+            access: access?.value ?? .internal, scopes: scopes)
     }
 
     // MARK: Forms
 
-    private static let formNames = "record, enum, rpc, event, state, device-rpcs, device-events, device-state or swift-access"
+    private static let formNames = "record, enum, rpc, event, state, device-rpcs, device-events, device-state, scope or swift-access"
 
     mutating func readForm(_ datum: SExpr) {
         guard case .list(let elements, let tail) = datum.kind, let head = elements.first else {
@@ -103,6 +119,7 @@ private struct SchemaReader {
         case "event": readEvent(datum, rest)
         case "state": readState(datum, rest)
         case "device-rpcs", "device-events", "device-state": readAllowlist(keyword, datum, rest)
+        case "scope": readScope(datum, rest)
         default:
             error("unknown form `\(keyword)`; expected \(Self.formNames)", at: head.location)
         }
@@ -232,6 +249,60 @@ private struct SchemaReader {
         allowlists[keyword] = (form.location, names)
     }
 
+    private static let scopeClauses = "(rpcs NAME …), (events NAME …), (state-read NAME …) or (state-write NAME …)"
+
+    mutating func readScope(_ form: SExpr, _ rest: [SExpr]) {
+        guard let nameDatum = rest.first else {
+            error("`scope` needs a name: (scope NAME [DOC] \(Self.scopeClauses))", at: form.location)
+            return
+        }
+        guard let name = nameDatum.symbol else {
+            error("scope name must be a symbol, found `\(nameDatum)`", at: nameDatum.location)
+            return
+        }
+        guard Schema.isValidScopeName(name) else {
+            error("`\(name)` is not a valid scope name: use 1 to \(Schema.maxScopeNameLength) characters of a-z, 0-9, `-`, `_` and `.` (e.g. `viewer`)", at: nameDatum.location)
+            return
+        }
+        var clauses = Array(rest.dropFirst())
+        var documentation: String?
+        if let first = clauses.first, case .string(let text) = first.kind {
+            documentation = text
+            clauses.removeFirst()
+        }
+        var lists: [String: (location: SourceLocation, names: [SchemaNameReference])] = [:]
+        for clause in clauses {
+            guard let parts = clause.properList, let keyword = parts.first?.symbol else {
+                error("a clause of scope `\(name)` is written \(Self.scopeClauses), found `\(clause)`", at: clause.location)
+                continue
+            }
+            guard ["rpcs", "events", "state-read", "state-write"].contains(keyword) else {
+                error("unknown clause `\(keyword)` in scope `\(name)`; expected \(Self.scopeClauses)", at: parts[0].location)
+                continue
+            }
+            if let earlier = lists[keyword] {
+                error("scope `\(name)` has a second `\(keyword)` clause (first at \(earlier.location)); list every name in one clause", at: clause.location)
+                continue
+            }
+            var names: [SchemaNameReference] = []
+            var seen: [String: SourceLocation] = [:]
+            for datum in parts.dropFirst() {
+                guard let listed = checkedName(datum, what: "name in \(keyword) of scope `\(name)`") else { continue }
+                if let first = seen[listed] {
+                    error("`\(listed)` is listed twice in \(keyword) of scope `\(name)` (first at \(first))", at: datum.location)
+                    continue
+                }
+                seen[listed] = datum.location
+                names.append(SchemaNameReference(name: listed, location: datum.location))
+            }
+            lists[keyword] = (clause.location, names)
+        }
+        scopes.append(SchemaScope(
+            name: name, documentation: documentation, rpcs: lists["rpcs"]?.names ?? [],
+            events: lists["events"]?.names ?? [], stateRead: lists["state-read"]?.names ?? [],
+            stateWrite: lists["state-write"]?.names ?? [], location: form.location))
+    }
+
     mutating func readAccess(_ form: SExpr, elements: [SExpr], tail: SExpr?) {
         let values = Array(elements.dropFirst()) + (tail.map { [$0] } ?? [])
         if let earlier = access {
@@ -335,6 +406,7 @@ private struct SchemaReader {
         checkAllowlist("device-rpcs", declared: Set(rpcs.map(\.name)), kind: "rpc")
         checkAllowlist("device-events", declared: Set(events.map(\.name)), kind: "event")
         checkAllowlist("device-state", declared: Set(stateKeys.map(\.name)), kind: "state key")
+        checkScopes()
 
         let generatedTypes = Set(records.map { SwiftNames.typeName($0.name) } + enums.map { SwiftNames.typeName($0.name) })
         for reference in allowlists["device-rpcs"]?.names ?? [] {
@@ -406,6 +478,38 @@ private struct SchemaReader {
                         } else if visited.insert(target).inserted {
                             stack.append((target, fieldPath))
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scope names are unique, and a scope grants only names its `device-*` allowlist exports.
+    mutating func checkScopes() {
+        checkUnique(scopes.map { ($0.name, $0.location) }, kind: "scope")
+        let exported = [
+            "device-rpcs": Set((allowlists["device-rpcs"]?.names ?? []).map(\.name)),
+            "device-events": Set((allowlists["device-events"]?.names ?? []).map(\.name)),
+            "device-state": Set((allowlists["device-state"]?.names ?? []).map(\.name)),
+        ]
+        let declared = [
+            "device-rpcs": Set(rpcs.map(\.name)), "device-events": Set(events.map(\.name)),
+            "device-state": Set(stateKeys.map(\.name)),
+        ]
+        for scope in scopes {
+            let clauses: [(String, [SchemaNameReference], String, String)] = [
+                ("rpcs", scope.rpcs, "device-rpcs", "rpc"),
+                ("events", scope.events, "device-events", "event"),
+                ("state-read", scope.stateRead, "device-state", "state"),
+                ("state-write", scope.stateWrite, "device-state", "state"),
+            ]
+            for (clause, names, allowlist, form) in clauses {
+                let kind = form == "state" ? "state key" : form
+                for reference in names where !(exported[allowlist] ?? []).contains(reference.name) {
+                    if (declared[allowlist] ?? []).contains(reference.name) {
+                        error("\(kind) `\(reference.name)` in \(clause) of scope `\(scope.name)` is not in \(allowlist); a scope grants only exported names: add it to (\(allowlist) …) or remove it from the scope", at: reference.location)
+                    } else {
+                        error("\(kind) `\(reference.name)` in \(clause) of scope `\(scope.name)` is not declared; declare it with (\(form) \(reference.name) …), list it in (\(allowlist) …), or remove it from the scope", at: reference.location)
                     }
                 }
             }

@@ -108,6 +108,33 @@ func stderrText(_ result: ExitTest.Result?) -> String {
         #expect(FileManager.default.contents(atPath: marker) == Data("SIGTERM".utf8))
     }
 
+    /// A spec that names SIGTERM a normal stop: the body's own status is the exit status, and a
+    /// body that ends by rethrowing the cancellation exits 0.
+    @Test func normalStopSignalExitsWithTheBodysStatus() async {
+        await #expect(processExitsWith: .exitCode(0)) {
+            ToolRunner.main(spec: StopSpec.daemon, arguments: ["demo-daemon"]) { _ in
+                kill(getpid(), SIGTERM)
+                try await Task.sleep(for: .seconds(3600))
+                return .failure
+            }
+        }
+        await #expect(processExitsWith: .exitCode(1)) {
+            ToolRunner.main(spec: StopSpec.daemon, arguments: ["demo-daemon"]) { _ in
+                kill(getpid(), SIGTERM)
+                while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+                return .failure
+            }
+        }
+        // SIGINT is not in the set: it still exits 130.
+        await #expect(processExitsWith: .exitCode(130)) {
+            ToolRunner.main(spec: StopSpec.daemon, arguments: ["demo-daemon"]) { _ in
+                kill(getpid(), SIGINT)
+                try await Task.sleep(for: .seconds(3600))
+                return .ok
+            }
+        }
+    }
+
     /// A body that ignores cancellation: the second SIGINT ends the process at once.
     @Test func secondSignalExitsAtOnce() async throws {
         let directory = try Paths.temporaryDirectory()
@@ -159,3 +186,9 @@ final class LockedLines: Sendable {
     func append(_ line: String) { lines.withLock { $0.append(line) } }
 }
 
+
+/// A daemon-like spec for which SIGTERM is a normal stop.
+enum StopSpec {
+    static let daemon = CommandSpec(
+        name: "demo-daemon", version: "1", abstract: "Serve.", normalStopSignals: [SIGTERM])
+}

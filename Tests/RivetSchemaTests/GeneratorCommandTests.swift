@@ -160,8 +160,10 @@ let scoreboard = try! String(
         #expect(added.status == 0)
         #expect(added.stderr == "rivet-generate: note: rpc reset-scores is new since rivet.lock (compatible)\n")
 
+        // The controller scope grants refresh-score, so it must stop granting it too.
         try tool.write("removed.rktd", scoreboard.replacingOccurrences(
-            of: "(device-rpcs . (current-score refresh-score))", with: "(device-rpcs . (current-score))"))
+            of: "(device-rpcs . (current-score refresh-score))", with: "(device-rpcs . (current-score))"
+        ).replacingOccurrences(of: "(rpcs refresh-score)", with: ""))
         let removed = try tool.run("removed.rktd", "--check-lock", "rivet.lock", "--output", "Generated.swift")
         #expect(removed.status == 1)
         #expect(removed.stderr == "rivet.lock:5:1: error: rpc `refresh-score` is in the lock but no longer exported; removing it breaks devices built against the lock\n")

@@ -78,10 +78,10 @@ func diagnostics(_ text: String) -> [String] {
     }
 
     @Test(arguments: [
-        ("(records x)", "rivet.rktd:1:2: error: unknown form `records`; expected record, enum, rpc, event, state, device-rpcs, device-events, device-state or swift-access"),
+        ("(records x)", "rivet.rktd:1:2: error: unknown form `records`; expected record, enum, rpc, event, state, device-rpcs, device-events, device-state, scope or swift-access"),
         ("hello", "rivet.rktd:1:1: error: expected a form such as (record …) or (rpc …), found `hello`"),
         ("()", "rivet.rktd:1:1: error: expected a form such as (record …) or (rpc …), found `()`"),
-        ("(\"rpc\" x)", "rivet.rktd:1:2: error: a form starts with its kind (record, enum, rpc, event, state, device-rpcs, device-events, device-state or swift-access), found `\"rpc\"`"),
+        ("(\"rpc\" x)", "rivet.rktd:1:2: error: a form starts with its kind (record, enum, rpc, event, state, device-rpcs, device-events, device-state, scope or swift-access), found `\"rpc\"`"),
         ("(record)", "rivet.rktd:1:1: error: `record` needs a name: (record NAME …)"),
         ("(record Score)", "rivet.rktd:1:9: error: `Score` is not a valid record name: use lowercase words of a-z and 0-9 joined by single hyphens, starting with a letter, at most 64 characters (e.g. `current-score`)"),
         ("(record a--b)", "rivet.rktd:1:9: error: `a--b` is not a valid record name: use lowercase words of a-z and 0-9 joined by single hyphens, starting with a letter, at most 64 characters (e.g. `current-score`)"),

@@ -39,3 +39,16 @@
 (device-rpcs . (current-score refresh-score))
 (device-events . (score-changed))
 (device-state . (home-team))
+
+;; Scopes: what the desktop's person can grant a device at pairing. Each names only
+;; allowlisted items; a device granted no scope can do nothing.
+(scope viewer
+  "Watch the score: read it, receive its changes and see which team is followed."
+  (rpcs current-score)
+  (events score-changed)
+  (state-read home-team))
+
+(scope controller
+  "Drive the scoreboard: ask for a refresh and choose the team to follow."
+  (rpcs refresh-score)
+  (state-write home-team))
