@@ -59,7 +59,7 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo streams: event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloStreams"),
+        .target(name: "RastrilloStreams", dependencies: ["Backoff"]),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloStreams", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
 
@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema"], exclude: ["Reference"]),
-        .testTarget(name: "RastrilloStreamsTests", dependencies: ["RastrilloStreams", "fuzz-sse"]),
+        .testTarget(name: "RastrilloStreamsTests", dependencies: ["RastrilloStreams", "Backoff", "fuzz-sse"]),
         .testTarget(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
             plugins: ["RivetGeneratorPlugin"]),
