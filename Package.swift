@@ -62,6 +62,8 @@ let package = Package(
         .target(name: "RastrilloStreams", dependencies: ["Backoff"]),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloStreams", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
+        .executableTarget(
+            name: "rastrillo-bench-sse", dependencies: ["RastrilloStreams"], path: "bench/stream-parser/Sources"),
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),

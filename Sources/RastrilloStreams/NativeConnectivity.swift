@@ -9,7 +9,8 @@ import Synchronization
 ///   failure. A response clears that.
 /// - What traffic proved is forgotten whenever the path changes: the new network must prove
 ///   itself again.
-/// - ``changes`` fires on every path change and when a server that had failed answers again.
+/// - ``changes`` fires on every path change and when a server that had failed answers again
+///   (a command-line process has no return to the foreground to report).
 ///
 /// One instance per process observes the system: ``shared``. Tests and tools that supply
 /// their own path make instances with ``init(path:clock:)`` and drive them with

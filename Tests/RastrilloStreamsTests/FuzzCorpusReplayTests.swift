@@ -22,6 +22,6 @@ import Testing
         #expect(process.terminationStatus == 0, "\(text)")
         #expect(text.hasPrefix("fuzz-sse: replayed "))
         let count = Int(text.split(separator: " ")[2]) ?? 0
-        #expect(count >= 20)
+        #expect(count >= 437)
     }
 }

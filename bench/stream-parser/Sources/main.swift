@@ -1,0 +1,43 @@
+// bench/stream-parser: event-stream parser throughput on synthetic streams, fed in 16 KiB
+// chunks (what libcurl hands over) and one byte at a time (the worst case).
+//
+//   swift run -c release rastrillo-bench-sse [MiB]
+//
+// Prints MiB/s and events/s for each shape; the default feeds 64 MiB per shape.
+import RastrilloStreams
+
+func stream(eventBytes: Int, lineEnding: String) -> [UInt8] {
+    let payload = String(repeating: "x", count: max(0, eventBytes - 40))
+    let event = "id: 123456\(lineEnding)event: update\(lineEnding)data: \(payload)\(lineEnding)\(lineEnding)"
+    var bytes: [UInt8] = []
+    while bytes.count < 1 << 20 { bytes += Array(event.utf8) }
+    return bytes
+}
+
+func measure(_ name: String, _ block: [UInt8], mebibytes: Int, chunk: Int) {
+    var parser = EventStreamParser()
+    var events = 0
+    let clock = ContinuousClock()
+    let repetitions = max(1, mebibytes * (1 << 20) / block.count)
+    let elapsed = clock.measure {
+        for _ in 0..<repetitions {
+            var offset = 0
+            while offset < block.count {
+                let end = min(block.count, offset + chunk)
+                try! parser.append(block[offset..<end]) { _ in events += 1 }
+                offset = end
+            }
+        }
+    }
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let mebibytesFed = Double(repetitions * block.count) / Double(1 << 20)
+    print(
+        "\(name): \(Int(mebibytesFed / seconds)) MiB/s, \(Int(Double(events) / seconds)) events/s"
+            + " (\(Int(mebibytesFed)) MiB in \(String(Int(seconds * 1000))) ms)")
+}
+
+let mebibytes = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 64
+measure("128-byte events, LF, 16 KiB chunks", stream(eventBytes: 128, lineEnding: "\n"), mebibytes: mebibytes, chunk: 16_384)
+measure("128-byte events, CRLF, 16 KiB chunks", stream(eventBytes: 128, lineEnding: "\r\n"), mebibytes: mebibytes, chunk: 16_384)
+measure("64 KiB events, LF, 16 KiB chunks", stream(eventBytes: 65_536, lineEnding: "\n"), mebibytes: mebibytes, chunk: 16_384)
+measure("128-byte events, LF, 1-byte chunks", stream(eventBytes: 128, lineEnding: "\n"), mebibytes: max(1, mebibytes / 16), chunk: 1)
