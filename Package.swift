@@ -35,6 +35,10 @@ let package = Package(
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
         .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
 
+        // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
+        .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit"]),
+        .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo"]),
+
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),
         .target(name: "RivetDevice", dependencies: ["RivetWire"]),
