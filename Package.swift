@@ -61,8 +61,10 @@ let package = Package(
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit"]),
-        .target(name: "LoopbackHTTPServer", path: "Tests/Support/LoopbackHTTPServer"),
+        .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
+        .testTarget(
+            name: "RastrilloTests", dependencies: ["Rastrillo", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
             resources: [.copy("Fixtures")]),
