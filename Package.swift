@@ -38,6 +38,11 @@ let package = Package(
         // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
         .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit"]),
         .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo"]),
+        .target(name: "RastrilloCLI", dependencies: ["Rastrillo", "CommandLineKit"]),
+        .executableTarget(
+            name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+        .executableTarget(
+            name: "rastrillo-download", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),
