@@ -69,6 +69,12 @@ let package = Package(
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
+            name: "RastrilloToolTests",
+            dependencies: [
+                "rastrillo-fetch", "rastrillo-download", "Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
+                "LoopbackHTTPServer", "OpenSSLKit",
+            ]),
+        .testTarget(
             name: "RastrilloTests", dependencies: ["Rastrillo", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit"],

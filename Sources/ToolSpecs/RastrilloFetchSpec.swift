@@ -46,7 +46,7 @@ extension ToolSpecs {
             .value("cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE."),
             .value(
                 "timeout", valueName: "SECONDS", kind: .integer(1...86_400),
-                help: "Give up when the whole exchange takes longer (exit 3)."),
+                help: "Give up when the whole exchange takes longer than SECONDS (exit 3)."),
             .flag("json", help: "Print {status, headers, body} as one JSON object, and failures as JSON on stderr."),
         ],
         positionals: [PositionalSpec("URL", help: "The http or https URL to request.", kind: .url)],
