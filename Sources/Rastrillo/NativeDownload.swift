@@ -68,15 +68,16 @@ public struct NativeDownload: Sendable, Hashable {
     public let path: String
     /// The number of bytes written (the whole body).
     public let byteCount: Int64
-    /// SHA-256 of the bytes written, 32 bytes.
-    public let sha256: [UInt8]
+    /// SHA-256 of the bytes written, 32 bytes; nil when the download was asked not to compute
+    /// it.
+    public let sha256: [UInt8]?
     /// From the creation of the file to its `fsync`.
     public let duration: Duration
     /// The response's headers.
     public let headers: NativeHeaders
 
-    /// `sha256` in lowercase hexadecimal.
-    public var sha256Hex: String { sha256.map { String(format: "%02x", $0) }.joined() }
+    /// `sha256` in lowercase hexadecimal, or nil.
+    public var sha256Hex: String? { sha256.map { $0.map { String(format: "%02x", $0) }.joined() } }
 }
 
 extension NativeHTTP {
@@ -89,19 +90,23 @@ extension NativeHTTP {
     /// failure or cancellation the file is closed and removed, but only if the path still names
     /// the file this call created (same device and inode); nothing else is ever removed.
     ///
-    /// - Parameter progress: called on the transfer's thread after each piece is written, with
-    ///   the bytes written so far and the total the server announced (nil when it did not).
+    /// - Parameters:
+    ///   - computeSHA256: whether to hash the bytes as they are written (``NativeDownload/sha256``);
+    ///     hashing costs about as much CPU as the transfer itself on loopback, so skip it when the
+    ///     digest is not wanted.
+    ///   - progress: called on the transfer's thread after each piece is written, with the bytes
+    ///     written so far and the total the server announced (nil when it did not).
     /// - Throws: `NativeDownloadError` for the file (exists, cannot create, disk full, write or
     ///   sync failure); `CancellationError`; `NativeClientError` for the exchange: the typed
     ///   case of a status other than 200 (a 2xx other than 200 is `rejected`), and what
     ///   ``responseDetails(_:)`` throws.
     public func download(
-        _ target: String, to path: String, headers: [NativeHeaderField] = [],
+        _ target: String, to path: String, headers: [NativeHeaderField] = [], computeSHA256: Bool = true,
         progress: (@Sendable (_ written: Int64, _ total: Int64?) -> Void)? = nil
     ) async throws -> NativeDownload {
         _ = try origin.target(for: target)
         let started = ContinuousClock.now
-        let file = try DownloadFile(creating: path)
+        let file = try DownloadFile(creating: path, hashing: computeSHA256)
         do {
             let state = DownloadState()
             let head = try await exchange(
@@ -157,14 +162,14 @@ final class DownloadFile {
     private let inode: UInt
     private let buffer: UnsafeMutableRawBufferPointer
     private var buffered = 0
-    private let hasher = SHA256()
+    private let hasher: SHA256?
     /// Bytes accepted so far (written or in the buffer).
     private(set) var byteCount: Int64 = 0
-    /// The SHA-256 of every byte, set by `finish()`.
-    private(set) var digest: [UInt8] = []
+    /// The SHA-256 of every byte, set by `finish()` when hashing.
+    private(set) var digest: [UInt8]?
 
     /// Creates `path` exclusively, mode 0600, never through a symbolic link.
-    init(creating path: String) throws(NativeDownloadError) {
+    init(creating path: String, hashing: Bool) throws(NativeDownloadError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             let code = errno
@@ -182,6 +187,7 @@ final class DownloadFile {
         self.device = UInt(status.st_dev)
         self.inode = UInt(status.st_ino)
         self.buffer = .allocate(byteCount: Self.bufferSize, alignment: 16)
+        self.hasher = hashing ? SHA256() : nil
     }
 
     deinit {
@@ -205,7 +211,7 @@ final class DownloadFile {
 
     /// Hashes and buffers `piece`, writing the buffer out when it fills.
     func append(_ piece: UnsafeRawBufferPointer) -> NativeDownloadError? {
-        hasher.update(piece)
+        hasher?.update(piece)
         var offset = 0
         while offset < piece.count {
             let count = min(piece.count - offset, buffer.count - buffered)
@@ -243,7 +249,7 @@ final class DownloadFile {
     /// Writes what is buffered, syncs the file to disk and closes it.
     func finish() throws(NativeDownloadError) {
         if let error = flush() { throw error }
-        digest = hasher.finalize()
+        digest = hasher?.finalize()
         guard fsync(descriptor) == 0 else {
             let code = errno
             if code == ENOSPC || code == EDQUOT {

@@ -12,7 +12,7 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload) { arguments in
     do {
         let client = try ClientArguments(arguments)
         let result = try await client.client().download(
-            client.target, to: destination, headers: client.headers,
+            client.target, to: destination, headers: client.headers, computeSHA256: json,
             progress: { written, total in bar.update(completed: written, total: total) })
         bar.finish()
         if json { try JSONOutput.write(DownloadJSON(result)) }
@@ -32,7 +32,7 @@ struct DownloadJSON: Encodable {
     let path: String
     let bytes: Int64
     let duration_seconds: Double
-    let sha256: String
+    let sha256: String?
 
     init(_ download: NativeDownload) {
         path = download.path

@@ -24,7 +24,7 @@ import Testing
             "/export", to: path, progress: { written, total in seen.withLock { $0 = (written, total) } })
         #expect(result.byteCount == Int64(body.count))
         #expect(result.sha256 == SHA256.hash(body))
-        #expect(result.sha256Hex.count == 64)
+        #expect(result.sha256Hex?.count == 64)
         #expect(result.path == path)
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(body))
         #expect(mode(path) == 0o600)
@@ -39,6 +39,15 @@ import Testing
         _ = try await client(server).download(
             "/", to: directory.file("f"), progress: { _, total in totals.withLock { _ = $0.insert(total) } })
         #expect(totals.withLock { $0 } == [300_000])
+    }
+
+    @Test func theDigestIsComputedOnlyWhenAsked() async throws {
+        let directory = try TemporaryDirectory()
+        let server = try server(.fixed(body: pattern(1000)))
+        let result = try await client(server).download("/", to: directory.file("f"), computeSHA256: false)
+        #expect(result.sha256 == nil)
+        #expect(result.sha256Hex == nil)
+        #expect(result.byteCount == 1000)
     }
 
     @Test func anEmptyBodyMakesAnEmptyFile() async throws {
