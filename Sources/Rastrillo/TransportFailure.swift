@@ -61,7 +61,8 @@ enum Probe {
         case hostDoesNotExist
         /// Resolution failed for another reason (`EAI_AGAIN`, `EAI_FAIL`, ...), or succeeded now.
         case resolverFailed
-        /// No address of the host has a route from here (`ENETUNREACH`, `EHOSTUNREACH`).
+        /// No address of the host has a route from here (`ENETUNREACH`, `EHOSTUNREACH`), or no
+        /// local address to reach it from (`EADDRNOTAVAIL`: the network is not configured).
         case noRoute
         /// Some address has a route: the host itself did not accept the connection.
         case routed
@@ -99,7 +100,7 @@ enum Probe {
             guard descriptor >= 0 else { continue }
             defer { close(descriptor) }
             if connect(descriptor, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 { return .routed }
-            if errno == ENETUNREACH || errno == EHOSTUNREACH { sawNoRoute = true }
+            if [ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(errno) { sawNoRoute = true }
         }
         return sawNoRoute ? .noRoute : .routed
     }

@@ -1,9 +1,10 @@
 import Foundation
 import Glibc
 import LoopbackHTTPServer
-import Rastrillo
 import Synchronization
 import Testing
+
+@testable import Rastrillo
 
 /// Failures below HTTP, from real sockets and real TLS.
 @Suite struct TransportTests {
@@ -154,20 +155,29 @@ import Testing
     }
 }
 
-/// Offline failures that need a network of their own: each runs in a child process in new
-/// network and mount namespaces (root only), so nothing can leave the machine.
-@Suite struct NamespaceTests {
-    @Test func noRouteIsNotConnectedToInternet() async {
+/// The probes that name an offline failure precisely, run where the failure is real: each in a
+/// child process with new network (and mount) namespaces, entered by the calling thread only,
+/// so the probe runs synchronously on that same thread and nothing can leave the machine. The
+/// whole client is covered the same way by RastrilloToolTests, which runs the binary under
+/// unshare(1).
+@Suite struct ProbeTests {
+    @Test func aRefusedConnectionHasARoute() throws {
+        let origin = try NativeOrigin("http://127.0.0.1:\(try LoopbackHTTPServer.closedPort())")
+        #expect(Probe.route(to: origin) == .routed)
+    }
+
+    @Test func noRouteIsFoundWhereTheNetworkIsDown() async {
         await #expect(processExitsWith: .success) {
             try #require(unshareNamespaces(cloneNewNet), "unshare(CLONE_NEWNET) failed: errno \(errno)")
             // In a new network namespace even the loopback link is down: no route anywhere.
-            let http = NativeHTTP(origin: try NativeOrigin("http://127.0.0.1:9"))
-            let error = await caught { _ = try await http.request("/") }
-            #expect(error as? NativeClientError == .offline(.notConnectedToInternet))
+            #expect(Probe.route(to: try NativeOrigin("http://127.0.0.1:9")) == .noRoute)
+            #expect(Probe.route(to: try NativeOrigin("http://[::1]:9")) == .noRoute)
+            let failure = TransportFailure.classify(.couldNotConnect, probe: .noRoute, origin: try NativeOrigin("http://127.0.0.1:9"))
+            #expect(failure == .offline(.notConnectedToInternet))
         }
     }
 
-    @Test func anUnknownNameIsCannotFindHost() async throws {
+    @Test func anUnknownNameIsTold() async throws {
         let directory = try TemporaryDirectory()
         try "hosts: files\n".write(toFile: directory.file("nsswitch.conf"), atomically: true, encoding: .utf8)
         await #expect(processExitsWith: .success) { [config = directory.file("nsswitch.conf") as String] in
@@ -175,13 +185,11 @@ import Testing
             try #require(mount("none", "/", nil, UInt(MS_REC | MS_PRIVATE), nil) == 0, "errno \(errno)")
             // Names come from /etc/hosts only, which lacks this one: the resolver says "no such name".
             try #require(mount(config, "/etc/nsswitch.conf", nil, UInt(MS_BIND), nil) == 0, "errno \(errno)")
-            let http = NativeHTTP(origin: try NativeOrigin("http://no-such-host.test"))
-            let error = await caught { _ = try await http.request("/") }
-            #expect(error as? NativeClientError == .offline(.cannotFindHost))
+            #expect(Probe.resolve("no-such-host.test") == .hostDoesNotExist)
         }
     }
 
-    @Test func anUnansweredResolverIsDNSLookupFailed() async throws {
+    @Test func anUnansweredResolverIsTold() async throws {
         let directory = try TemporaryDirectory()
         try "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n".write(
             toFile: directory.file("resolv.conf"), atomically: true, encoding: .utf8)
@@ -191,9 +199,7 @@ import Testing
             try #require(mount("none", "/", nil, UInt(MS_REC | MS_PRIVATE), nil) == 0, "errno \(errno)")
             try #require(mount(directory + "/resolv.conf", "/etc/resolv.conf", nil, UInt(MS_BIND), nil) == 0)
             try #require(mount(directory + "/nsswitch.conf", "/etc/nsswitch.conf", nil, UInt(MS_BIND), nil) == 0)
-            let http = NativeHTTP(origin: try NativeOrigin("http://no-such-host.test"))
-            let error = await caught { _ = try await http.request("/") }
-            #expect(error as? NativeClientError == .offline(.dnsLookupFailed))
+            #expect(Probe.resolve("no-such-host.test") == .resolverFailed)
         }
     }
 }

@@ -336,3 +336,51 @@ extension ToolProcess {
         return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 }
+
+/// Offline failures that need a network of their own: the binary runs under unshare(1) in new
+/// network (and mount) namespaces, so nothing can leave the machine.
+@Suite struct FetchOfflineNamespaceTests {
+    func runIsolated(_ script: String, home: Home) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let environment = home.environment.merging(["SCRIPT": script, "FETCH": ToolProcess.path(of: "rastrillo-fetch")]) { $1 }
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        try ToolProcess.runShell(
+                            "exec unshare -n -m --propagation private sh -c \"$SCRIPT\"", environment: environment)
+                    })
+            }.start()
+        }
+    }
+
+    @Test func noRouteIsOffline() async throws {
+        let home = try Home()
+        // Even the loopback link is down in a new network namespace.
+        let result = try await runIsolated("exec \"$FETCH\" --json http://127.0.0.1:9/", home: home)
+        #expect(result.status == 3, "\(result.stderr)")
+        let failure = try jsonObject(result.stderr)
+        #expect(failure["error"] as? String == "offline")
+        #expect((failure["message"] as? String)?.contains("not connected to internet") == true)
+    }
+
+    @Test func anUnknownHostIsOffline() async throws {
+        let home = try Home()
+        let config = try home.write("nsswitch.conf", "hosts: files\n")
+        let result = try await runIsolated(
+            "mount --bind '\(config)' /etc/nsswitch.conf && exec \"$FETCH\" --json http://no-such-host.test/", home: home)
+        #expect(result.status == 3, "\(result.stderr)")
+        #expect((try jsonObject(result.stderr)["message"] as? String)?.contains("cannot find host") == true)
+    }
+
+    @Test func aFailedResolverIsOffline() async throws {
+        let home = try Home()
+        let resolv = try home.write("resolv.conf", "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n")
+        let config = try home.write("nsswitch.conf", "hosts: files dns\n")
+        let result = try await runIsolated(
+            "mount --bind '\(resolv)' /etc/resolv.conf && mount --bind '\(config)' /etc/nsswitch.conf && "
+                + "exec \"$FETCH\" --json http://no-such-host.test/",
+            home: home)
+        #expect(result.status == 3, "\(result.stderr)")
+        #expect((try jsonObject(result.stderr)["message"] as? String)?.contains("dns lookup failed") == true)
+    }
+}
