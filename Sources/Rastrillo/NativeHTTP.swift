@@ -80,10 +80,14 @@ public struct NativeHTTP: NativeTransport {
 
     /// The status line and headers of a response, with the time they arrived.
     package struct ResponseHead: Sendable {
+        /// The status code.
         package let status: Int
+        /// The header fields.
         package let headers: NativeHeaders
+        /// When the head arrived, by the client's clock.
         package let receivedAt: Date
 
+        /// A head; `ScriptedTransport` builds these for its scripted responses.
         package init(status: Int, headers: NativeHeaders, receivedAt: Date) {
             self.status = status
             self.headers = headers
@@ -104,27 +108,26 @@ public struct NativeHTTP: NativeTransport {
         onBody: @escaping (UnsafeRawBufferPointer) -> (any Error)?
     ) async throws -> ResponseHead {
         let transfer = try makeTransfer(for: request)
-        let stop = StopBox()
+        let state = ExchangeState()
         let origin = self.origin
         let observer = self.observer
         let now = self.now
-        var delivered: ResponseHead?
         transfer.onStatusAndHeaders = { head in
             let response = ResponseHead(
                 status: head.status,
                 headers: NativeHeaders(head.headers.map { NativeHeaderField(received: $0.name, value: $0.value) }),
                 receivedAt: now())
-            delivered = response
+            state.head = response
             observer?(.response(origin, status: head.status))
             if let error = onHead(response) {
-                stop.error = error
+                state.stopError = error
                 return .abort(reason: "stopped by the client")
             }
             return .continue
         }
         transfer.onBody = { piece in
             if let error = onBody(piece) {
-                stop.error = error
+                state.stopError = error
                 return .abort(reason: "stopped by the client")
             }
             return .continue
@@ -132,12 +135,12 @@ public struct NativeHTTP: NativeTransport {
         do {
             _ = try await transfer.perform()
         } catch let error as CurlError {
-            if error == CurlError.aborted(""), let stopped = stop.error { throw stopped }
+            if error == CurlError.aborted(""), let stopped = state.stopError { throw stopped }
             let mapped = await TransportFailure.map(error, origin: origin)
             if mapped.retryClass == .offline { observer?(.offline(origin, mapped)) }
             throw mapped
         }
-        guard let delivered else {
+        guard let delivered = state.head else {
             throw NativeClientError.transport(.badServerResponse).with("the exchange ended without a response head")
         }
         return delivered
@@ -181,10 +184,11 @@ public struct NativeHTTP: NativeTransport {
     }
 }
 
-/// The error a callback stopped the transfer with; written and read on the transfer's thread,
-/// read again after `perform` returned.
-private final class StopBox {
-    var error: (any Error)?
+/// What an exchange's callbacks learn on the transfer's thread, read after `perform` returned:
+/// the response head, and the error a callback stopped the transfer with.
+private final class ExchangeState {
+    var head: NativeHTTP.ResponseHead?
+    var stopError: (any Error)?
 }
 
 /// Collects a response body in memory up to a bound, refusing it whole past the bound. Shared
@@ -193,8 +197,10 @@ package final class BodyCollector {
     private let limit: Int
     private let isHead: Bool
     private var status = 0
+    /// The body collected so far, never more than the bound.
     package private(set) var bytes: [UInt8] = []
 
+    /// A collector bounded to `limit` bytes; for a HEAD request the announced length is ignored.
     package init(limit: Int, isHead: Bool) {
         self.limit = limit
         self.isHead = isHead
