@@ -35,6 +35,15 @@ let package = Package(
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
         .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
 
+        // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
+        .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit"]),
+        .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo"]),
+        .target(name: "RastrilloCLI", dependencies: ["Rastrillo", "CommandLineKit"]),
+        .executableTarget(
+            name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+        .executableTarget(
+            name: "rastrillo-download", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),
         .target(name: "RivetDevice", dependencies: ["RivetWire"]),
@@ -73,8 +82,16 @@ let package = Package(
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit"]),
-        .target(name: "LoopbackHTTPServer", path: "Tests/Support/LoopbackHTTPServer"),
+        .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
+        .testTarget(
+            name: "RastrilloToolTests",
+            dependencies: [
+                "rastrillo-fetch", "rastrillo-download", "Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
+                "LoopbackHTTPServer", "OpenSSLKit",
+            ]),
+        .testTarget(
+            name: "RastrilloTests", dependencies: ["Rastrillo", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
             resources: [.copy("Fixtures")]),

@@ -1,0 +1,236 @@
+import CurlKit
+import Foundation
+
+/// The real client: ephemeral, origin-bound HTTP over libcurl.
+///
+/// - Every request goes to ``origin``; a target outside it is refused before any I/O.
+/// - No redirect is ever followed: a 3xx comes back as a response (and as `unauthorized` for
+///   303, `rejected` for the others, from ``NativeResponse/requireSuccess()``). So the credential
+///   reaches the origin only, never a redirect target.
+/// - Ephemeral: no cookie engine, no cache, no `.netrc`, no proxy from the environment, nothing
+///   written to disk but a download's own file.
+/// - Response bodies in memory are bounded (4 MiB by default, up to 256 MiB when asked): an
+///   oversized body fails with `tooLarge` as soon as the bound is crossed, never truncated.
+/// - The observer sees every response and every offline-class failure.
+///
+/// Each request runs on a fresh libcurl transfer on its own thread; a value may be used from any
+/// number of tasks at once.
+public struct NativeHTTP: NativeTransport {
+    /// The in-memory body bound of a request that does not choose one: 4 MiB.
+    public static let defaultMaxBytes = 4 << 20
+    /// The largest in-memory body bound a request may choose: 256 MiB.
+    public static let maxBytesLimit = 256 << 20
+
+    /// Transport settings that are not per request.
+    public struct Options: Sendable {
+        /// A PEM file of CA certificates that `https` servers are verified with, instead of the
+        /// system's.
+        public var caFile: String?
+        /// The longest the connection phase (resolve, TCP, TLS) may take; nil for libcurl's
+        /// 300 s. Expiry is `offline(.timedOut)`.
+        public var connectTimeout: Duration?
+
+        /// The defaults: the system's CAs, libcurl's connect timeout.
+        public init(caFile: String? = nil, connectTimeout: Duration? = nil) {
+            self.caFile = caFile
+            self.connectTimeout = connectTimeout
+        }
+    }
+
+    /// The origin every request goes to.
+    public let origin: NativeOrigin
+    let credential: NativeCredential?
+    let observer: NativeTrafficObserver?
+    let options: Options
+    let now: @Sendable () -> Date
+
+    /// A client of `origin` that sends `credential` (if any) with every request and reports its
+    /// traffic to `observer` (if any).
+    /// - Parameter now: the clock `Retry-After` dates are read against (the system's by default).
+    public init(
+        origin: NativeOrigin, credential: NativeCredential? = nil, observer: NativeTrafficObserver? = nil,
+        options: Options = Options(), now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.origin = origin
+        self.credential = credential
+        self.observer = observer
+        self.options = options
+        self.now = now
+    }
+
+    /// Sends `request` and returns its status, headers and whole body, whatever the status.
+    ///
+    /// - Throws: `CancellationError` when the calling task is cancelled; `NativeClientError`:
+    ///   `invalidRequest` before any I/O (target outside the origin, invalid method or header,
+    ///   `maxBytes` outside 0...256 MiB), `offline` or `transport` for a failure below HTTP,
+    ///   `tooLarge` for a body over `request.maxBytes`, `requestBodyFailed` when the body source
+    ///   fails.
+    public func responseDetails(_ request: NativeRequest) async throws -> NativeResponse {
+        guard (0...Self.maxBytesLimit).contains(request.maxBytes) else {
+            throw NativeClientError.invalidRequest.with(
+                "maxBytes \(request.maxBytes) is outside 0...\(Self.maxBytesLimit) (256 MiB)")
+        }
+        let collector = BodyCollector(limit: request.maxBytes, isHead: request.method == "HEAD")
+        let head = try await exchange(
+            request, onHead: { collector.begin($0) }, onBody: { collector.append($0) })
+        return NativeResponse(status: head.status, headers: head.headers, body: collector.bytes, receivedAt: head.receivedAt)
+    }
+
+    // MARK: The exchange primitive
+
+    /// The status line and headers of a response, with the time they arrived.
+    package struct ResponseHead: Sendable {
+        /// The status code.
+        package let status: Int
+        /// The header fields.
+        package let headers: NativeHeaders
+        /// When the head arrived, by the client's clock.
+        package let receivedAt: Date
+
+        /// A head; `ScriptedTransport` builds these for its scripted responses.
+        package init(status: Int, headers: NativeHeaders, receivedAt: Date) {
+            self.status = status
+            self.headers = headers
+            self.receivedAt = receivedAt
+        }
+    }
+
+    /// Runs one exchange with the origin, streaming the response: `onHead` sees the final status
+    /// and headers before any body byte, `onBody` each piece of the body as it arrives (valid
+    /// only during the call). Either returns nil to go on, or an error to stop the transfer at
+    /// once; that error is what this throws. Both run on the transfer's thread. Responses,
+    /// downloads and streams are all built on this.
+    ///
+    /// - Throws: the callbacks' error; `CancellationError`; `NativeClientError` as for
+    ///   ``responseDetails(_:)``.
+    func exchange(
+        _ request: NativeRequest, onHead: @escaping (ResponseHead) -> (any Error)?,
+        onBody: @escaping (UnsafeRawBufferPointer) -> (any Error)?
+    ) async throws -> ResponseHead {
+        let transfer = try makeTransfer(for: request)
+        let state = ExchangeState()
+        let origin = self.origin
+        let observer = self.observer
+        let now = self.now
+        transfer.onStatusAndHeaders = { head in
+            let response = ResponseHead(
+                status: head.status,
+                headers: NativeHeaders(head.headers.map { NativeHeaderField(received: $0.name, value: $0.value) }),
+                receivedAt: now())
+            state.head = response
+            observer?(.response(origin, status: head.status))
+            if let error = onHead(response) {
+                state.stopError = error
+                return .abort(reason: "stopped by the client")
+            }
+            return .continue
+        }
+        transfer.onBody = { piece in
+            if let error = onBody(piece) {
+                state.stopError = error
+                return .abort(reason: "stopped by the client")
+            }
+            return .continue
+        }
+        do {
+            _ = try await transfer.perform()
+        } catch let error as CurlError {
+            if error == CurlError.aborted(""), let stopped = state.stopError { throw stopped }
+            let mapped = await TransportFailure.map(error, origin: origin)
+            if mapped.retryClass == .offline { observer?(.offline(origin, mapped)) }
+            throw mapped
+        }
+        guard let delivered = state.head else {
+            throw NativeClientError.transport(.badServerResponse).with("the exchange ended without a response head")
+        }
+        return delivered
+    }
+
+    /// A transfer for `request`, every check done: refused before any I/O when it fails.
+    private func makeTransfer(for request: NativeRequest) throws(NativeClientError) -> CurlTransfer {
+        let url = try origin.url(for: request.target)
+        for field in request.headers {
+            let name = field.name.lowercased()
+            if name == "host" {
+                throw NativeClientError.invalidRequest.with("header Host is refused: the origin decides it")
+            }
+            if let credential, name == credential.headerName.lowercased() {
+                throw NativeClientError.invalidRequest.with(
+                    "header \(field.name) is refused: it would replace the client's credential")
+            }
+        }
+        do throws(CurlError) {
+            let transfer = try CurlTransfer(url: url)
+            transfer.method = try CurlMethod(request.method)
+            var headers = try request.headers.map { (field) throws(CurlError) in
+                try CurlHeader(name: field.name, value: field.value)
+            }
+            if let credential {
+                headers.append(try CurlHeader(name: credential.headerName, value: credential.headerValue))
+            }
+            transfer.headers = headers
+            switch request.body?.source {
+            case .bytes(let bytes): transfer.body = .bytes(bytes)
+            case .fileDescriptor(let descriptor, let length): transfer.body = try .fileDescriptor(descriptor, length: length)
+            case nil: break
+            }
+            transfer.timeout = request.timeout
+            transfer.connectTimeout = options.connectTimeout
+            transfer.caFile = options.caFile
+            return transfer
+        } catch {
+            throw NativeClientError.invalidRequest.with(error.message)
+        }
+    }
+}
+
+/// What an exchange's callbacks learn on the transfer's thread, read after `perform` returned:
+/// the response head, and the error a callback stopped the transfer with.
+private final class ExchangeState {
+    var head: NativeHTTP.ResponseHead?
+    var stopError: (any Error)?
+}
+
+/// Collects a response body in memory up to a bound, refusing it whole past the bound. Shared
+/// with `ScriptedTransport`, so scripted bodies meet the same bound the same way.
+package final class BodyCollector {
+    private let limit: Int
+    private let isHead: Bool
+    private var status = 0
+    /// The body collected so far, never more than the bound.
+    package private(set) var bytes: [UInt8] = []
+
+    /// A collector bounded to `limit` bytes; for a HEAD request the announced length is ignored.
+    package init(limit: Int, isHead: Bool) {
+        self.limit = limit
+        self.isHead = isHead
+    }
+
+    /// Refuses a body whose announced length is over the bound before reading any of it.
+    package func begin(_ head: NativeHTTP.ResponseHead) -> NativeClientError? {
+        status = head.status
+        guard !isHead, head.status != 204, head.status != 304,
+            let announced = head.headers["Content-Length"].flatMap({ Int64($0) })
+        else { return nil }
+        if announced > Int64(limit) {
+            return tooLarge("the response body announces \(announced) bytes (Content-Length)")
+        }
+        bytes.reserveCapacity(Int(announced))
+        return nil
+    }
+
+    /// Appends `piece`, or refuses it when it would cross the bound (nothing past the bound is
+    /// kept).
+    package func append(_ piece: UnsafeRawBufferPointer) -> NativeClientError? {
+        guard bytes.count + piece.count <= limit else {
+            return tooLarge("the response body crossed it after \(bytes.count + piece.count) bytes; the transfer was stopped")
+        }
+        bytes.append(contentsOf: piece)
+        return nil
+    }
+
+    private func tooLarge(_ detail: String) -> NativeClientError {
+        NativeClientError(
+            .tooLarge, "the response is larger than the \(limit)-byte limit: \(detail)", status: status)
+    }
+}

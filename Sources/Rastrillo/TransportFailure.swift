@@ -1,0 +1,114 @@
+import CurlKit
+import Foundation
+import Glibc
+
+/// Turns libcurl's failures into `NativeClientError` cases.
+enum TransportFailure {
+    /// The case for `error`, a failure of an exchange with `origin`. A failure to resolve or to
+    /// connect is probed once more to tell its kind apart (see ``Probe``), off the cooperative
+    /// thread pool since resolution may block.
+    static func map(_ error: CurlError, origin: NativeOrigin) async -> NativeClientError {
+        var probe: Probe.Outcome?
+        if error == .couldNotResolveHost {
+            probe = await Probe.offThePool { Probe.resolve(origin.host) }
+        } else if error == .couldNotConnect {
+            probe = await Probe.offThePool { Probe.route(to: origin) }
+        }
+        return classify(error, probe: probe, origin: origin)
+    }
+
+    /// The pure mapping, given what a probe found (nil when none ran).
+    static func classify(_ error: CurlError, probe: Probe.Outcome?, origin: NativeOrigin) -> NativeClientError {
+        let base: NativeClientError
+        switch error {
+        case .invalidURL, .invalidMethod, .invalidHeader, .invalidRequest:
+            return NativeClientError.invalidRequest.with(error.message)
+        case .bodySourceFailed:
+            return NativeClientError.requestBodyFailed.with("the request body could not be sent: \(error.message)")
+        case .couldNotResolveHost:
+            base = probe == .hostDoesNotExist ? .offline(.cannotFindHost) : .offline(.dnsLookupFailed)
+        case .couldNotResolveProxy:
+            base = .offline(.dnsLookupFailed)
+        case .couldNotConnect:
+            base = probe == .noRoute ? .offline(.notConnectedToInternet) : .offline(.cannotConnectToHost)
+        case .operationTimedOut:
+            base = .offline(.timedOut)
+        case .sendFailed, .receiveFailed, .partialBody, .emptyReply:
+            base = .offline(.networkConnectionLost)
+        case .weirdServerReply:
+            base = .transport(.badServerResponse)
+        case .badContentEncoding:
+            base = .transport(.cannotDecodeContentData)
+        case .tlsPeerCertificateRejected:
+            base = .transport(.serverCertificateUntrusted)
+        case .tlsHandshakeFailed, .tlsCACertificateUnusable, .tlsPinnedKeyMismatch:
+            base = .transport(.secureConnectionFailed)
+        default:
+            base = .transport(.other)
+        }
+        let what = base.networkCode.map { $0.name.replacingOccurrences(of: "_", with: " ") } ?? base.name
+        let kind = base.retryClass == .offline ? "offline" : "transport failure"
+        return base.with("\(kind): \(what) (\(origin.authority)): \(error.message)")
+    }
+}
+
+/// Second looks at a failed resolution or connection, to name the failure precisely: libcurl
+/// reports both "no such host" and "no resolver answered" as one code, and both "refused" and
+/// "no route" as another.
+enum Probe {
+    enum Outcome: Equatable {
+        /// The resolver answered that the name does not exist (`EAI_NONAME`, `EAI_NODATA`).
+        case hostDoesNotExist
+        /// Resolution failed for another reason (`EAI_AGAIN`, `EAI_FAIL`, ...), or succeeded now.
+        case resolverFailed
+        /// No address of the host has a route from here (`ENETUNREACH`, `EHOSTUNREACH`), or no
+        /// local address to reach it from (`EADDRNOTAVAIL`: the network is not configured).
+        case noRoute
+        /// Some address has a route: the host itself did not accept the connection.
+        case routed
+    }
+
+    /// Resolves `host` once more with the system resolver and says how it failed.
+    static func resolve(_ host: String) -> Outcome {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var result: UnsafeMutablePointer<addrinfo>?
+        let code = getaddrinfo(host, nil, &hints, &result)
+        if let result { freeaddrinfo(result) }
+        // EAI_NODATA (-5) is a GNU extension Glibc's module does not export.
+        return code == EAI_NONAME || code == -5 ? .hostDoesNotExist : .resolverFailed
+    }
+
+    /// Whether any address of `origin` has a route: a UDP socket's `connect(2)` looks the route
+    /// up and sends nothing.
+    static func route(to origin: NativeOrigin) -> Outcome {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(origin.host, String(origin.port), &hints, &result) == 0, let first = result else {
+            return .routed
+        }
+        defer { freeaddrinfo(first) }
+        var sawNoRoute = false
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry {
+            entry = current.pointee.ai_next
+            let descriptor = socket(current.pointee.ai_family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            if connect(descriptor, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 { return .routed }
+            if [ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(errno) { sawNoRoute = true }
+        }
+        return sawNoRoute ? .noRoute : .routed
+    }
+
+    /// Runs a blocking probe on its own thread, so a slow resolver holds no cooperative thread.
+    static func offThePool(_ probe: @escaping @Sendable () -> Outcome) async -> Outcome {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: probe()) }.start()
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import CommandLineKit
+import Foundation
+import Glibc
+import Rastrillo
+
+/// What the HTTP tools' shared options say: the origin and target of the URL, the header
+/// fields, the credential and the CA file.
+public struct ClientArguments {
+    /// The URL's origin.
+    public let origin: NativeOrigin
+    /// The URL's path and query.
+    public let target: String
+    /// The `--header` fields, in order.
+    public let headers: [NativeHeaderField]
+    /// The credential from `--credential-file` or `--credential-env`, if either was given.
+    public let credential: NativeCredential?
+    /// `--cacert`.
+    public let caFile: String?
+
+    /// Reads the shared options of `arguments`.
+    ///
+    /// - Throws: `UsageError` for a URL that is not an absolute http(s) URL, a malformed header
+    ///   or `--credential-header` without a credential; `LocalFailure` for a credential that
+    ///   cannot be read or used (the message never quotes it).
+    public init(_ arguments: ParsedArguments, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws
+    {
+        let url = arguments.positional("URL") ?? ""
+        do {
+            (origin, target) = try NativeOrigin.split(url)
+        } catch {
+            throw UsageError("URL: \(error.message)", argument: url)
+        }
+        headers = try arguments.values("header").map(Self.header)
+        let headerName = arguments.value("credential-header")
+        if let path = arguments.value("credential-file") {
+            credential = try CredentialSource.file(path).load(headerName: headerName, environment: environment)
+        } else if let name = arguments.value("credential-env") {
+            credential = try CredentialSource.environment(name).load(headerName: headerName, environment: environment)
+        } else {
+            if headerName != nil {
+                throw UsageError("--credential-header needs --credential-file or --credential-env", argument: headerName)
+            }
+            credential = nil
+        }
+        caFile = arguments.value("cacert")
+    }
+
+    /// The client these options describe.
+    public func client() -> NativeHTTP {
+        NativeHTTP(origin: origin, credential: credential, options: NativeHTTP.Options(caFile: caFile))
+    }
+
+    /// `NAME: VALUE` (or `NAME:VALUE`) as a header field.
+    /// - Throws: `UsageError` when there is no colon, the name is not a token, the value holds a
+    ///   control character, or the header decides the framing (`Content-Length`,
+    ///   `Transfer-Encoding`).
+    public static func header(_ text: String) throws -> NativeHeaderField {
+        guard let colon = text.firstIndex(of: ":") else {
+            throw UsageError("--header: '\(text)' is not NAME: VALUE", argument: text)
+        }
+        let name = String(text[..<colon])
+        let value = text[text.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+        if ["content-length", "transfer-encoding"].contains(name.lowercased()) {
+            throw UsageError("--header: \(name) is set from the request body, not by hand", argument: text)
+        }
+        do {
+            return try NativeHeaderField(name: name, value: value)
+        } catch {
+            throw UsageError("--header: \(error.message)", argument: name)
+        }
+    }
+}
+
+/// Where a credential comes from: never the command line, where `ps` would show it.
+public enum CredentialSource: Equatable {
+    /// A file only its owner may read or write (no group or other permission bits).
+    case file(String)
+    /// An environment variable, by name.
+    case environment(String)
+
+    /// The credential, sent as `Authorization: Bearer TOKEN`, or as the whole value of
+    /// `headerName` when given.
+    ///
+    /// A file must be a regular file of at most 16 KiB with no permission for group or others;
+    /// one trailing newline (LF or CRLF) is dropped.
+    /// - Throws: `LocalFailure` naming the file or variable and what is wrong, never the
+    ///   credential; `UsageError` for a `headerName` that is not a header name.
+    public func load(headerName: String?, environment: [String: String]) throws -> NativeCredential {
+        let token: String
+        let origin: String
+        switch self {
+        case .file(let path):
+            token = try Self.read(path)
+            origin = "the credential file \(path)"
+        case .environment(let name):
+            guard let value = environment[name] else {
+                throw LocalFailure("the credential variable \(name) is not set")
+            }
+            token = value
+            origin = "the credential variable \(name)"
+        }
+        do {
+            if let headerName {
+                guard (try? NativeHeaderField(name: headerName, value: "")) != nil else {
+                    throw UsageError("--credential-header: '\(headerName)' is not a header name", argument: headerName)
+                }
+                return try NativeCredential.header(headerName, token: token)
+            }
+            return try NativeCredential.bearer(token)
+        } catch let error as NativeClientError {
+            throw LocalFailure("\(origin) is unusable: \(error.message)")
+        }
+    }
+
+    private static func read(_ path: String) throws -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw LocalFailure("cannot open the credential file \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            throw LocalFailure("the credential file \(path) is not a regular file")
+        }
+        let permissions = status.st_mode & 0o777
+        guard permissions & 0o077 == 0 else {
+            throw LocalFailure(
+                "the credential file \(path) is open to group or others (mode \(String(permissions, radix: 8))); "
+                    + "make it private with 'chmod 600 \(path)'")
+        }
+        var bytes = [UInt8](repeating: 0, count: 16_385)
+        var count = 0
+        while count < bytes.count {
+            let read = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + count, $0.count - count) }
+            if read == 0 { break }
+            if read < 0 {
+                if errno == EINTR { continue }
+                throw LocalFailure("cannot read the credential file \(path): \(String(cString: strerror(errno)))")
+            }
+            count += read
+        }
+        guard count <= 16_384 else { throw LocalFailure("the credential file \(path) is larger than 16 KiB") }
+        var content = Array(bytes[..<count])
+        if content.last == UInt8(ascii: "\n") {
+            content.removeLast()
+            if content.last == UInt8(ascii: "\r") { content.removeLast() }
+        }
+        guard let text = String(validating: content, as: UTF8.self) else {
+            throw LocalFailure("the credential file \(path) is not UTF-8 text")
+        }
+        return text
+    }
+}

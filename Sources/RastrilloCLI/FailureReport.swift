@@ -1,0 +1,79 @@
+import CommandLineKit
+import Rastrillo
+
+/// How an HTTP tool tells its caller a run failed: one line on standard error, either
+/// `TOOL: message` or, with `--json`, one JSON object:
+/// `{"error": CASE, "message": TEXT, "retry_after": SECONDS|null, "retry_class": CLASS|null,
+/// "status": HTTP-STATUS|null}`.
+public struct FailureReport: Encodable, Equatable {
+    /// The case's snake-case name (`not_found`, `offline`, `disk_full`, `usage`, ...).
+    public let error: String
+    /// The retry class, or nil for a local failure.
+    public let retry_class: String?
+    /// The wait the server asked for, in whole seconds, or nil.
+    public let retry_after: Int64?
+    /// The HTTP status, or nil for a failure without a response.
+    public let status: Int?
+    /// The one-line message.
+    public let message: String
+
+    /// The report for `error`.
+    public init(_ error: any Error) {
+        switch error {
+        case let client as NativeClientError:
+            self.error = client.name
+            retry_class = client.retryClass.rawValue
+            retry_after = client.retryAfter?.components.seconds
+            status = client.status
+            message = client.message
+        case let download as NativeDownloadError:
+            self.error = download.name
+            retry_class = nil
+            retry_after = nil
+            status = nil
+            message = download.message
+        case let usage as UsageError:
+            self.error = "usage"
+            retry_class = nil
+            retry_after = nil
+            status = nil
+            message = usage.message
+        case let tool as any ToolError:
+            self.error = "local_failure"
+            retry_class = nil
+            retry_after = nil
+            status = nil
+            message = tool.message
+        default:
+            self.error = "local_failure"
+            retry_class = nil
+            retry_after = nil
+            status = nil
+            message = String(describing: error)
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case error, retry_class, retry_after, status, message }
+
+    /// Every key is always present; absent values are `null`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(error, forKey: .error)
+        try container.encode(retry_class, forKey: .retry_class)
+        try container.encode(retry_after, forKey: .retry_after)
+        try container.encode(status, forKey: .status)
+        try container.encode(message, forKey: .message)
+    }
+
+    /// Writes the report (text or one JSON line) to standard error and returns the exit status
+    /// for `error`. A usage error's text line is `TOOL: message` like any other.
+    public static func emit(_ error: any Error, json: Bool) -> ExitStatus {
+        let report = FailureReport(error)
+        if json, let line = try? JSONOutput.line(report) {
+            try? OutputChannel.standardError.write(line)
+        } else {
+            Diagnostics.error(report.message)
+        }
+        return HTTPToolExit.status(for: error)
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Rastrillo
+import Synchronization
+
+/// A `NativeTransport` that answers each request from a script instead of a server, for tests
+/// of code built on a transport: a status and body, an offline or transport failure, a hang
+/// until the caller is cancelled, or "commit, then lose the response".
+///
+/// It keeps `NativeHTTP`'s rules: a target outside the origin or a bound over 256 MiB is refused
+/// before the script is consulted; a scripted body goes through the same bounded collector in
+/// network-sized pieces, so an oversized body fails with `tooLarge` at the same byte; the
+/// observer sees every response and every offline-class failure; cancellation throws
+/// `CancellationError`.
+public final class ScriptedTransport: NativeTransport {
+    /// One scripted answer.
+    public enum Reply: Sendable {
+        /// Answers with this status, headers and body.
+        case respond(status: Int, headers: [NativeHeaderField] = [], body: [UInt8] = [])
+        /// Fails with `NativeClientError.offline(code)` (or `.transport(code)` for a code that is
+        /// not an offline one), as if the network were down.
+        case fail(NativeNetworkCode)
+        /// Never answers: waits until the calling task is cancelled, then throws
+        /// `CancellationError`.
+        case hangUntilCancelled
+        /// The server applies the request (it is recorded in ``committed``), but its response is
+        /// lost on the way back: throws `offline(.networkConnectionLost)`.
+        case commitThenLoseResponse
+    }
+
+    /// Why a scripted transport could not answer.
+    public struct ScriptError: Error, CustomStringConvertible {
+        /// What is missing.
+        public let description: String
+    }
+
+    /// The origin requests are bound to.
+    public let origin: NativeOrigin
+    private let observer: NativeTrafficObserver?
+    private let now: @Sendable () -> Date
+    private let state: Mutex<State>
+
+    private struct State {
+        var replies: [Reply]
+        var requests: [NativeRequest] = []
+        var committed: [NativeRequest] = []
+    }
+
+    /// A transport for `origin` that gives `replies` in order, one per request.
+    public init(
+        origin: NativeOrigin, replies: [Reply] = [], observer: NativeTrafficObserver? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.origin = origin
+        self.observer = observer
+        self.now = now
+        self.state = Mutex(State(replies: replies))
+    }
+
+    /// Appends replies to the script.
+    public func enqueue(_ replies: Reply...) {
+        state.withLock { $0.replies.append(contentsOf: replies) }
+    }
+
+    /// Every request the script was consulted for, in order (refused requests are not here).
+    public var requests: [NativeRequest] { state.withLock { $0.requests } }
+
+    /// The requests a `commitThenLoseResponse` reply applied, in order.
+    public var committed: [NativeRequest] { state.withLock { $0.committed } }
+
+    /// The next reply of the script for `request`.
+    /// - Throws: as `NativeHTTP.responseDetails`; `ScriptError` when the script has no reply
+    ///   left.
+    public func responseDetails(_ request: NativeRequest) async throws -> NativeResponse {
+        _ = try origin.target(for: request.target)
+        guard (0...NativeHTTP.maxBytesLimit).contains(request.maxBytes) else {
+            throw NativeClientError.invalidRequest
+        }
+        try Task.checkCancellation()
+        let reply = try state.withLock { state throws -> Reply in
+            guard !state.replies.isEmpty else {
+                throw ScriptError(description: "the script has no reply left for \(request.method) \(request.target)")
+            }
+            state.requests.append(request)
+            return state.replies.removeFirst()
+        }
+        switch reply {
+        case .respond(let status, let headers, let body):
+            return try deliver(status: status, headers: headers, body: body, request: request)
+        case .fail(let code):
+            let error: NativeClientError = code.isOffline ? .offline(code) : .transport(code)
+            if code.isOffline { observer?(.offline(origin, error)) }
+            throw error
+        case .hangUntilCancelled:
+            while true { try await Task.sleep(for: .seconds(3600)) }
+        case .commitThenLoseResponse:
+            state.withLock { $0.committed.append(request) }
+            let error = NativeClientError.offline(.networkConnectionLost)
+            observer?(.offline(origin, error))
+            throw error
+        }
+    }
+
+    /// Feeds the body through the client's own collector in 16 KiB pieces.
+    private func deliver(status: Int, headers: [NativeHeaderField], body: [UInt8], request: NativeRequest) throws
+        -> NativeResponse
+    {
+        let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(headers), receivedAt: now())
+        observer?(.response(origin, status: status))
+        let collector = BodyCollector(limit: request.maxBytes, isHead: request.method == "HEAD")
+        if let error = collector.begin(head) { throw error }
+        if request.method != "HEAD" {
+            try body.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let end = min(offset + 16_384, bytes.count)
+                    if let error = collector.append(UnsafeRawBufferPointer(rebasing: bytes[offset..<end])) { throw error }
+                    offset = end
+                }
+            }
+        }
+        return NativeResponse(status: status, headers: head.headers, body: collector.bytes, receivedAt: head.receivedAt)
+    }
+}

@@ -1,0 +1,56 @@
+import CommandLineKit
+
+extension ToolSpecs {
+    /// The largest `--max-bytes` accepted: 256 MiB.
+    public static let fetchMaxBytesLimit = 268_435_456
+
+    /// `rastrillo-fetch`: one request to one origin, the body to stdout or as JSON.
+    public static let rastrilloFetch = CommandSpec(
+        name: "rastrillo-fetch",
+        version: version,
+        abstract: "Send one HTTP request to one origin and print the response body.",
+        discussion: """
+            rastrillo-fetch sends one request to URL and writes the response body to standard \
+            output, whatever the status. Redirects are never followed. The credential, read from \
+            a file or an environment variable, goes to the URL's origin only, as \
+            'Authorization: Bearer TOKEN' unless --credential-header names another header. A \
+            body larger than --max-bytes (4 MiB by default) fails the request; nothing \
+            truncated is ever printed.
+
+            The exit status tells scripts what to do next: 0 for a 2xx response; 3 offline, 4 \
+            transient (5xx, 429, TLS), 5 auth (401, 403, 303), 6 permanent, 7 conflict (409).
+
+            Examples:
+             rastrillo-fetch https://api.example.com/v1/items --credential-env API_TOKEN
+             rastrillo-fetch -X PUT -H 'Content-Type: application/json' --body-file doc.json --json URL
+            """,
+        options: [
+            .value("method", short: "X", valueName: "METHOD", help: "Send METHOD (default GET, or POST with --body-file)."),
+            .value(
+                "header", short: "H", valueName: "NAME:VALUE", help: "Send this header field.",
+                repeatable: true),
+            .value(
+                "body-file", short: "d", valueName: "FILE", kind: .file,
+                help: "Send the contents of FILE as the request body ('-' reads standard input)."),
+            .value(
+                "credential-file", valueName: "FILE", kind: .file,
+                help: "Read the credential from FILE, which only its owner may read (one trailing newline is dropped)."),
+            .value(
+                "credential-env", valueName: "NAME", help: "Read the credential from the environment variable NAME."),
+            .value(
+                "credential-header", valueName: "NAME",
+                help: "Send the credential as the whole value of header NAME instead of 'Authorization: Bearer'."),
+            .value(
+                "max-bytes", valueName: "N", kind: .integer(0...fetchMaxBytesLimit),
+                help: "Accept a response body of at most N bytes (default 4194304, 4 MiB)."),
+            .value("cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE."),
+            .value(
+                "timeout", valueName: "SECONDS", kind: .integer(1...86_400),
+                help: "Give up when the whole exchange takes longer than SECONDS (exit 3)."),
+            .flag("json", help: "Print {status, headers, body} as one JSON object, and failures as JSON on stderr."),
+        ],
+        positionals: [PositionalSpec("URL", help: "The http or https URL to request.", kind: .url)],
+        exclusiveGroups: [["credential-file", "credential-env"]],
+        exitStatuses: ExitStatus.network
+    )
+}

@@ -1,0 +1,33 @@
+import CommandLineKit
+import Foundation
+import Rastrillo
+import RastrilloCLI
+import ToolSpecs
+
+ToolRunner.main(spec: ToolSpecs.rastrilloFetch) { arguments in
+    let json = arguments.flag("json")
+    do {
+        let client = try ClientArguments(arguments)
+        let body = try RequestBodyFile(arguments.value("body-file"))
+        defer { body?.close() }
+        let request = NativeRequest(
+            method: arguments.value("method") ?? (body == nil ? "GET" : "POST"), client.target,
+            headers: client.headers, body: body?.body,
+            maxBytes: arguments.integer("max-bytes") ?? NativeHTTP.defaultMaxBytes,
+            timeout: arguments.integer("timeout").map { .seconds($0) })
+        let response = try await client.client().responseDetails(request)
+        if json {
+            try JSONOutput.write(ResponseJSON(response))
+        } else {
+            try StandardOutput.write(response.body)
+        }
+        if let error = response.error { return FailureReport.emit(error, json: json) }
+        return .ok
+    } catch let error as UsageError where !json {
+        throw error
+    } catch let error where error is CancellationError || error is OutputClosed || error is OutputError {
+        throw error
+    } catch {
+        return FailureReport.emit(error, json: json)
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import Glibc
+import LoopbackHTTPServer
+import Testing
+import ToolTestSupport
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+func pattern(_ count: Int) -> [UInt8] {
+    [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        for index in 0..<count { buffer[index] = UInt8(truncatingIfNeeded: index &* 31 &+ index >> 8) }
+        initialized = count
+    }
+}
+
+/// A temporary home for one test's tool runs, removed when released.
+final class Home: Sendable {
+    let path: String
+
+    init() throws { path = try ToolProcess.makeTemporaryDirectory() }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func write(_ name: String, _ text: String, mode: mode_t = 0o600) throws -> String {
+        let path = file(name)
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        chmod(path, mode)
+        return path
+    }
+
+    var environment: [String: String] { ToolProcess.environment(home: path) }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Runs a built tool on its own thread (spawning and waiting block), so no cooperative thread is
+/// held while it runs.
+func run(
+    _ tool: String, _ arguments: [String], home: Home, extraEnvironment: [String: String] = [:], stdin: [UInt8] = []
+) async throws -> ToolRun {
+    let environment = home.environment.merging(extraEnvironment) { $1 }
+    return try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(
+                with: Result { try ToolProcess.run(tool, arguments, environment: environment, stdin: stdin) })
+        }.start()
+    }
+}
+
+struct SpawnError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A tool started in the background, to be signalled while it runs.
+final class BackgroundTool: Sendable {
+    let pid: pid_t
+    let outputPath: String
+    let errorPath: String
+
+    init(_ tool: String, _ arguments: [String], home: Home) throws {
+        outputPath = home.file("bg-stdout-\(UUID().uuidString)")
+        errorPath = home.file("bg-stderr-\(UUID().uuidString)")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let executable = ToolProcess.path(of: tool)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = home.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard spawned == 0 else { throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(spawned)))") }
+        self.pid = pid
+    }
+
+    /// Sends `signal`.
+    func send(_ signal: Int32) { kill(pid, signal) }
+
+    /// Waits for the exit (at most `timeout`, then SIGKILL) on its own thread; the exit status,
+    /// or 128 + the signal.
+    func wait(timeout: Duration = .seconds(30)) async -> Int32 {
+        let pid = self.pid
+        return await withCheckedContinuation { continuation in
+            Thread {
+                let deadline = ContinuousClock.now + timeout
+                var status: Int32 = 0
+                while waitpid(pid, &status, WNOHANG) != pid {
+                    if ContinuousClock.now > deadline {
+                        kill(pid, SIGKILL)
+                        _ = waitpid(pid, &status, 0)
+                        break
+                    }
+                    usleep(2_000)
+                }
+                continuation.resume(returning: (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
+            }.start()
+        }
+    }
+
+    var stderr: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` passes.
+func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+/// A TLS server and the CA file that trusts it.
+func tlsServer(_ response: LoopbackHTTPResponse) async throws -> (LoopbackHTTPServer, LoopbackTLSIdentity) {
+    let identity = try await LoopbackTLSIdentity.make()
+    var configuration = LoopbackHTTPServer.Configuration()
+    configuration.useTLS(identity)
+    return (try LoopbackHTTPServer(configuration: configuration) { _ in response }, identity)
+}
+
+/// The one JSON object of `text` (one line), as a dictionary.
+func jsonObject(_ text: String) throws -> [String: Any] {
+    let line = text.split(separator: "\n").first.map(String.init) ?? ""
+    return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+}
