@@ -15,8 +15,9 @@ import Synchronization
 /// - returned status → that status;
 /// - the first `SIGINT`/`SIGTERM` cancels the body's task; once the body returns or throws,
 ///   the process exits 130/143 whatever the outcome, printing nothing (a cancelled body's
-///   error is an echo of the signal, not news). A second signal exits at once with the same
-///   code, without waiting for the body;
+///   error is an echo of the signal, not news), unless the tool chose
+///   ``SignalExitPolicy/bodyStatus``. A second signal exits at once with 130/143, without
+///   waiting for the body, under either policy;
 /// - ``OutputClosed`` → status 0 and nothing printed: the reader (`head`, a closed `jq`) took
 ///   what it wanted, which is not a failure of the tool, and a message would land in the
 ///   user's terminal for no reason;
@@ -24,6 +25,17 @@ import Synchronization
 /// - ``ToolError`` → `TOOL: message` and its status;
 /// - any other error → `TOOL: description` and status 1.
 public enum ToolRunner {
+    /// What decides the exit status once the first `SIGINT` or `SIGTERM` has cancelled the body.
+    public enum SignalExitPolicy: Sendable, Hashable {
+        /// 130 after `SIGINT`, 143 after `SIGTERM`, whatever the body returns or throws: the
+        /// command-line contract's default.
+        case signalCode
+        /// The status the cancelled body returns, for tools whose documented way to stop is a
+        /// signal (a follow mode that ends cleanly returns ``ExitStatus/ok``). A body that
+        /// throws still exits 130/143, printing nothing.
+        case bodyStatus
+    }
+
     /// Runs `body` for `spec` and exits; never returns.
     ///
     /// Call it from a synchronous `static func main()` or from top-level code that does not
@@ -31,8 +43,10 @@ public enum ToolRunner {
     /// work in the body keeps running. Called from any other thread, it blocks that thread.
     /// - Parameters:
     ///   - arguments: the full argument vector, program name first.
+    ///   - onSignal: what decides the exit status after the first `SIGINT`/`SIGTERM`.
     public static func main(
         spec: CommandSpec, arguments: [String] = CommandLine.arguments,
+        onSignal: SignalExitPolicy = .signalCode,
         body: @escaping @Sendable (ParsedArguments) async throws -> ExitStatus
     ) -> Never {
         signal(SIGPIPE, SIG_IGN)
@@ -75,7 +89,7 @@ public enum ToolRunner {
         run.started(task)
         Task {
             let result = await task.result
-            let code = exitCode(for: result, signal: run.signal, tool: spec.name)
+            let code = exitCode(for: result, signal: run.signal, policy: onSignal, tool: spec.name)
             withExtendedLifetime(keptSources) {}
             exit(code)
         }
@@ -90,9 +104,13 @@ public enum ToolRunner {
 
     /// The exit code for the body's outcome, printing what the user must see.
     static func exitCode(
-        for result: Result<ExitStatus, any Error>, signal: Int32?, tool: String
+        for result: Result<ExitStatus, any Error>, signal: Int32?, policy: SignalExitPolicy,
+        tool: String
     ) -> Int32 {
-        if let signal { return signalExitCode(signal) }
+        if let signal {
+            if policy == .bodyStatus, case .success(let status) = result { return status.code }
+            return signalExitCode(signal)
+        }
         switch result {
         case .success(let status):
             return status.code

@@ -108,6 +108,54 @@ func stderrText(_ result: ExitTest.Result?) -> String {
         #expect(FileManager.default.contents(atPath: marker) == Data("SIGTERM".utf8))
     }
 
+    /// A follow-mode tool documents SIGINT/SIGTERM as its normal way to stop: under
+    /// `.bodyStatus` the status the cancelled body returns is the exit status.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func bodyStatusPolicyExitsWithWhatTheCancelledBodyReturns(signal number: Int32) async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            [number = number as Int32] in
+            markStreams()
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], onSignal: .bodyStatus) { _ in
+                kill(getpid(), number)
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+                return .ok
+            }
+        }
+        #expect(stderrText(result) == streamMark)
+    }
+
+    @Test func bodyStatusPolicyKeepsTheSignalCodeWhenTheBodyThrows() async {
+        let result = await #expect(processExitsWith: .exitCode(143), observing: [\.standardErrorContent]) {
+            markStreams()
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], onSignal: .bodyStatus) { _ in
+                kill(getpid(), SIGTERM)
+                try await Task.sleep(for: .seconds(3600))
+                return .ok
+            }
+        }
+        #expect(stderrText(result) == streamMark)
+    }
+
+    @Test func bodyStatusPolicyWithoutASignalIsTheUsualOutcome() async {
+        await #expect(processExitsWith: .exitCode(7)) {
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], onSignal: .bodyStatus) { _ in .conflict }
+        }
+    }
+
+    @Test func bodyStatusPolicyStillExitsAtOnceOnASecondSignal() async {
+        await #expect(processExitsWith: .exitCode(130)) {
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], onSignal: .bodyStatus) { _ in
+                kill(getpid(), SIGINT)
+                usleep(200_000)
+                kill(getpid(), SIGINT)
+                sleep(20)
+                return .ok
+            }
+        }
+    }
+
     /// A body that ignores cancellation: the second SIGINT ends the process at once.
     @Test func secondSignalExitsAtOnce() async throws {
         let directory = try Paths.temporaryDirectory()
