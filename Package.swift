@@ -56,7 +56,8 @@ let package = Package(
             name: "RivetPairToolTests", dependencies: ["rivet-pair", "RivetPairing", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit"]),
+        .target(name: "AvahiTestSupport", path: "Tests/Support/AvahiTestSupport"),
+        .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .target(name: "LoopbackHTTPServer", path: "Tests/Support/LoopbackHTTPServer"),
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
