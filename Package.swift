@@ -31,6 +31,9 @@ let package = Package(
         // MARK: Pairing: coordinator, transcript, registry, authenticator, companion credential
         .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SQLiteKit"]),
 
+        // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit"]),
+
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
         .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
