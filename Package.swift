@@ -61,6 +61,9 @@ let package = Package(
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .target(name: "AvahiTestSupport", path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
+        .testTarget(
+            name: "RivetDiscoveryTests", dependencies: ["RivetDiscovery", "AvahiKit", "AvahiTestSupport"],
+            resources: [.copy("Fixtures")]),
         .target(name: "LoopbackHTTPServer", path: "Tests/Support/LoopbackHTTPServer"),
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
         .testTarget(

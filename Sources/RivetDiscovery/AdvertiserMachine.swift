@@ -202,12 +202,14 @@ struct AdvertiserMachine {
 
     private mutating func halt(_ next: Phase) -> [Action] {
         let wasActive = isActive
+        phase = next
+        guard wasActive else { return [] }
         generation += 1
         clientRunning = false
-        phase = next
         secret = nil
         retryDelay = Self.firstRetryDelay
-        return wasActive ? [.disconnect] : []
+        lastError = nil
+        return [.disconnect]
     }
 
     /// A publication avahi refused or gave up on: after a delay, publish again under a fresh

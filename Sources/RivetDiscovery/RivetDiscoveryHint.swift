@@ -24,13 +24,13 @@ public struct RivetDiscoveryEpoch: Sendable, Hashable, Comparable, CustomStringC
     public var start: Date { Date(timeIntervalSince1970: Double(value) * Double(Self.seconds)) }
 
     /// When the next epoch begins.
-    public var end: Date { Date(timeIntervalSince1970: Double(value + 1) * Double(Self.seconds)) }
+    public var end: Date { Date(timeIntervalSince1970: (Double(value) + 1) * Double(Self.seconds)) }
 
     /// The epoch before (epoch 0 has none).
     public var previous: RivetDiscoveryEpoch? { value == 0 ? nil : RivetDiscoveryEpoch(value - 1) }
 
-    /// The epoch after.
-    public var next: RivetDiscoveryEpoch { RivetDiscoveryEpoch(value + 1) }
+    /// The epoch after (the last representable epoch has none).
+    public var next: RivetDiscoveryEpoch? { value == .max ? nil : RivetDiscoveryEpoch(value + 1) }
 
     /// The decimal epoch number.
     public var description: String { String(value) }

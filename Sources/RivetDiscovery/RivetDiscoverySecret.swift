@@ -12,7 +12,7 @@ import OpenSSLKit
 /// after revoking devices.
 ///
 /// The secret's bytes never appear in `description`, logs or error messages.
-public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible {
+public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
     /// Length of the secret, in bytes.
     public static let byteCount = 32
     /// The file name of the secret in the state directory.
@@ -68,6 +68,9 @@ public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible 
 
     /// `"RivetDiscoverySecret(redacted)"`: the bytes are never shown.
     public var description: String { "RivetDiscoverySecret(redacted)" }
+
+    /// A mirror without children, so `dump` and debuggers' reflection never show the bytes.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 
     /// Loads the secret from `<stateDirectory>/discovery-secret`, or creates it (32 random bytes,
     /// written as 64 lowercase hexadecimal digits and a newline, mode 0600, missing directories

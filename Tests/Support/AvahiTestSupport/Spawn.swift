@@ -227,3 +227,50 @@ private final class LiveState: Sendable {
     let lines = Mutex<[String]>([])
     let ended = Mutex<Int32?>(nil)
 }
+
+/// Plays another host on the link: sends avahi-daemon (the shared one, on 127.0.0.1:5353) an
+/// authoritative mDNS answer from 127.0.0.2:5353 (on `lo`'s 127.0.0.0/8) that claims
+/// `name`.`type`.local's SRV record with other data, as a machine owning the same name would.
+/// avahi-daemon must treat it as a name conflict. Blocks for about 0.3 s.
+public func claimServiceNameFromAnotherHost(name: String, type: String, port: UInt16) throws {
+    func encode(_ labels: [String]) -> [UInt8] {
+        labels.flatMap { label -> [UInt8] in [UInt8(label.utf8.count)] + Array(label.utf8) } + [0]
+    }
+    func u16(_ value: Int) -> [UInt8] { [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+    let owner = encode([name] + type.split(separator: ".").map(String.init) + ["local"])
+    let target = "rogue-" + String((0..<8).map { _ in "0123456789abcdef".randomElement()! })
+    let rdata = u16(0) + u16(0) + u16(Int(port)) + encode([target, "local"])
+    // Header: id 0, QR|AA, one answer. Answer: SRV, cache-flush|IN, TTL 120.
+    let message: [UInt8] =
+        [0, 0, 0x84, 0] + u16(0) + u16(1) + u16(0) + u16(0)
+        + owner + u16(33) + u16(0x8001) + [0, 0, 0, 120] + u16(rdata.count) + rdata
+
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    guard fd >= 0 else { throw PrivateAvahiError("socket() failed: errno \(errno)") }
+    defer { close(fd) }
+    var on: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+    var source = sockaddr_in()
+    source.sin_family = sa_family_t(AF_INET)
+    source.sin_port = in_port_t(5353).bigEndian
+    source.sin_addr.s_addr = in_addr_t(0x7f00_0002).bigEndian
+    let bound = withUnsafePointer(to: &source) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard bound == 0 else { throw PrivateAvahiError("cannot bind 127.0.0.2:5353: errno \(errno)") }
+    var destination = sockaddr_in()
+    destination.sin_family = sa_family_t(AF_INET)
+    destination.sin_port = in_port_t(5353).bigEndian
+    destination.sin_addr.s_addr = in_addr_t(0x7f00_0001).bigEndian
+    for _ in 0..<3 {
+        let sent = withUnsafePointer(to: &destination) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, message, message.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard sent == message.count else { throw PrivateAvahiError("sendto() failed: errno \(errno)") }
+        usleep(100_000)
+    }
+}
