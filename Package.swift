@@ -37,6 +37,8 @@ let package = Package(
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
         .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
+        .executableTarget(
+            name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),

@@ -90,7 +90,7 @@ public final class RivetAdvertiser: Sendable {
 
     /// As the public initializer, with the instance names drawn from `nameSource`.
     init(configuration: Configuration, nameSource: @escaping @Sendable () -> String) throws(RivetDiscoveryError) {
-        guard Self.isValidServiceType(configuration.serviceType) else {
+        guard DNSSDServiceType.isValid(configuration.serviceType) else {
             throw RivetDiscoveryError.invalidConfiguration.with(
                 "\"\(configuration.serviceType)\" is not a service type of the form _name._tcp or _name._udp (name: 1 to 15 of a-z, 0-9 and -)"
             )
@@ -157,19 +157,6 @@ public final class RivetAdvertiser: Sendable {
         var generator = SystemRandomNumberGenerator()
         let value = UInt32.random(in: .min ... .max, using: &generator)
         return "Rivet " + lowercaseHex(withUnsafeBytes(of: value.bigEndian) { Array($0) })
-    }
-
-    static func isValidServiceType(_ type: String) -> Bool {
-        let parts = type.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 2, parts[1] == "_tcp" || parts[1] == "_udp", parts[0].hasPrefix("_") else { return false }
-        let name = parts[0].dropFirst().utf8
-        guard (1...15).contains(name.count), name.first != UInt8(ascii: "-"), name.last != UInt8(ascii: "-") else {
-            return false
-        }
-        return name.allSatisfy {
-            ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
-                || $0 == UInt8(ascii: "-")
-        }
     }
 }
 
