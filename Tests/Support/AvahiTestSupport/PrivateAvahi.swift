@@ -214,7 +214,8 @@ public struct PrivateAvahi: Sendable {
 public struct PrivateAvahiError: Error, CustomStringConvertible {
     /// What failed.
     public let description: String
-    init(_ description: String) { self.description = description }
+    /// An error saying `description`.
+    public init(_ description: String) { self.description = description }
 }
 
 /// True when `pid` is a live process (not a zombie) whose command is `command` (any when nil).

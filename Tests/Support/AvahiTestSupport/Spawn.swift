@@ -203,6 +203,16 @@ public final class LiveProcess: Sendable {
         }
     }
 
+    /// Whether stderr contains `text`, waiting at most `timeout` for it.
+    public func stderrContains(_ text: String, within timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if stderr.contains(text) { return true }
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     /// Sends `signal` to the program.
     public func send(_ signal: Int32) {
         if state.ended.withLock({ $0 }) == nil { kill(pid, signal) }
