@@ -37,8 +37,8 @@ public struct RivetAdvertisement: Sendable, Hashable {
 /// It never listens, connects or grants anything; it only announces.
 ///
 /// Thread-safety: every method may be called from any thread or task. All work happens on one
-/// private serial queue, off Swift's cooperative pool; the avahi calls it makes are short D-Bus
-/// round trips.
+/// private serial queue; ``start(port:secret:)``, ``listenerFailed()`` and ``stop()`` wait for
+/// it, which takes the few short D-Bus round trips to avahi-daemon they need.
 public final class RivetAdvertiser: Sendable {
     /// Where and how to advertise, and which clock to read.
     public struct Configuration: Sendable {
