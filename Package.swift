@@ -31,9 +31,14 @@ let package = Package(
         // MARK: Pairing: coordinator, transcript, registry, authenticator, companion credential
         .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SQLiteKit"]),
 
+        // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit"]),
+
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
         .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
+        .executableTarget(
+            name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
         // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
         .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit"]),
@@ -78,11 +83,18 @@ let package = Package(
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
         .testTarget(
+            name: "RivetBrowseToolTests",
+            dependencies: ["rivet-browse", "RivetDiscovery", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
+        .testTarget(
             name: "RivetPairToolTests", dependencies: ["rivet-pair", "RivetPairing", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),
+        .target(name: "AvahiTestSupport", path: "Tests/Support/AvahiTestSupport"),
+        .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
+        .testTarget(
+            name: "RivetDiscoveryTests", dependencies: ["RivetDiscovery", "AvahiKit", "AvahiTestSupport"],
+            resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
             name: "RastrilloToolTests",

@@ -7,8 +7,10 @@ import Synchronization
 /// Events arrive on `events` in the order avahi reports them: `.added` for each instance, then
 /// its `.resolved` (or `.resolveFailed`), `.removed` when it goes away. `close()` (or the last
 /// reference going away) frees the browser and any pending resolvers and ends `events`.
-/// Each instance is resolved once when it appears; a TXT change on an instance that stays is
-/// not reported again.
+/// By default each instance is resolved once when it appears. With `followChanges: true` its
+/// resolver stays alive until the instance goes away, and `.resolved` is reported again each
+/// time the instance's host name, address, port or TXT record change (avahi-daemon re-sends a
+/// resolver's result when a record it resolved changes; an unchanged result is not repeated).
 ///
 /// Thread-safety: every method may be called from any thread or task. avahi calls back on its
 /// poll thread; those callbacks only yield to `events`, so no caller code runs there.
@@ -39,19 +41,21 @@ public final class AvahiBrowser: Sendable {
     public var events: AsyncStream<Event> { core.events }
 
     /// Starts browsing `type` (such as `"_rivet._tcp"`) in `domain` (nil: `local`) on
-    /// `interface` over `ipProtocol`, resolving each new instance when `resolve` is true.
+    /// `interface` over `ipProtocol`, resolving each new instance when `resolve` is true, and
+    /// reporting each later change of a resolved instance when `followChanges` is true too (one
+    /// resolver per instance stays open with avahi-daemon until the instance goes away).
     /// Throws `AvahiError.invalidServiceType` for a malformed type, `.invalidInterface` /
     /// `.invalidArgument` when avahi rejects the other arguments, `.closed` when the client is
     /// closed.
     public init(
         client: AvahiClient, type: String, domain: String? = nil,
         interface: AvahiInterface = .unspecified, ipProtocol: AvahiIPProtocol = .unspecified,
-        resolve: Bool = true
+        resolve: Bool = true, followChanges: Bool = false
     ) throws(AvahiError) {
         self.client = client
         core = try BrowserCore(
             client: client.core, type: type, domain: domain, interface: interface,
-            ipProtocol: ipProtocol, resolve: resolve)
+            ipProtocol: ipProtocol, resolve: resolve, followChanges: followChanges)
     }
 
     deinit {
@@ -72,6 +76,8 @@ final class BrowserCore: ClientChild {
         let resolver: OpaquePointer
         let isLocal: Bool
         let isOurOwn: Bool
+        /// The last result reported, when following changes.
+        var last: AvahiResolvedService?
     }
 
     struct Shared: @unchecked Sendable {  // pointers are only used with the avahi poll lock held
@@ -82,16 +88,18 @@ final class BrowserCore: ClientChild {
 
     let clientCore: ClientCore
     let resolve: Bool
+    let followChanges: Bool
     let shared = Mutex(Shared())
     let events: AsyncStream<AvahiBrowser.Event>
     private let continuation: AsyncStream<AvahiBrowser.Event>.Continuation
 
     init(
         client: ClientCore, type: String, domain: String?, interface: AvahiInterface,
-        ipProtocol: AvahiIPProtocol, resolve: Bool
+        ipProtocol: AvahiIPProtocol, resolve: Bool, followChanges: Bool
     ) throws(AvahiError) {
         clientCore = client
         self.resolve = resolve
+        self.followChanges = followChanges
         (events, continuation) = AsyncStream.makeStream(
             of: AvahiBrowser.Event.self, bufferingPolicy: .unbounded)
         try client.withClient(registering: self) { client throws(AvahiError) in
@@ -157,8 +165,25 @@ final class BrowserCore: ClientChild {
         }
     }
 
-    /// A resolver result, on the poll thread with the poll lock held. Frees the resolver.
+    /// A resolver result, on the poll thread with the poll lock held. Frees the resolver unless
+    /// it found the instance and the browser follows changes.
     func resolverEvent(_ resolver: OpaquePointer, found: ResolvedFields?) {
+        if let found, followChanges {
+            let changed = shared.withLock { shared -> AvahiResolvedService? in
+                guard let match = shared.pending.first(where: { $0.value.resolver == resolver }) else {
+                    return nil
+                }
+                let resolved = AvahiResolvedService(
+                    instance: match.key, hostName: found.hostName, address: found.address,
+                    port: found.port, txt: found.txt, isLocal: match.value.isLocal,
+                    isOurOwn: match.value.isOurOwn)
+                guard resolved != match.value.last else { return nil }
+                shared.pending[match.key]?.last = resolved
+                return resolved
+            }
+            if let changed { continuation.yield(.resolved(changed)) }
+            return
+        }
         let entry = shared.withLock { shared -> (AvahiServiceInstance, Pending)? in
             guard let match = shared.pending.first(where: { $0.value.resolver == resolver }) else {
                 return nil

@@ -79,6 +79,19 @@ public final class AvahiPublisher: Sendable {
         try core.publish(service)
     }
 
+    /// Replaces the TXT record of the service being published, in place: the name, port and
+    /// state stay, nothing is withdrawn, and browsers that follow changes see the new record
+    /// (`AvahiBrowser(followChanges: true)`). The stored description takes the new TXT, so a
+    /// later rename after a collision announces it too.
+    /// Throws `AvahiError.invalidTXT` for a TXT entry that is empty or over 255 bytes or a record
+    /// over 1300 bytes; `.badState` when nothing is being published (idle, failed, or between a
+    /// collision and its rename); `.closed` after `close()`; the avahi error when avahi-daemon
+    /// refuses.
+    public func updateTXT(_ txt: [[UInt8]]) throws(AvahiError) {
+        try AvahiServiceDescription.validateTXT(txt)
+        try core.updateTXT(txt)
+    }
+
     /// Stops announcing the service (avahi sends goodbye packets); the state becomes `.idle`.
     /// Throws `AvahiError.closed` after `close()`, or the avahi error when the daemon refuses.
     public func withdraw() throws(AvahiError) {
@@ -150,6 +163,27 @@ final class PublisherCore: ClientChild {
                 states.send(.failed(error))
                 throw error
             }
+        }
+    }
+
+    func updateTXT(_ txt: [[UInt8]]) throws(AvahiError) {
+        try clientCore.withClient { _ throws(AvahiError) in
+            guard let group = shared.withLock({ $0.group }) else {
+                throw AvahiError.closed.with("the publisher is closed")
+            }
+            guard let service = shared.withLock({ $0.service }) else {
+                throw AvahiError.badState.with("cannot update the TXT record: nothing is being published")
+            }
+            let list = try makeStringList(txt)
+            defer { avahi_string_list_free(list) }
+            let updated = avahi_entry_group_update_service_txt_strlst(
+                group, service.interface.index, service.ipProtocol.avahiValue, AvahiPublishFlags(0),
+                service.name, service.type, service.domain, list)
+            guard updated >= 0 else {
+                throw AvahiError.avahi(
+                    updated, "cannot update the TXT record of \"\(service.name)\" (\(service.type))")
+            }
+            shared.withLock { $0.service?.txt = txt }
         }
     }
 

@@ -27,6 +27,15 @@ public struct AvahiInterface: Sendable, Hashable, CustomStringConvertible {
         return AvahiInterface(index: value)
     }
 
+    /// The kernel's name for this interface (such as `"lo"`), looked up with `if_indextoname`
+    /// now; nil for `.unspecified` and for an index no interface has (any more).
+    public var name: String? {
+        guard index > 0 else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+        guard if_indextoname(UInt32(index), &buffer) != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// `"unspecified"` or `"index N"`.
     public var description: String { index == -1 ? "unspecified" : "index \(index)" }
 }
@@ -87,6 +96,11 @@ public struct AvahiServiceDescription: Sendable, Hashable {
 
     /// Checks the TXT bounds avahi would otherwise enforce by silently truncating or dropping.
     func validateTXT() throws(AvahiError) {
+        try Self.validateTXT(txt)
+    }
+
+    /// Checks `txt` against the entry and record bounds.
+    static func validateTXT(_ txt: [[UInt8]]) throws(AvahiError) {
         var total = 0
         for (position, entry) in txt.enumerated() {
             guard !entry.isEmpty else {

@@ -210,9 +210,9 @@ public struct CommandSpec: Sendable, Hashable {
     public let exitStatuses: [ExitStatus]
     /// Signals (`SIGINT`, `SIGTERM`) that ask this tool to stop as its normal end — a daemon on
     /// `SIGTERM`, a follow-mode browser on either. After the first such signal the body's task
-    /// is cancelled as usual, but the exit status is the body's own outcome (a body that ends
-    /// by throwing `CancellationError` exits 0), not 130/143. A second signal still exits at
-    /// once with 130/143.
+    /// is cancelled as usual, and the status the cancelled body *returns* is the exit status; a
+    /// body that throws (a `CancellationError` included) still exits 130/143. A second signal
+    /// exits at once with 130/143.
     public let normalStopSignals: Set<Int32>
 
     /// Creates a spec.

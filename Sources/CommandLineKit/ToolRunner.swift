@@ -93,8 +93,8 @@ public enum ToolRunner {
         for result: Result<ExitStatus, any Error>, signal: Int32?, spec: CommandSpec
     ) -> Int32 {
         if let signal {
-            guard spec.normalStopSignals.contains(signal) else { return signalExitCode(signal) }
-            if case .failure(let error) = result, error is CancellationError { return ExitStatus.ok.code }
+            if spec.normalStopSignals.contains(signal), case .success(let status) = result { return status.code }
+            return signalExitCode(signal)
         }
         switch result {
         case .success(let status):

@@ -108,28 +108,61 @@ func stderrText(_ result: ExitTest.Result?) -> String {
         #expect(FileManager.default.contents(atPath: marker) == Data("SIGTERM".utf8))
     }
 
-    /// A spec that names SIGTERM a normal stop: the body's own status is the exit status, and a
-    /// body that ends by rethrowing the cancellation exits 0.
-    @Test func normalStopSignalExitsWithTheBodysStatus() async {
-        await #expect(processExitsWith: .exitCode(0)) {
+    /// A follow-mode tool documents SIGINT/SIGTERM as its normal way to stop: as its
+    /// `normalStopSignals` the status the cancelled body returns is the exit status.
+    @Test(arguments: [SIGINT, SIGTERM])
+    func normalStopSignalExitsWithWhatTheCancelledBodyReturns(signal number: Int32) async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            [number = number as Int32] in
+            markStreams()
+            ToolRunner.main(spec: StopSpec.daemon, arguments: ["demo-daemon"]) { _ in
+                kill(getpid(), number)
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+                return .ok
+            }
+        }
+        #expect(stderrText(result) == streamMark)
+    }
+
+    @Test func normalStopSignalKeepsTheSignalCodeWhenTheBodyThrows() async {
+        let result = await #expect(processExitsWith: .exitCode(143), observing: [\.standardErrorContent]) {
+            markStreams()
             ToolRunner.main(spec: StopSpec.daemon, arguments: ["demo-daemon"]) { _ in
                 kill(getpid(), SIGTERM)
                 try await Task.sleep(for: .seconds(3600))
-                return .failure
+                return .ok
             }
         }
-        await #expect(processExitsWith: .exitCode(1)) {
-            ToolRunner.main(spec: StopSpec.daemon, arguments: ["demo-daemon"]) { _ in
-                kill(getpid(), SIGTERM)
+        #expect(stderrText(result) == streamMark)
+    }
+
+    @Test func normalStopSignalWithoutASignalIsTheUsualOutcome() async {
+        await #expect(processExitsWith: .exitCode(7)) {
+            ToolRunner.main(spec: StopSpec.daemon, arguments: ["demo-daemon"]) { _ in .conflict }
+        }
+    }
+
+    /// Only the signals in the set are normal stops: SIGINT still exits 130 for a spec that
+    /// names SIGTERM alone.
+    @Test func aSignalOutsideTheSetKeepsItsCode() async {
+        await #expect(processExitsWith: .exitCode(130)) {
+            ToolRunner.main(spec: StopSpec.terminateOnly, arguments: ["demo-daemon"]) { _ in
+                kill(getpid(), SIGINT)
                 while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
-                return .failure
+                return .ok
             }
         }
-        // SIGINT is not in the set: it still exits 130.
+    }
+
+    @Test func normalStopSignalStillExitsAtOnceOnASecondSignal() async {
         await #expect(processExitsWith: .exitCode(130)) {
             ToolRunner.main(spec: StopSpec.daemon, arguments: ["demo-daemon"]) { _ in
                 kill(getpid(), SIGINT)
-                try await Task.sleep(for: .seconds(3600))
+                usleep(200_000)
+                kill(getpid(), SIGINT)
+                sleep(20)
                 return .ok
             }
         }
@@ -187,8 +220,10 @@ final class LockedLines: Sendable {
 }
 
 
-/// A daemon-like spec for which SIGTERM is a normal stop.
+/// Daemon-like specs whose stop signals end them normally.
 enum StopSpec {
     static let daemon = CommandSpec(
+        name: "demo-daemon", version: "1", abstract: "Serve.", normalStopSignals: [SIGINT, SIGTERM])
+    static let terminateOnly = CommandSpec(
         name: "demo-daemon", version: "1", abstract: "Serve.", normalStopSignals: [SIGTERM])
 }

@@ -1,0 +1,352 @@
+import AvahiKit
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One publication of the gateway: what avahi-daemon announces now.
+public struct RivetAdvertisement: Sendable, Hashable {
+    /// The instance name announced (`"Rivet "` and 8 random hex digits, or avahi's alternative
+    /// such as `"Rivet 1a2b3c4d #2"` after a collision).
+    public let name: String
+    /// The service type (`"_rivet._tcp"`).
+    public let serviceType: String
+    /// The listener's port.
+    public let port: UInt16
+    /// The canonical TXT record announced.
+    public let txt: RivetDiscoveryTXT
+    /// The hour the name and hint belong to.
+    public let epoch: RivetDiscoveryEpoch
+}
+
+/// Advertises the gateway's listener as `_rivet._tcp` through avahi-daemon, privacy-bounded:
+/// the instance name is `"Rivet "` and 8 random hex digits, and the TXT record is the canonical
+/// `v=1`, `h=<hint>`, `proto=rvd1` (``RivetDiscoveryTXT``), where the hint comes from the
+/// discovery secret and the current hour. Both are drawn again at every ``start(port:secret:)``
+/// and at every change of hour, so no part of the advertisement links one hour to the next.
+///
+/// - ``start(port:secret:)`` when the listener is ready: it connects to avahi-daemon (waiting
+///   for it when it is not running) and publishes.
+/// - ``listenerFailed()`` and ``stop()`` withdraw at once (the publication is gone from
+///   avahi-daemon when they return).
+/// - When avahi-daemon stops or restarts, the advertiser connects again and publishes again
+///   once the daemon runs; when the bus itself is gone it retries every 0.5 s, doubling up to
+///   10 s.
+/// - A name taken by another service is replaced by avahi's alternative (`"… #2"`); when even
+///   the alternatives are taken, it publishes again under a fresh random name.
+///
+/// It never listens, connects or grants anything; it only announces.
+///
+/// Thread-safety: every method may be called from any thread or task. All work happens on one
+/// private serial queue; ``start(port:secret:)``, ``listenerFailed()`` and ``stop()`` wait for
+/// it, which takes the few short D-Bus round trips to avahi-daemon they need.
+public final class RivetAdvertiser: Sendable {
+    /// Where and how to advertise, and which clock to read.
+    public struct Configuration: Sendable {
+        /// The DNS-SD service type: `_name._tcp` or `_name._udp`, name 1–15 of `a-z 0-9 -`.
+        public var serviceType: String
+        /// The interface to announce on (every interface avahi-daemon uses by default).
+        public var interface: AvahiInterface
+        /// The protocol to announce over (both by default).
+        public var ipProtocol: AvahiIPProtocol
+        /// The wall clock that decides the hour (epoch); tests inject one they move by hand.
+        public var clock: any RivetDiscoveryClock
+
+        /// A configuration; every argument has the production default.
+        public init(
+            serviceType: String = "_rivet._tcp", interface: AvahiInterface = .unspecified,
+            ipProtocol: AvahiIPProtocol = .unspecified,
+            clock: any RivetDiscoveryClock = RivetSystemDiscoveryClock()
+        ) {
+            self.serviceType = serviceType
+            self.interface = interface
+            self.ipProtocol = ipProtocol
+            self.clock = clock
+        }
+    }
+
+    /// What the advertiser is doing.
+    public enum State: Sendable, Equatable {
+        /// Not advertising: not started yet, or stopped.
+        case stopped
+        /// Not advertising because the listener failed; ``start(port:secret:)`` again when it
+        /// is ready.
+        case listenerDown
+        /// Started, not announced yet: avahi-daemon is absent, starting or restarting, or a
+        /// publication failed and will be tried again (``lastError`` says why).
+        case waiting
+        /// Handed to avahi-daemon under `name`, which is probing it.
+        case publishing(name: String)
+        /// Announced.
+        case published(RivetAdvertisement)
+    }
+
+    private let core: AdvertiserCore
+
+    /// An advertiser that does nothing until ``start(port:secret:)``.
+    /// Throws `RivetDiscoveryError.invalidConfiguration` for a malformed service type.
+    public convenience init(configuration: Configuration = Configuration()) throws(RivetDiscoveryError) {
+        try self.init(configuration: configuration, nameSource: RivetAdvertiser.randomInstanceName)
+    }
+
+    /// As the public initializer, with the instance names drawn from `nameSource`.
+    init(configuration: Configuration, nameSource: @escaping @Sendable () -> String) throws(RivetDiscoveryError) {
+        guard DNSSDServiceType.isValid(configuration.serviceType) else {
+            throw RivetDiscoveryError.invalidConfiguration.with(
+                "\"\(configuration.serviceType)\" is not a service type of the form _name._tcp or _name._udp (name: 1 to 15 of a-z, 0-9 and -)"
+            )
+        }
+        core = AdvertiserCore(configuration: configuration, nameSource: nameSource)
+    }
+
+    deinit {
+        core.shutdown()
+    }
+
+    /// Starts advertising the listener on `port`, or starts again with a new port or secret
+    /// (with a fresh name). Returns at once; the state then moves through `.waiting` and
+    /// `.publishing` to `.published` (about 1 s on loopback when avahi-daemon runs).
+    public func start(port: UInt16, secret: RivetDiscoverySecret) {
+        core.start(port: port, secret: secret)
+    }
+
+    /// The listener failed: withdraws the advertisement and disconnects from avahi-daemon
+    /// before returning; the state becomes `.listenerDown`.
+    public func listenerFailed() {
+        core.halt(.listenerFailed)
+    }
+
+    /// Withdraws the advertisement and disconnects from avahi-daemon before returning; the
+    /// state becomes `.stopped`. Later calls do nothing; the deinit calls it too.
+    public func stop() {
+        core.halt(.stop)
+    }
+
+    /// The current state.
+    public var state: State { core.states.current }
+
+    /// A stream of the current state followed by every change.
+    public func stateUpdates() -> AsyncStream<State> {
+        core.states.subscribe()
+    }
+
+    /// The last avahi error that kept the advertiser waiting (daemon gone, publication
+    /// refused), or nil since it last published or stopped.
+    public var lastError: AvahiError? { core.lastError }
+
+    /// Waits until the advertisement is announced, at most `timeout`, and returns it.
+    /// Throws `RivetDiscoveryError.timeout` when time runs out, and `.notPublished` when the
+    /// advertiser is (or becomes) stopped or its listener down.
+    public func waitUntilPublished(timeout: Duration) async throws(RivetDiscoveryError) -> RivetAdvertisement {
+        let outcome = await core.states.first(within: timeout) { state -> Result<RivetAdvertisement, RivetDiscoveryError>? in
+            switch state {
+            case .published(let advertisement): return .success(advertisement)
+            case .stopped: return .failure(RivetDiscoveryError.notPublished.with("the advertiser is stopped"))
+            case .listenerDown: return .failure(RivetDiscoveryError.notPublished.with("the listener is down"))
+            case .waiting, .publishing: return nil
+            }
+        }
+        guard let outcome else {
+            let reason = lastError.map { " (last avahi error: \($0.message))" } ?? ""
+            throw RivetDiscoveryError.timeout.with("not published within \(timeout)\(reason)")
+        }
+        return try outcome.get()
+    }
+
+    /// `"Rivet "` and 8 lowercase hex digits from the system's secure generator.
+    static func randomInstanceName() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = UInt32.random(in: .min ... .max, using: &generator)
+        return "Rivet " + lowercaseHex(withUnsafeBytes(of: value.bigEndian) { Array($0) })
+    }
+}
+
+/// The advertiser's shell: runs `AdvertiserMachine` on a serial queue and performs its actions
+/// with AvahiKit. Tasks it starts hold it, never the public `RivetAdvertiser`, so the public
+/// object's deinit can shut it down.
+final class AdvertiserCore: Sendable {
+    /// The machine and the avahi objects and tasks it drives; only touched on `queue`, and
+    /// under the mutex so the compiler can see it.
+    private struct Resources: ~Copyable {
+        var machine: AdvertiserMachine
+        var client: AvahiClient?
+        var publisher: AvahiPublisher?
+        var publisherGeneration: UInt64 = 0
+        var watchers: [Task<Void, Never>] = []
+        var retry: Task<Void, Never>?
+        var ticker: Task<Void, Never>?
+    }
+
+    let configuration: RivetAdvertiser.Configuration
+    let states = StateBroadcast<RivetAdvertiser.State>(.stopped)
+    private let queue = DispatchQueue(label: "RivetDiscovery.RivetAdvertiser")
+    private let resources: Mutex<Resources>
+    private let lastErrorStore = Mutex<AvahiError?>(nil)
+
+    init(configuration: RivetAdvertiser.Configuration, nameSource: @escaping @Sendable () -> String) {
+        self.configuration = configuration
+        resources = Mutex(Resources(machine: AdvertiserMachine(
+            serviceType: configuration.serviceType, interface: configuration.interface,
+            ipProtocol: configuration.ipProtocol, nameSource: nameSource)))
+    }
+
+    var lastError: AvahiError? { lastErrorStore.withLock { $0 } }
+
+    func start(port: UInt16, secret: RivetDiscoverySecret) {
+        queue.sync {
+            process(.start(port: port, secret: secret, now: configuration.clock.now()))
+            resources.withLock { resources in
+                if resources.ticker == nil { resources.ticker = makeTicker() }
+            }
+        }
+    }
+
+    func halt(_ input: AdvertiserMachine.Input) {
+        queue.sync {
+            process(input)
+            resources.withLock { resources in
+                resources.ticker?.cancel()
+                resources.ticker = nil
+            }
+        }
+    }
+
+    /// Stops everything; used by the public object's deinit (never on `queue`).
+    func shutdown() {
+        halt(.stop)
+        states.finishAll()
+    }
+
+    /// Feeds `input` from another context (a watcher, a timer) through the queue.
+    private func enqueue(_ input: AdvertiserMachine.Input) {
+        queue.async { self.process(input) }
+    }
+
+    /// Runs the machine on `input` and performs the actions, including the inputs that the
+    /// actions themselves produce (a failed connect, a refused publish). On `queue` only.
+    private func process(_ input: AdvertiserMachine.Input) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        resources.withLock { resources in
+            var inputs = [input]
+            while !inputs.isEmpty {
+                let next = inputs.removeFirst()
+                for action in resources.machine.handle(next) {
+                    if let followUp = perform(action, &resources) { inputs.append(followUp) }
+                }
+            }
+            let machine = resources.machine
+            lastErrorStore.withLock { $0 = machine.lastError }
+            states.send(publicState(machine))
+        }
+    }
+
+    private func perform(_ action: AdvertiserMachine.Action, _ resources: inout Resources) -> AdvertiserMachine.Input? {
+        switch action {
+        case .connect(let generation):
+            tearDown(&resources)
+            let client: AvahiClient
+            do {
+                client = try AvahiClient(waitForDaemon: true)
+            } catch {
+                return .connectFailed(generation: generation, error: error)
+            }
+            resources.client = client
+            let updates = client.stateUpdates()
+            resources.watchers.append(Task { [weak self] in
+                for await state in updates {
+                    self?.enqueue(.client(generation: generation, state: state))
+                }
+            })
+            return nil
+
+        case .publish(let generation, let service):
+            guard let client = resources.client else {
+                return .publishFailed(generation: generation, error: AvahiError.closed)
+            }
+            if resources.publisher == nil || resources.publisherGeneration != generation {
+                resources.publisher?.close()
+                do {
+                    let publisher = try AvahiPublisher(client: client, collisionPolicy: .rename)
+                    resources.publisher = publisher
+                    resources.publisherGeneration = generation
+                    let updates = publisher.stateUpdates()
+                    resources.watchers.append(Task { [weak self] in
+                        for await state in updates {
+                            self?.enqueue(.publisher(generation: generation, state: state))
+                        }
+                    })
+                } catch {
+                    resources.publisher = nil
+                    return .publishFailed(generation: generation, error: error)
+                }
+            }
+            do {
+                try resources.publisher?.publish(service)
+            } catch {
+                return .publishFailed(generation: generation, error: error)
+            }
+            return nil
+
+        case .withdraw:
+            try? resources.publisher?.withdraw()
+            return nil
+
+        case .disconnect:
+            tearDown(&resources)
+            return nil
+
+        case .scheduleRetry(let generation, let delay):
+            resources.retry?.cancel()
+            resources.retry = Task { [weak self] in
+                try? await Task.sleep(for: delay)
+                guard !Task.isCancelled else { return }
+                self?.enqueue(.retry(generation: generation))
+            }
+            return nil
+        }
+    }
+
+    /// Withdraws (so avahi-daemon has dropped the service when this returns), closes the
+    /// publisher and the client, and stops their watchers and any retry.
+    private func tearDown(_ resources: inout Resources) {
+        if let publisher = resources.publisher {
+            try? publisher.withdraw()
+            publisher.close()
+        }
+        resources.publisher = nil
+        resources.client?.close()
+        resources.client = nil
+        for watcher in resources.watchers { watcher.cancel() }
+        resources.watchers = []
+        resources.retry?.cancel()
+        resources.retry = nil
+    }
+
+    /// Wakes at each change of hour on the configured clock and feeds `.tick`.
+    private func makeTicker() -> Task<Void, Never> {
+        let clock = configuration.clock
+        return Task { [weak self] in
+            while !Task.isCancelled {
+                let boundary = RivetDiscoveryEpoch(containing: clock.now()).end
+                do {
+                    try await clock.sleep(until: boundary)
+                } catch {
+                    return
+                }
+                self?.enqueue(.tick(now: clock.now()))
+            }
+        }
+    }
+
+    private func publicState(_ machine: AdvertiserMachine) -> RivetAdvertiser.State {
+        switch machine.phase {
+        case .stopped: return .stopped
+        case .listenerDown: return .listenerDown
+        case .waiting: return .waiting
+        case .publishing(let name): return .publishing(name: name)
+        case .published(let name):
+            guard let txt = machine.txt else { return .waiting }
+            return .published(RivetAdvertisement(
+                name: name, serviceType: machine.serviceType, port: machine.port, txt: txt, epoch: machine.epoch))
+        }
+    }
+}

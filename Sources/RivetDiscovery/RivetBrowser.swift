@@ -1,0 +1,227 @@
+import AvahiKit
+import Synchronization
+
+/// A resolved service whose TXT record is canonical.
+public struct RivetDiscoveredService: Sendable, Hashable {
+    /// Name, type, domain, interface and protocol of the instance.
+    public let instance: AvahiServiceInstance
+    /// The SRV target host, such as `"desk.local"`.
+    public let hostName: String
+    /// The host's addresses in text form, as resolved (one per resolution today).
+    public let addresses: [String]
+    /// The port.
+    public let port: UInt16
+    /// The parsed canonical TXT record.
+    public let txt: RivetDiscoveryTXT
+
+    /// A service with these fields.
+    public init(
+        instance: AvahiServiceInstance, hostName: String, addresses: [String], port: UInt16, txt: RivetDiscoveryTXT
+    ) {
+        self.instance = instance
+        self.hostName = hostName
+        self.addresses = addresses
+        self.port = port
+        self.txt = txt
+    }
+}
+
+/// A resolved service whose TXT record is not canonical: never reported as a service.
+public struct RivetRejectedService: Sendable, Hashable {
+    /// Name, type, domain, interface and protocol of the instance.
+    public let instance: AvahiServiceInstance
+    /// The SRV target host.
+    public let hostName: String
+    /// The host's addresses in text form.
+    public let addresses: [String]
+    /// The port.
+    public let port: UInt16
+    /// The TXT entries as received, in wire order.
+    public let rawTXT: [[UInt8]]
+    /// Why the record is not canonical.
+    public let rejection: RivetTXTRejection
+
+    /// A rejected service with these fields.
+    public init(
+        instance: AvahiServiceInstance, hostName: String, addresses: [String], port: UInt16, rawTXT: [[UInt8]],
+        rejection: RivetTXTRejection
+    ) {
+        self.instance = instance
+        self.hostName = hostName
+        self.addresses = addresses
+        self.port = port
+        self.rawTXT = rawTXT
+        self.rejection = rejection
+    }
+}
+
+/// What a ``RivetBrowser`` reports.
+public enum RivetBrowserEvent: Sendable, Equatable {
+    /// A service with a canonical TXT record appeared (or its record became canonical).
+    case added(RivetDiscoveredService)
+    /// A reported service's endpoint (host, addresses, port) or TXT record changed.
+    case changed(RivetDiscoveredService)
+    /// A reported service went away, or its TXT record stopped being canonical; carries the
+    /// last values reported.
+    case removed(RivetDiscoveredService)
+    /// A service's TXT record is not canonical (reported again only when the record or the
+    /// endpoint changes).
+    case rejected(RivetRejectedService)
+    /// An instance could not be resolved (avahi-daemon gives up after about 5 s).
+    case resolveFailed(AvahiServiceInstance, AvahiError)
+    /// Every instance avahi-daemon knew when browsing began has been reported, rejected or
+    /// failed: the point where a one-shot listing is complete. Sent once.
+    case settled
+    /// Browsing failed (for example avahi-daemon went away); nothing follows.
+    case failed(AvahiError)
+}
+
+/// Browses a Rivet service type, resolves every instance, follows changes, and reports only
+/// services whose TXT record is canonical; others are reported as `.rejected`. It never
+/// connects to what it finds and grants nothing: it only reads avahi-daemon's answers.
+///
+/// Thread-safety: every method may be called from any thread or task.
+public final class RivetBrowser: Sendable {
+    /// The events, unbounded, in order; one consumer only. Ends after `.failed` and on
+    /// ``close()``.
+    public let events: AsyncStream<RivetBrowserEvent>
+
+    private let browser: AvahiBrowser
+    private let continuation: AsyncStream<RivetBrowserEvent>.Continuation
+    private let tasks: Mutex<[Task<Void, Never>]>
+
+    /// Starts browsing `serviceType` on `interface` over `ipProtocol` through `client`, which
+    /// should be running. The browser watches `client` too: when it fails (avahi-daemon went
+    /// away), `.failed` ends the events.
+    /// Throws `AvahiError.invalidServiceType`, `.invalidInterface`, `.invalidArgument` when
+    /// avahi rejects the arguments, and `.closed` when the client is closed.
+    public init(
+        client: AvahiClient, serviceType: String = "_rivet._tcp", interface: AvahiInterface = .unspecified,
+        ipProtocol: AvahiIPProtocol = .unspecified
+    ) throws(AvahiError) {
+        browser = try AvahiBrowser(
+            client: client, type: serviceType, interface: interface, ipProtocol: ipProtocol, resolve: true,
+            followChanges: true)
+        let (events, continuation) = AsyncStream.makeStream(of: RivetBrowserEvent.self, bufferingPolicy: .unbounded)
+        self.events = events
+        self.continuation = continuation
+        let avahiEvents = browser.events
+        let states = client.stateUpdates()
+        let forward = Task {
+            var tracker = BrowseTracker()
+            for await event in avahiEvents {
+                let output = tracker.handle(event)
+                for item in output { continuation.yield(item) }
+                if case .failed = event {
+                    continuation.finish()
+                    return
+                }
+            }
+        }
+        let watch = Task {
+            for await state in states {
+                switch state {
+                case .failure(let error):
+                    continuation.yield(.failed(error))
+                    continuation.finish()
+                    return
+                case .closed:
+                    continuation.yield(.failed(AvahiError.closed))
+                    continuation.finish()
+                    return
+                case .connecting, .registering, .running, .collision:
+                    continue
+                }
+            }
+        }
+        tasks = Mutex([forward, watch])
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Stops browsing, frees avahi's browser and resolvers, and ends ``events``; later calls do
+    /// nothing.
+    public func close() {
+        let running = tasks.withLock { tasks in
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in running { task.cancel() }
+        browser.close()
+        continuation.finish()
+    }
+}
+
+/// The browser's bookkeeping as a pure function of avahi's events: which instances are pending,
+/// reported or rejected, and when the initial listing is complete.
+struct BrowseTracker {
+    enum Entry: Equatable {
+        case pending
+        case failed
+        case reported(RivetDiscoveredService)
+        case rejected(RivetRejectedService)
+    }
+
+    private(set) var entries: [AvahiServiceInstance: Entry] = [:]
+    private var allForNow = false
+    private var settled = false
+
+    mutating func handle(_ event: AvahiBrowser.Event) -> [RivetBrowserEvent] {
+        var output: [RivetBrowserEvent] = []
+        switch event {
+        case .added(let instance):
+            if entries[instance] == nil { entries[instance] = .pending }
+        case .resolved(let service):
+            output = resolved(service)
+        case .resolveFailed(let instance, let error):
+            if entries[instance] == .pending || entries[instance] == nil { entries[instance] = .failed }
+            output = [.resolveFailed(instance, error)]
+        case .removed(let instance):
+            if case .reported(let last)? = entries[instance] { output = [.removed(last)] }
+            entries[instance] = nil
+        case .cacheExhausted:
+            break
+        case .allForNow:
+            allForNow = true
+        case .failed(let error):
+            return [.failed(error)]
+        }
+        if allForNow, !settled, !entries.values.contains(.pending) {
+            settled = true
+            output.append(.settled)
+        }
+        return output
+    }
+
+    private mutating func resolved(_ service: AvahiResolvedService) -> [RivetBrowserEvent] {
+        let instance = service.instance
+        let addresses = [service.address]
+        let previous = entries[instance]
+        do {
+            let txt = try RivetDiscoveryTXT.parse(service.txt)
+            let found = RivetDiscoveredService(
+                instance: instance, hostName: service.hostName, addresses: addresses, port: service.port, txt: txt)
+            entries[instance] = .reported(found)
+            if case .reported(let last)? = previous {
+                return last == found ? [] : [.changed(found)]
+            }
+            return [.added(found)]
+        } catch {
+            let rejected = RivetRejectedService(
+                instance: instance, hostName: service.hostName, addresses: addresses, port: service.port,
+                rawTXT: service.txt, rejection: error)
+            entries[instance] = .rejected(rejected)
+            switch previous {
+            case .reported(let last)?:
+                return [.removed(last), .rejected(rejected)]
+            case .rejected(let last)? where last.rawTXT == rejected.rawTXT && last.hostName == rejected.hostName
+                && last.addresses == rejected.addresses && last.port == rejected.port:
+                return []
+            default:
+                return [.rejected(rejected)]
+            }
+        }
+    }
+}

@@ -1,0 +1,28 @@
+import AvahiKit
+import CommandLineKit
+import RivetDiscovery
+import ToolSpecs
+
+// SIGINT and SIGTERM are how a follow-mode browse ends: the cancelled body returns 0.
+ToolRunner.main(spec: ToolSpecs.rivetBrowse) { arguments in
+    let type = arguments.value("type") ?? "_rivet._tcp"
+    guard DNSSDServiceType.isValid(type) else {
+        throw UsageError(
+            "--type: '\(type)' is not a service type such as _rivet._tcp (_name._tcp or _name._udp, name 1 to 15 of a-z, 0-9 and -)",
+            argument: type)
+    }
+    let showRejected = arguments.flag("show-rejected")
+    let client = try await connect()
+    defer { client.close() }
+    let browser: RivetBrowser
+    do {
+        browser = try RivetBrowser(client: client, serviceType: type)
+    } catch let error as AvahiError {
+        throw BrowseError.failure("cannot browse \(type): \(error.message)")
+    }
+    defer { browser.close() }
+    if arguments.flag("once") {
+        return try await listOnce(browser, showRejected: showRejected)
+    }
+    return try await follow(browser, showRejected: showRejected)
+}

@@ -1,0 +1,106 @@
+import AvahiKit
+import Foundation
+import RivetDiscovery
+import Testing
+
+/// RivetBrowser against the shared real avahi-daemon, with hand-made records published
+/// through AvahiKit.
+@Suite("RivetBrowser through the real avahi-daemon")
+struct BrowserTests {
+    static let hint = RivetDiscoveryHint(hex: "0123456789abcdef")!
+    static let canonical = RivetDiscoveryTXT(hint: hint).entries
+
+    /// Non-canonical records and the reason each must be rejected with.
+    static let malformed: [(String, [[UInt8]], RivetTXTRejection.Reason)] = [
+        ("dup", canonical + [bytes("v=1")], .duplicateKey),
+        ("upper", [bytes("V=1")] + canonical.dropFirst(), .uppercaseKey),
+        ("bare", [bytes("v=1"), bytes("h"), bytes("proto=rvd1")], .keyWithoutValue),
+        ("unknown", canonical + [bytes("host=desk")], .unknownKey),
+        ("long", [bytes("v=1"), bytes("h=0123456789abcdef0"), bytes("proto=rvd1")], .valueTooLong),
+        ("odd", [bytes("v=1"), [0x68, 0x3D, 0x00, 0xFF, 0x22, 0x5C, 0x0A], bytes("proto=rvd1")], .nonASCII),
+        ("order", [canonical[1], canonical[0], canonical[2]], .wrongOrder),
+    ]
+
+    @Test("only canonical records are services; each malformed one is rejected with its reason; then settled")
+    func rejections() async throws {
+        let client = try await connectedClient()
+        defer { client.close() }
+        let loopback = try AvahiInterface.named("lo")
+        let type = uniqueServiceType()
+        var publishers: [AvahiPublisher] = []
+        for (label, txt, _) in [("good", Self.canonical, RivetTXTRejection.Reason.badValue)] + Self.malformed {
+            let publisher = try AvahiPublisher(client: client)
+            try publisher.publish(AvahiServiceDescription(
+                name: "Rivet \(label)", type: type, port: 7600, txt: txt, interface: loopback, ipProtocol: .ipv4))
+            _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
+            publishers.append(publisher)
+        }
+        defer { for publisher in publishers { publisher.close() } }
+
+        let browser = try RivetBrowser(client: client, serviceType: type, interface: loopback, ipProtocol: .ipv4)
+        defer { browser.close() }
+        let events = Collector(browser.events)
+        #expect(await events.first { $0 == .settled } != nil, "never settled: \(events.all)")
+        let added = events.all.compactMap { event -> RivetDiscoveredService? in
+            if case .added(let service) = event { return service }
+            return nil
+        }
+        #expect(added.map(\.instance.name) == ["Rivet good"])
+        #expect(added.first?.txt.hint == Self.hint)
+        var rejected: [String: RivetRejectedService] = [:]
+        for case .rejected(let service) in events.all { rejected[service.instance.name] = service }
+        for (label, txt, reason) in Self.malformed {
+            let service = rejected["Rivet \(label)"]
+            #expect(service?.rejection.reason == reason, "\(label): \(String(describing: service))")
+            #expect(service?.rawTXT == txt, "\(label)")
+            #expect(service?.port == 7600)
+        }
+    }
+
+    @Test("a TXT change on a live service is a change; a record that stops being canonical is removed and rejected")
+    func changes() async throws {
+        let client = try await connectedClient()
+        defer { client.close() }
+        let loopback = try AvahiInterface.named("lo")
+        let type = uniqueServiceType()
+        let browser = try RivetBrowser(client: client, serviceType: type, interface: loopback, ipProtocol: .ipv4)
+        defer { browser.close() }
+        let events = Collector(browser.events)
+        let publisher = try AvahiPublisher(client: client)
+        defer { publisher.close() }
+        try publisher.publish(AvahiServiceDescription(
+            name: "Rivet live", type: type, port: 7601, txt: Self.canonical, interface: loopback, ipProtocol: .ipv4))
+        _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
+        #expect(await events.first { if case .added = $0 { return true }; return false } != nil)
+
+        let next = RivetDiscoveryTXT(hint: RivetDiscoveryHint(hex: "fedcba9876543210")!)
+        try publisher.updateTXT(next.entries)
+        let changed = await events.first {
+            if case .changed(let service) = $0 { return service.txt == next }
+            return false
+        }
+        #expect(changed != nil, "events: \(events.all)")
+
+        try publisher.updateTXT(next.entries + [bytes("extra=1")])
+        let removed = await events.first {
+            if case .removed(let service) = $0 { return service.txt == next }
+            return false
+        }
+        #expect(removed != nil, "events: \(events.all)")
+        let rejected = await events.first {
+            if case .rejected(let service) = $0 { return service.rejection.reason == .unknownKey }
+            return false
+        }
+        #expect(rejected != nil, "events: \(events.all)")
+    }
+
+    @Test("closing the client ends the events with .failed")
+    func clientClosed() async throws {
+        let client = try await connectedClient()
+        let browser = try RivetBrowser(client: client, serviceType: uniqueServiceType(), interface: try .named("lo"))
+        let events = Collector(browser.events)
+        client.close()
+        #expect(await events.first { if case .failed = $0 { return true }; return false } != nil, "events: \(events.all)")
+        browser.close()
+    }
+}

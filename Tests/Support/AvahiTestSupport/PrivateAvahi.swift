@@ -1,0 +1,235 @@
+import Foundation
+import Glibc
+
+/// A private avahi-daemon on a private D-Bus bus, for tests that stop, kill or restart the
+/// daemon: the shared daemon that `.ci/services` starts serves every other test (and other
+/// worktrees' tests) at the same time, so it is never touched.
+///
+/// The daemon is the real `avahi-daemon` with the repository's loopback-only configuration
+/// (`.ci/avahi-daemon.conf`), started under `unshare --net --mount` so that it has a loopback
+/// interface of its own (its mDNS traffic never meets the shared daemon's) and its own
+/// `/run/avahi-daemon` (a tmpfs, for its PID file). The bus is a `dbus-daemon` with a custom
+/// configuration listening on a socket in the fixture's directory; clients reach it by setting
+/// `DBUS_SYSTEM_BUS_ADDRESS` to ``busAddress`` before libdbus first reads it, which in a test
+/// process means in a Swift Testing exit test's child, or in a spawned tool's environment.
+///
+/// Everything lives in one directory (``directory``): the bus socket and configuration, the PIDs
+/// of the bus and of the current daemon, and the daemon's log. A child process can attach to it
+/// with ``init(directory:)`` and restart the daemon; ``stop()`` ends whatever runs then.
+/// Directories left by a test process that died are cleaned up by the next ``start()``.
+/// Needs root (for `unshare`), `dbus-daemon`, `avahi-daemon`, `ip`, `setsid` and `dbus-send`.
+/// Neither daemon is a child of the process that starts it (both are detached), so stopping
+/// one from another process leaves no zombie behind in the test process.
+public struct PrivateAvahi: Sendable {
+    /// The fixture's directory.
+    public let directory: String
+
+    /// The D-Bus address of the private bus (`unix:path=…`).
+    public var busAddress: String { "unix:path=\(directory)/bus" }
+
+    /// `DBUS_SYSTEM_BUS_ADDRESS` set to ``busAddress``: merge it into a spawned tool's
+    /// environment.
+    public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": busAddress] }
+
+    /// The PID of the avahi-daemon running now, or nil when it is stopped.
+    public var daemonPID: pid_t? { readPID("avahi.pid").flatMap { alive($0, "avahi-daemon") ? $0 : nil } }
+
+    /// Attaches to a fixture started by ``start()`` (in this or another process).
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// Starts a private bus and a private avahi-daemon on it, and waits (at most 15 s) until the
+    /// daemon answers `Server.GetState` with 2 (running). Blocks: call it off Swift's
+    /// cooperative pool (``startAsync()``).
+    public static func start() throws -> PrivateAvahi {
+        sweepAbandoned()
+        let directory = "/tmp/\(prefix)\(getpid())-\(randomSuffix())"
+        guard mkdir(directory, 0o700) == 0 else {
+            throw PrivateAvahiError("cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        let fixture = PrivateAvahi(directory: directory)
+        do {
+            try fixture.startBus()
+            try fixture.startDaemon()
+        } catch {
+            fixture.stop()
+            throw error
+        }
+        return fixture
+    }
+
+    /// ``start()`` on a Dispatch worker, so the cooperative pool is not blocked.
+    public static func startAsync() async throws -> PrivateAvahi {
+        try await offCooperativePool { try start() }
+    }
+
+    /// Starts avahi-daemon (it must be stopped) and waits until it runs, at most 15 s.
+    public func startDaemon() throws {
+        guard let config = Self.configurationPath else {
+            throw PrivateAvahiError("cannot find .ci/avahi-daemon.conf above \(#filePath)")
+        }
+        unlink(directory + "/avahi.pid")
+        // The shell records its own PID, which exec keeps for avahi-daemon. `setsid --fork`
+        // detaches the daemon from this process: it is never this process's child, so it never
+        // lingers as a zombie here when another process stops it (an unreaped child would make
+        // Swift Testing's exit-test monitor, which waits for any child, spin on it).
+        let script =
+            "echo $$ > '\(directory)/avahi.pid' && ip link set lo up && mount -t tmpfs -o mode=0755 tmpfs /run/avahi-daemon && exec avahi-daemon -f '\(config)' --no-drop-root --no-chroot --no-rlimits --no-proc-title"
+        let launcher = try spawn(
+            ["setsid", "--fork", "unshare", "--net", "--mount", "--propagation", "private", "sh", "-c", script],
+            environment: environment, output: directory + "/avahi.log", append: true)
+        _ = reapExitStatus(launcher)
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
+            if state() == 2 { return }
+            if let pid = readPID("avahi.pid"), !alive(pid, nil) {
+                throw PrivateAvahiError("the private avahi-daemon exited at start-up; its log ends: \(logTail())")
+            }
+            usleep(50_000)
+        }
+        throw PrivateAvahiError("the private avahi-daemon did not reach state 2 within 15 s; log: \(logTail())")
+    }
+
+    /// ``startDaemon()`` on a Dispatch worker.
+    public func startDaemonAsync() async throws {
+        try await offCooperativePool { try startDaemon() }
+    }
+
+    /// Stops avahi-daemon with `signal` (SIGTERM: it says goodbye and leaves the bus; SIGKILL:
+    /// it dies at once) and waits until it is gone, at most 5 s.
+    public func stopDaemon(signal number: Int32 = SIGTERM) throws {
+        guard let pid = readPID("avahi.pid") else { return }
+        if alive(pid, "avahi-daemon") { kill(pid, number) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while alive(pid, nil), ContinuousClock.now < deadline {
+            usleep(20_000)
+        }
+        guard !alive(pid, nil) else { throw PrivateAvahiError("avahi-daemon (pid \(pid)) did not stop within 5 s") }
+        unlink(directory + "/avahi.pid")
+    }
+
+    /// ``stopDaemon(signal:)`` on a Dispatch worker.
+    public func stopDaemonAsync(signal number: Int32 = SIGTERM) async throws {
+        try await offCooperativePool { try stopDaemon(signal: number) }
+    }
+
+    /// avahi-daemon's `Server.GetState` answer (2 = running), or nil when it does not answer.
+    public func state() -> Int? {
+        guard
+            let reply = try? runCommand([
+                "dbus-send", "--bus=\(busAddress)", "--print-reply", "--reply-timeout=1000",
+                "--dest=org.freedesktop.Avahi", "/", "org.freedesktop.Avahi.Server.GetState",
+            ]), reply.status == 0
+        else { return nil }
+        for line in reply.stdout.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            if words.count == 2, words[0] == "int32" { return Int(words[1]) }
+        }
+        return nil
+    }
+
+    /// Stops the daemon and the bus (each only if it is still the process this fixture started)
+    /// and removes the directory. Never throws; safe to call twice.
+    public func stop() {
+        for (file, command) in [("avahi.pid", "avahi-daemon"), ("bus.pid", "dbus-daemon")] {
+            guard let pid = readPID(file), alive(pid, command) else { continue }
+            kill(pid, SIGKILL)
+            let deadline = ContinuousClock.now + .seconds(2)
+            while alive(pid, nil), ContinuousClock.now < deadline {
+                usleep(10_000)
+            }
+        }
+        _ = try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The last lines of the daemon's log, for failure messages.
+    public func logTail() -> String {
+        let text = (try? String(contentsOfFile: directory + "/avahi.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").suffix(4).joined(separator: " | ")
+    }
+
+    // MARK: Private
+
+    private static let prefix = "rivet-private-avahi-"
+
+    private static var configurationPath: String? {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<6 {
+            url.deleteLastPathComponent()
+            let candidate = url.appendingPathComponent(".ci/avahi-daemon.conf").path
+            if FileManager.default.fileExists(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    private func startBus() throws {
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>custom</type>
+              <listen>\(busAddress)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
+        try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+        let result = try runCommand([
+            "dbus-daemon", "--config-file=\(directory)/bus.conf", "--fork", "--print-pid", "--nopidfile",
+        ])
+        guard result.status == 0, let pid = pid_t(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            throw PrivateAvahiError("cannot start a private dbus-daemon: \(result.stderr)")
+        }
+        try writePID(pid, "bus.pid")
+    }
+
+    private func readPID(_ file: String) -> pid_t? {
+        guard let text = try? String(contentsOfFile: directory + "/" + file, encoding: .utf8) else { return nil }
+        return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    private func writePID(_ pid: pid_t, _ file: String) throws {
+        try "\(pid)\n".write(toFile: directory + "/" + file, atomically: true, encoding: .utf8)
+    }
+
+    /// Removes fixture directories whose test process no longer exists, ending the daemons they
+    /// recorded (each only if its PID still names that daemon).
+    private static func sweepAbandoned() {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: "/tmp") else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let owner = name.dropFirst(prefix.count).split(separator: "-").first.flatMap { pid_t($0) }
+            guard let owner, kill(owner, 0) != 0, errno == ESRCH else { continue }
+            PrivateAvahi(directory: "/tmp/" + name).stop()
+        }
+    }
+}
+
+/// A failure of the private daemon fixture.
+public struct PrivateAvahiError: Error, CustomStringConvertible {
+    /// What failed.
+    public let description: String
+    /// An error saying `description`.
+    public init(_ description: String) { self.description = description }
+}
+
+/// True when `pid` is a live process (not a zombie) whose command is `command` (any when nil).
+func alive(_ pid: pid_t, _ command: String?) -> Bool {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return false }
+    guard let close = stat.lastIndex(of: ")") else { return false }
+    let state = stat[stat.index(close, offsetBy: 2)...].prefix(1)
+    if state == "Z" { return false }
+    guard let command else { return true }
+    let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+    return comm == command
+}
+
+private func randomSuffix() -> String {
+    String((0..<8).map { _ in "0123456789abcdef".randomElement()! })
+}

@@ -1,0 +1,286 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// What a finished command left behind.
+public struct CommandOutput: Sendable {
+    /// The exit status, or 128 + the signal number when a signal ended it.
+    public var status: Int32
+    /// Everything written to stdout.
+    public var stdout: String
+    /// Everything written to stderr.
+    public var stderr: String
+}
+
+/// Runs blocking work on a Dispatch worker, so it never ties up a thread of Swift's cooperative
+/// pool (which other tests need meanwhile).
+public func offCooperativePool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+    }
+}
+
+/// Runs `arguments` (a program on PATH, or a path, and its arguments) under `timeout(1)` with
+/// this process's environment plus `environment`, and waits for it. Blocks.
+public func runCommand(
+    _ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Int = 20
+) throws -> CommandOutput {
+    let scratch = "/tmp/rivet-run-\(getpid())-\(UUID().uuidString)"
+    guard mkdir(scratch, 0o700) == 0 else {
+        throw PrivateAvahiError("cannot create \(scratch): \(String(cString: strerror(errno)))")
+    }
+    defer { _ = try? FileManager.default.removeItem(atPath: scratch) }
+    let pid = try spawn(
+        ["timeout", "\(timeoutSeconds)"] + arguments, environment: environment,
+        output: scratch + "/out", error: scratch + "/err")
+    let status = reapExitStatus(pid)
+    return CommandOutput(
+        status: status,
+        stdout: (try? String(contentsOfFile: scratch + "/out", encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOfFile: scratch + "/err", encoding: .utf8)) ?? "")
+}
+
+/// ``runCommand(_:environment:timeoutSeconds:)`` on a Dispatch worker.
+public func runCommandAsync(
+    _ arguments: [String], environment: [String: String] = [:], timeoutSeconds: Int = 20
+) async throws -> CommandOutput {
+    try await offCooperativePool { try runCommand(arguments, environment: environment, timeoutSeconds: timeoutSeconds) }
+}
+
+/// Starts `arguments` in the background with stdin from /dev/null, stdout to `output` and
+/// stderr to `error` (or to `output` when nil), with every signal unblocked and at its default
+/// disposition (Dispatch workers block signals, and a child inherits the mask). Returns its PID.
+public func spawn(
+    _ arguments: [String], environment: [String: String] = [:], output: String,
+    error: String? = nil, append: Bool = false
+) throws -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    let mode = O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC)
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, output, mode, 0o600)
+    if let error {
+        posix_spawn_file_actions_addopen(&actions, 2, error, mode, 0o600)
+    } else {
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    }
+    return try spawn(arguments, environment: environment, actions: &actions)
+}
+
+/// Spawns with prepared file actions, an empty signal mask and default dispositions; the
+/// environment is this process's plus `environment` when `inherit` is true, else `environment`.
+func spawn(
+    _ arguments: [String], environment: [String: String], inherit: Bool = true,
+    actions: inout posix_spawn_file_actions_t
+) throws -> pid_t {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    var all = sigset_t()
+    sigfillset(&all)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    var merged = inherit ? ProcessInfo.processInfo.environment : [:]
+    for (key, value) in environment { merged[key] = value }
+    let argv = arguments.map { strdup($0) } + [nil]
+    let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer {
+        argv.forEach { free($0) }
+        envp.forEach { free($0) }
+    }
+    var pid: pid_t = 0
+    let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
+    guard spawned == 0 else {
+        throw PrivateAvahiError("cannot run \(arguments.joined(separator: " ")): \(String(cString: strerror(spawned)))")
+    }
+    return pid
+}
+
+/// Waits for the child `pid` and returns its exit status (128 + signal when a signal ended it).
+public func reapExitStatus(_ pid: pid_t) -> Int32 {
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 {
+        if errno != EINTR { return -1 }
+    }
+    return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+}
+
+/// A running program whose stdout is read line by line as it arrives (for tools that stream
+/// JSON Lines until signalled). Its stderr goes to a file, read after it exits.
+public final class LiveProcess: Sendable {
+    /// The program's PID.
+    public let pid: pid_t
+    private let errorPath: String
+    private let state = LiveState()
+
+    /// Starts `arguments` (a path or a program on PATH) with this process's environment plus
+    /// `environment`, or exactly `replacingEnvironment` when given.
+    public init(
+        _ arguments: [String], environment: [String: String] = [:],
+        replacingEnvironment: [String: String]? = nil
+    ) throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw PrivateAvahiError("pipe failed: \(String(cString: strerror(errno)))") }
+        errorPath = "/tmp/rivet-live-\(getpid())-\(UUID().uuidString).err"
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        let spawned: pid_t
+        do {
+            spawned = try spawn(
+                arguments, environment: replacingEnvironment ?? environment,
+                inherit: replacingEnvironment == nil, actions: &actions)
+        } catch {
+            close(fds[0])
+            close(fds[1])
+            throw error
+        }
+        pid = spawned
+        close(fds[1])
+        let readEnd = fds[0]
+        let state = state
+        let pid = spawned
+        // The reader holds only `state`, so dropping the LiveProcess kills the program (deinit).
+        let thread = Thread {
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = read(readEnd, &buffer, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                pending += buffer[0..<count]
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    state.lines.withLock { $0.append(line) }
+                }
+            }
+            close(readEnd)
+            if !pending.isEmpty {
+                let tail = String(decoding: pending, as: UTF8.self)
+                state.lines.withLock { $0.append(tail) }
+            }
+            let status = reapExitStatus(pid)
+            state.ended.withLock { $0 = status }
+        }
+        thread.start()
+    }
+
+    deinit {
+        if state.ended.withLock({ $0 }) == nil { kill(pid, SIGKILL) }
+        unlink(errorPath)
+    }
+
+    /// Every complete stdout line so far.
+    public var stdoutLines: [String] { state.lines.withLock { $0 } }
+
+    /// The exit status once it has exited.
+    public var exitStatus: Int32? { state.ended.withLock { $0 } }
+
+    /// Everything on stderr so far.
+    public var stderr: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
+    /// The first stdout line (old or new) that satisfies `predicate`, waiting at most `timeout`;
+    /// nil when none arrives in time.
+    public func firstLine(
+        within timeout: Duration = .seconds(10), where predicate: (String) -> Bool
+    ) async -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let match = state.lines.withLock({ $0.first(where: predicate) }) { return match }
+            if ContinuousClock.now >= deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Whether stderr contains `text`, waiting at most `timeout` for it.
+    public func stderrContains(_ text: String, within timeout: Duration = .seconds(10)) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if stderr.contains(text) { return true }
+            if ContinuousClock.now >= deadline { return false }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Sends `signal` to the program.
+    public func send(_ signal: Int32) {
+        if state.ended.withLock({ $0 }) == nil { kill(pid, signal) }
+    }
+
+    /// Waits until it exits, at most `timeout`, then kills it (SIGKILL) if needed; returns the
+    /// exit status.
+    public func waitForExit(within timeout: Duration) async -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status = exitStatus { return status }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        kill(pid, SIGKILL)
+        while exitStatus == nil { try? await Task.sleep(for: .milliseconds(10)) }
+        return exitStatus ?? -1
+    }
+}
+
+/// What the reader thread shares with its `LiveProcess`.
+private final class LiveState: Sendable {
+    let lines = Mutex<[String]>([])
+    let ended = Mutex<Int32?>(nil)
+}
+
+/// Plays another host on the link: sends avahi-daemon (the shared one, on 127.0.0.1:5353) an
+/// authoritative mDNS answer from 127.0.0.2:5353 (on `lo`'s 127.0.0.0/8) that claims
+/// `name`.`type`.local's SRV record with other data, as a machine owning the same name would.
+/// avahi-daemon must treat it as a name conflict. Blocks for about 0.3 s.
+public func claimServiceNameFromAnotherHost(name: String, type: String, port: UInt16) throws {
+    func encode(_ labels: [String]) -> [UInt8] {
+        labels.flatMap { label -> [UInt8] in [UInt8(label.utf8.count)] + Array(label.utf8) } + [0]
+    }
+    func u16(_ value: Int) -> [UInt8] { [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+    let owner = encode([name] + type.split(separator: ".").map(String.init) + ["local"])
+    let target = "rogue-" + String((0..<8).map { _ in "0123456789abcdef".randomElement()! })
+    let rdata = u16(0) + u16(0) + u16(Int(port)) + encode([target, "local"])
+    // Header: id 0, QR|AA, one answer. Answer: SRV, cache-flush|IN, TTL 120.
+    let message: [UInt8] =
+        [0, 0, 0x84, 0] + u16(0) + u16(1) + u16(0) + u16(0)
+        + owner + u16(33) + u16(0x8001) + [0, 0, 0, 120] + u16(rdata.count) + rdata
+
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    guard fd >= 0 else { throw PrivateAvahiError("socket() failed: errno \(errno)") }
+    defer { close(fd) }
+    var on: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
+    var source = sockaddr_in()
+    source.sin_family = sa_family_t(AF_INET)
+    source.sin_port = in_port_t(5353).bigEndian
+    source.sin_addr.s_addr = in_addr_t(0x7f00_0002).bigEndian
+    let bound = withUnsafePointer(to: &source) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard bound == 0 else { throw PrivateAvahiError("cannot bind 127.0.0.2:5353: errno \(errno)") }
+    var destination = sockaddr_in()
+    destination.sin_family = sa_family_t(AF_INET)
+    destination.sin_port = in_port_t(5353).bigEndian
+    destination.sin_addr.s_addr = in_addr_t(0x7f00_0001).bigEndian
+    for _ in 0..<3 {
+        let sent = withUnsafePointer(to: &destination) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, message, message.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard sent == message.count else { throw PrivateAvahiError("sendto() failed: errno \(errno)") }
+        usleep(100_000)
+    }
+}
