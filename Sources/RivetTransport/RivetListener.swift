@@ -518,6 +518,11 @@ final class ListenerCore: @unchecked Sendable {
     /// Moves a connection to the pairing stage (it leaves the pending caps).
     func enterPairing(_ record: ConnectionRecord) { setPhase(record, .pairing) }
 
+    /// Counts an admitted connection as a session before its `Accept` is written, so a client
+    /// that reconnects the instant it reads `Accept` never finds this connection still holding
+    /// a pending slot.
+    func enterAdmitted(_ record: ConnectionRecord) { setPhase(record, .session) }
+
     /// Moves a connection to the session stage with its stream.
     func enterSession(_ record: ConnectionRecord, stream: StreamCore) { setPhase(record, .session, stream: stream) }
 }
@@ -633,7 +638,10 @@ struct ConnectionSession {
             case .admit(let device):
                 let context = RivetSessionContext(connectionID: record.id, device: device, peerAddress: record.peer)
                 let yes = core.handler.admit(context)
-                if yes { admitted = context }
+                if yes {
+                    admitted = context
+                    core.enterAdmitted(record)
+                }
                 queue = machine.handle(.admitted(yes))[...] + queue
             case .forwardToPairingHost(let message):
                 forward(message)
