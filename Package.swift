@@ -49,6 +49,10 @@ let package = Package(
         .plugin(
             name: "RivetGeneratorPlugin", capability: .buildTool(),
             dependencies: ["rivet-generate"]),
+        // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
+        .target(name: "Backoff"),
+        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
+        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
@@ -74,6 +78,12 @@ let package = Package(
         .testTarget(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
             plugins: ["RivetGeneratorPlugin"]),
+        .testTarget(
+            name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"],
+            resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "RivetTransportTests",
+            dependencies: ["RivetTransport", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,196 @@
+import Foundation
+import OpenSSLKit
+import RivetPairing
+import RivetSession
+import Synchronization
+
+/// What the listener needs from whoever runs pairing (the gateway, or `RivetPairingService`).
+///
+/// The listener calls these on the device connection's own thread; implementations must return
+/// promptly (no waiting for a person) and answer through the channel, now or later, from any
+/// thread.
+public protocol RivetPairingHost: Sendable {
+    /// A device's pairing message arrived on `channel`'s connection. Answer `PairBegin` with
+    /// `.serverNonce` or `.refused`, and later send `.accepted` or `.refused` when the attempt
+    /// ends. Messages arrive in protocol order; the listener has already refused anything else.
+    func deviceSent(_ message: RivetPairingDeviceMessage, on channel: RivetPairingChannel)
+
+    /// The device connection ended (any reason, including after `PairAccepted`). Called once per
+    /// connection that sent `PairBegin`, after its last `deviceSent`.
+    func deviceDisconnected(_ connection: RivetPairingConnectionID)
+}
+
+/// How a pairing host answers one device connection. Thread-safe; replies after the connection
+/// ended are dropped.
+public final class RivetPairingChannel: Sendable {
+    /// The listener's number for the connection.
+    public let connection: RivetPairingConnectionID
+    /// The device's address (`host:port`), for display.
+    public let peerAddress: String
+    private let mailbox = Mutex<(replies: [RivetPairingReply], open: Bool)>(([], true))
+    let wake: WakePipe
+
+    init(connection: RivetPairingConnectionID, peerAddress: String) throws(SocketFailure) {
+        self.connection = connection
+        self.peerAddress = peerAddress
+        self.wake = try WakePipe()
+    }
+
+    /// Queues `reply` for the device and wakes its connection's thread.
+    public func reply(_ reply: RivetPairingReply) {
+        let delivered = mailbox.withLock { box in
+            guard box.open else { return false }
+            box.replies.append(reply)
+            return true
+        }
+        if delivered { wake.wake() }
+    }
+
+    func takeReplies() -> [RivetPairingReply] {
+        mailbox.withLock { box in
+            defer { box.replies = [] }
+            return box.replies
+        }
+    }
+
+    func shut() {
+        mailbox.withLock { $0.open = false }
+    }
+}
+
+/// A pairing host over `RivetDevicePairingCoordinator` and the registry: the coordinator's rules
+/// with the listener's device connections on one side and the desktop's person on the other.
+///
+/// The gateway (or a test playing the desktop person) calls `openWindow()`, `confirm(_:scopes:)`,
+/// `reject()`, `cancel()`, and `tick()` about once a second so that an expired window ends its
+/// attempt even while nobody speaks. Each call applies one coordinator input under a lock and
+/// performs the resulting actions: replies to device connections, storing the completed pairing
+/// (insert, or replace the verifier on a re-pairing) before `PairAccepted` is sent, and
+/// `desktopEvents` for display.
+public final class RivetPairingService: RivetPairingHost {
+    /// Something the desktop's person should see.
+    public enum DesktopEvent: Sendable, Equatable {
+        /// A window opened for this long.
+        case windowOpened(timeLeft: Duration)
+        /// An attempt is pending (or changed): show its name and code.
+        case attempt(RivetDevicePairingPendingAttempt)
+        /// A device was paired and stored.
+        case paired(RivetDevicePairedDevice)
+        /// The window closed.
+        case windowClosed(RivetDevicePairingCoordinator.Closure)
+        /// The registry failed while storing a pairing; the device got `serverError`.
+        case storeFailed(String)
+    }
+
+    /// The registry completed pairings are stored in.
+    public let store: RivetDevicePairingStore
+    private let coordinator: Mutex<RivetDevicePairingCoordinator>
+    private let channels = Mutex<[RivetPairingConnectionID: RivetPairingChannel]>([:])
+    private let desktopEvents: @Sendable (DesktopEvent) -> Void
+
+    /// A service for the server whose fingerprint is `serverFingerprint`.
+    /// - Parameters:
+    ///   - desktopEvents: called (on the thread of the input that caused it) with what the
+    ///     desktop should show; it must return promptly.
+    public init(
+        serverFingerprint: SPKIFingerprint, store: RivetDevicePairingStore,
+        clock: any RivetPairingClock = RivetSystemPairingClock(),
+        randomness: any RivetPairingRandomness = RivetSystemRandomness(),
+        desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }
+    ) {
+        self.store = store
+        self.coordinator = Mutex(
+            RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, clock: clock, randomness: randomness))
+        self.desktopEvents = desktopEvents
+    }
+
+    /// The coordinator's state as of the last input.
+    public var state: RivetDevicePairingCoordinator.State { coordinator.withLock { $0.state } }
+
+    /// The pending attempt as the desktop should show it now (its code once the device
+    /// revealed), or nil.
+    public var pendingAttempt: RivetDevicePairingPendingAttempt? { coordinator.withLock { $0.pendingAttempt() } }
+
+    /// Opens a pairing window (300 s).
+    /// - Throws: `RivetDevicePairingRefusal.windowAlreadyOpen`.
+    public func openWindow() throws(RivetDevicePairingRefusal) {
+        try apply(.open)
+    }
+
+    /// The desktop's person confirms the pending attempt and grants `scopes`.
+    /// - Throws: the coordinator's refusal (`windowClosed`, `noAttempt`, `codeNotReady`,
+    ///   `alreadyConfirmed`, `codeMismatch`).
+    public func confirm(_ confirmation: RivetDevicePairingCoordinator.DesktopConfirmation, scopes: Set<RivetDeviceScope>)
+        throws(RivetDevicePairingRefusal)
+    {
+        try apply(.desktopConfirm(confirmation, scopes: scopes))
+    }
+
+    /// The desktop's person rejects the pending attempt.
+    /// - Throws: `RivetDevicePairingRefusal.windowClosed` or `.noAttempt`.
+    public func reject() throws(RivetDevicePairingRefusal) {
+        try apply(.desktopReject)
+    }
+
+    /// Closes the window and ends any attempt.
+    /// - Throws: `RivetDevicePairingRefusal.windowClosed` when none is open.
+    public func cancel() throws(RivetDevicePairingRefusal) {
+        try apply(.cancel)
+    }
+
+    /// Applies expiry: at the window's end its attempt ends and the device is told.
+    public func tick() {
+        try? apply(.tick)
+    }
+
+    public func deviceSent(_ message: RivetPairingDeviceMessage, on channel: RivetPairingChannel) {
+        let connection = channel.connection
+        let input: RivetDevicePairingCoordinator.Input
+        switch message {
+        case .begin(let begin):
+            channels.withLock { $0[connection] = channel }
+            let known = begin.existingDeviceID.flatMap { id in try? store.device(id) }
+            input = .begin(begin, from: connection, knownDevice: known)
+        case .reveal(let reveal): input = .reveal(reveal, from: connection)
+        case .confirm: input = .deviceConfirm(from: connection)
+        case .reject: input = .deviceReject(from: connection)
+        }
+        try? apply(input)
+    }
+
+    public func deviceDisconnected(_ connection: RivetPairingConnectionID) {
+        try? apply(.connectionLost(connection))
+        channels.withLock { _ = $0.removeValue(forKey: connection) }
+    }
+
+    /// Applies one input and performs its actions; throws the refusal addressed to the desktop.
+    private func apply(_ input: RivetDevicePairingCoordinator.Input) throws(RivetDevicePairingRefusal) {
+        let actions = coordinator.withLock { $0.handle(input) }
+        var desktopRefusal: RivetDevicePairingRefusal?
+        for action in actions {
+            switch action {
+            case .windowOpened(let timeLeft): desktopEvents(.windowOpened(timeLeft: timeLeft))
+            case .sendServerNonce(let connection, let nonce): channel(connection)?.reply(.serverNonce(nonce))
+            case .showAttempt(let attempt): desktopEvents(.attempt(attempt))
+            case .complete(let completion):
+                do {
+                    try store.save(completion)
+                    channel(completion.connection)?.reply(.accepted(completion.accepted))
+                    desktopEvents(.paired(completion.record))
+                } catch {
+                    channel(completion.connection)?.reply(.failed)
+                    desktopEvents(.storeFailed(error.message))
+                }
+            case .refuse(.desktop, let refusal): desktopRefusal = refusal
+            case .refuse(.device(let connection), let refusal): channel(connection)?.reply(.refused(refusal))
+            case .endAttempt(let connection, let refusal): channel(connection)?.reply(.refused(refusal))
+            case .windowClosed(let closure): desktopEvents(.windowClosed(closure))
+            }
+        }
+        if let desktopRefusal { throw desktopRefusal }
+    }
+
+    private func channel(_ connection: RivetPairingConnectionID) -> RivetPairingChannel? {
+        channels.withLock { $0[connection] }
+    }
+}

@@ -1,0 +1,407 @@
+import OpenSSLKit
+import RivetPairing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Bounds of an authenticated stream's buffers and writes.
+public struct RivetStreamConfiguration: Sendable, Equatable {
+    /// Bytes received and not yet read by the application (default 256 KiB). When full, the
+    /// stream stops reading from the socket until the application reads, so TCP flow control
+    /// slows the peer.
+    public var incomingLimit: Int
+    /// Bytes written by the application and not yet sent (default 1 MiB). When full, `write`
+    /// waits for room (until its deadline).
+    public var outgoingLimit: Int
+    /// How long one chunk (at most 16 KiB) may take to go out once the socket is writable
+    /// (default 10 s). A peer that stops reading for longer is dropped.
+    public var writeTimeout: Duration
+
+    /// The defaults: 256 KiB in, 1 MiB out, 10 s per chunk.
+    public init(incomingLimit: Int = 256 * 1024, outgoingLimit: Int = 1024 * 1024, writeTimeout: Duration = .seconds(10)) {
+        precondition(incomingLimit > 0 && outgoingLimit > 0 && writeTimeout > .zero, "stream limits must be positive")
+        self.incomingLimit = incomingLimit
+        self.outgoingLimit = outgoingLimit
+        self.writeTimeout = writeTimeout
+    }
+}
+
+/// A failure of an authenticated stream.
+///
+/// Equality compares only the kind, never the message.
+public struct RivetStreamError: Error, Equatable, Sendable, CustomStringConvertible {
+    private enum Code: Equatable, Sendable { case closed, timedOut, failed }
+    private let code: Code
+    /// What happened.
+    public let message: String
+
+    private init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The stream was closed on this side (`close()`, or the listener stopped).
+    public static let closed = Self(.closed, "the stream is closed")
+    /// Nothing could be read, or no room to write appeared, before the deadline. The stream
+    /// stays usable after a read timeout; after a write timeout part of the bytes may be queued,
+    /// so close the stream.
+    public static let timedOut = Self(.timedOut, "timed out")
+    /// The connection failed (reset, closed without close_notify, TLS error, a write that made
+    /// no progress within the write timeout). Final.
+    public static let failed = Self(.failed, "the connection failed")
+
+    func with(_ message: String) -> Self { Self(code, message) }
+
+    /// Compares the kind only, never the message.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// The stream after RVD1 acceptance: RVT1 bytes in both directions over the TLS connection.
+///
+/// Full duplex and thread-safe: one I/O thread owns the TLS connection (OpenSSL forbids using
+/// one `SSL` from two threads at once) and is the only code that calls into it. It polls the
+/// socket and a wake-up pipe, moves received bytes into a bounded incoming buffer and queued
+/// bytes out of a bounded outgoing queue. `read` and `write` only touch those buffers under a
+/// lock, so any number of threads may call them; a typical owner runs one reader thread and one
+/// writer thread. A `write` of at most `outgoingLimit` bytes is queued whole, so concurrent
+/// writers never interleave it; a longer one is queued piece by piece as room appears.
+public final class RivetAuthenticatedStream: Sendable {
+    let core: StreamCore
+
+    init(core: StreamCore) { self.core = core }
+
+    /// Reads up to `maxCount` (> 0) bytes, waiting until at least one is there. Returns an empty
+    /// array once the peer has closed its side cleanly (TLS close_notify) and everything before
+    /// it was read.
+    /// - Throws: `RivetStreamError.timedOut` if nothing arrived by `deadline` (retry freely),
+    ///   `.failed` once the connection failed (after every byte received before was read),
+    ///   `.closed` after `close()` or when the listener stopped.
+    public func read(maxCount: Int, deadline: ContinuousClock.Instant) throws(RivetStreamError) -> [UInt8] {
+        precondition(maxCount > 0, "read needs maxCount > 0")
+        return try core.read(maxCount: maxCount, deadline: deadline)
+    }
+
+    /// Queues all of `bytes` for sending, waiting while the outgoing queue is full. Up to
+    /// `outgoingLimit` bytes are queued in one piece (never interleaved with another writer's).
+    /// Returns once every byte is queued, not sent (see `flush(deadline:)`).
+    /// - Throws: `RivetStreamError.timedOut` if room did not appear by `deadline` (some bytes
+    ///   may be queued: close the stream), `.failed` once the connection failed, `.closed`
+    ///   after `close()`.
+    public func write(_ bytes: [UInt8], deadline: ContinuousClock.Instant) throws(RivetStreamError) {
+        try core.write(bytes, deadline: deadline)
+    }
+
+    /// Waits until every queued byte was handed to the socket.
+    /// - Throws: `RivetStreamError.timedOut`, `.failed`, `.closed` (closed before the queue
+    ///   emptied).
+    public func flush(deadline: ContinuousClock.Instant) throws(RivetStreamError) {
+        try core.flush(deadline: deadline)
+    }
+
+    /// Closes the stream: the I/O thread sends what is queued (each chunk bounded by the write
+    /// timeout), then TLS close_notify, and closes the connection. Returns at once; later reads
+    /// and writes throw `.closed`. Safe to call more than once and from any thread.
+    public func close() {
+        core.requestClose()
+    }
+
+    /// Waits until the connection is closed and its I/O thread has finished. Returns false if
+    /// that did not happen by `deadline`.
+    public func waitUntilClosed(deadline: ContinuousClock.Instant) -> Bool {
+        core.waitUntilFinished(deadline: deadline)
+    }
+
+    /// True once the connection is closed and its I/O thread has finished.
+    public var isClosed: Bool { core.isFinished }
+}
+
+/// The state an authenticated stream's I/O thread shares with the application's threads.
+// @unchecked Sendable: every mutable field is read and written only inside `monitor.withLock`.
+final class StreamCore: @unchecked Sendable {
+    let configuration: RivetStreamConfiguration
+    let wake: WakePipe
+    private let monitor = Monitor()
+    private var incoming = ByteQueue()
+    private var outgoing = ByteQueue()
+    private var peerFinished = false
+    private var failure: RivetStreamError?
+    private var closeRequested = false
+    private var aborted = false
+    private var finished = false
+
+    init(configuration: RivetStreamConfiguration) throws(SocketFailure) {
+        self.configuration = configuration
+        self.wake = try WakePipe()
+    }
+
+    // MARK: Application side
+
+    func read(maxCount: Int, deadline: ContinuousClock.Instant) throws(RivetStreamError) -> [UInt8] {
+        let result: Result<[UInt8], RivetStreamError> = monitor.withLock {
+            while true {
+                if closeRequested || aborted { return .failure(failure ?? .closed) }
+                if !incoming.isEmpty {
+                    let wasFull = incoming.count >= configuration.incomingLimit
+                    let bytes = incoming.take(maxCount)
+                    if wasFull { wake.wake() }
+                    return .success(bytes)
+                }
+                if peerFinished { return .success([]) }
+                if let failure { return .failure(failure) }
+                if finished { return .failure(.closed) }
+                if !monitor.wait(until: deadline) {
+                    if !incoming.isEmpty || peerFinished || failure != nil || finished { continue }
+                    return .failure(.timedOut.with("nothing arrived on the stream before the deadline"))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    func write(_ bytes: [UInt8], deadline: ContinuousClock.Instant) throws(RivetStreamError) {
+        var offset = 0
+        // A write that fits the queue goes in whole, so concurrent writers never interleave it.
+        let atomic = bytes.count <= configuration.outgoingLimit
+        let result: Result<Void, RivetStreamError> = monitor.withLock {
+            while offset < bytes.count {
+                if closeRequested || aborted || finished { return .failure(failure ?? .closed) }
+                if let failure { return .failure(failure) }
+                let room = configuration.outgoingLimit - outgoing.count
+                let remaining = bytes.count - offset
+                if atomic ? room >= remaining : room > 0 {
+                    let count = min(room, remaining)
+                    outgoing.append(bytes[offset..<offset + count])
+                    offset += count
+                    wake.wake()
+                    continue
+                }
+                if !monitor.wait(until: deadline) {
+                    let room = configuration.outgoingLimit - outgoing.count
+                    if atomic ? room < remaining : room <= 0 {
+                        return .failure(.timedOut.with(
+                            "the outgoing queue stayed full until the deadline (\(offset) of \(bytes.count) bytes queued)"))
+                    }
+                }
+            }
+            return .success(())
+        }
+        try result.get()
+    }
+
+    func flush(deadline: ContinuousClock.Instant) throws(RivetStreamError) {
+        let result: Result<Void, RivetStreamError> = monitor.withLock {
+            while !outgoing.isEmpty {
+                if let failure { return .failure(failure) }
+                if finished || aborted { return .failure(.closed) }
+                if !monitor.wait(until: deadline) && !outgoing.isEmpty {
+                    return .failure(.timedOut.with("\(outgoing.count) bytes were still queued at the deadline"))
+                }
+            }
+            return .success(())
+        }
+        try result.get()
+    }
+
+    func requestClose() {
+        monitor.withLock {
+            closeRequested = true
+            monitor.broadcast()
+        }
+        wake.wake()
+    }
+
+    /// Ends the stream at once without sending what is queued (the listener is stopping).
+    func abort(_ reason: String) {
+        monitor.withLock {
+            aborted = true
+            if failure == nil { failure = .closed.with(reason) }
+            monitor.broadcast()
+        }
+        wake.wake()
+    }
+
+    func waitUntilFinished(deadline: ContinuousClock.Instant) -> Bool {
+        monitor.withLock {
+            while !finished {
+                if !monitor.wait(until: deadline) { return finished }
+            }
+            return true
+        }
+    }
+
+    var isFinished: Bool { monitor.withLock { finished } }
+
+    // MARK: I/O thread side
+
+    struct Snapshot {
+        var wantRead: Bool
+        var outgoing: Int
+        var closeRequested: Bool
+        var aborted: Bool
+    }
+
+    func snapshot() -> Snapshot {
+        monitor.withLock {
+            Snapshot(
+                wantRead: !peerFinished && failure == nil && incoming.count < configuration.incomingLimit,
+                outgoing: outgoing.count, closeRequested: closeRequested, aborted: aborted)
+        }
+    }
+
+    var incomingRoom: Int { monitor.withLock { configuration.incomingLimit - incoming.count } }
+
+    func received(_ bytes: UnsafeRawBufferPointer) {
+        monitor.withLock {
+            incoming.append(bytes)
+            monitor.broadcast()
+        }
+    }
+
+    func receivedCloseNotify() {
+        monitor.withLock {
+            peerFinished = true
+            monitor.broadcast()
+        }
+    }
+
+    func peekOutgoing(_ maxCount: Int) -> [UInt8] {
+        monitor.withLock { outgoing.peek(maxCount) }
+    }
+
+    func sent(_ count: Int) {
+        monitor.withLock {
+            outgoing.drop(count)
+            monitor.broadcast()
+        }
+    }
+
+    func fail(_ error: RivetStreamError) {
+        monitor.withLock {
+            if failure == nil { failure = error }
+            monitor.broadcast()
+        }
+    }
+
+    func markFinished() {
+        monitor.withLock {
+            finished = true
+            monitor.broadcast()
+        }
+    }
+}
+
+/// A FIFO of bytes with cheap removal from the front.
+struct ByteQueue {
+    private var storage: [UInt8] = []
+    private var start = 0
+
+    var count: Int { storage.count - start }
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ bytes: some Collection<UInt8>) {
+        compactIfNeeded()
+        storage.append(contentsOf: bytes)
+    }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        compactIfNeeded()
+        storage.append(contentsOf: bytes)
+    }
+
+    func peek(_ maxCount: Int) -> [UInt8] {
+        Array(storage[start..<start + min(maxCount, count)])
+    }
+
+    mutating func take(_ maxCount: Int) -> [UInt8] {
+        let bytes = peek(maxCount)
+        drop(bytes.count)
+        return bytes
+    }
+
+    mutating func drop(_ count: Int) {
+        start += min(count, self.count)
+        if start == storage.count {
+            storage.removeAll(keepingCapacity: storage.capacity <= 64 * 1024)
+            start = 0
+        }
+    }
+
+    private mutating func compactIfNeeded() {
+        if start > 0 && start >= storage.count / 2 {
+            storage.removeSubrange(0..<start)
+            start = 0
+        }
+    }
+}
+
+/// Runs an authenticated stream's I/O until it ends: the calling thread becomes the only user
+/// of `connection` (whose socket is `fd`). Returns how it ended; the caller closes the
+/// connection.
+func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore) -> String {
+    let chunk = 16 * 1024
+    var buffer = [UInt8](repeating: 0, count: chunk)
+    var socketWritable = true
+    while true {
+        var state = core.snapshot()
+        if state.aborted { return "the stream was aborted" }
+        if state.closeRequested && state.outgoing == 0 {
+            try? connection.shutdown(deadline: .now + .seconds(1))
+            return "closed by the application"
+        }
+        if state.wantRead {
+            var room = core.incomingRoom
+            while room > 0 {
+                let count = min(room, chunk)
+                let result: Result<Int, TLSError> = buffer.withUnsafeMutableBytes { raw in
+                    do throws(TLSError) {
+                        return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[..<count]), deadline: .now))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                switch result {
+                case .success(0):
+                    core.receivedCloseNotify()
+                    room = 0
+                case .success(let read):
+                    buffer.withUnsafeBytes { core.received(UnsafeRawBufferPointer(rebasing: $0[..<read])) }
+                    room -= read
+                case .failure(let error) where error == .timedOut:
+                    room = 0
+                case .failure(let error):
+                    core.fail(.failed.with("the stream's connection failed: \(error.message)"))
+                    return "read failed: \(error.message)"
+                }
+            }
+        }
+        if state.outgoing > 0 && socketWritable {
+            let bytes = core.peekOutgoing(chunk)
+            do throws(TLSError) {
+                try connection.write(bytes, deadline: .now + core.configuration.writeTimeout)
+                core.sent(bytes.count)
+            } catch {
+                core.fail(.failed.with("the stream's connection failed: \(error.message)"))
+                return "write failed: \(error.message)"
+            }
+        }
+        state = core.snapshot()
+        if state.aborted || (state.closeRequested && state.outgoing == 0) { continue }
+        var events: Int16 = 0
+        if state.wantRead { events |= Int16(POLLIN) }
+        if state.outgoing > 0 { events |= Int16(POLLOUT) }
+        var descriptors = [
+            pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
+            pollfd(fd: core.wake.readFD, events: Int16(POLLIN), revents: 0),
+        ]
+        let ready = poll(&descriptors, 2, -1)
+        if ready < 0 && errno != EINTR {
+            core.fail(.failed.with("poll on the stream failed: \(String(cString: strerror(errno)))"))
+            return "poll failed"
+        }
+        if descriptors[1].revents != 0 { core.wake.drain() }
+        socketWritable = descriptors[0].revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 || state.outgoing == 0
+    }
+}

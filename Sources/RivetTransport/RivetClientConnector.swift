@@ -1,0 +1,398 @@
+import Backoff
+import Foundation
+import OpenSSLKit
+import RivetPairing
+import RivetSession
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Bounds of a companion's connections.
+public struct RivetClientConfiguration: Sendable, Equatable {
+    /// TCP connect, TLS handshake and RVD1 preface together (default 10 s; for pairing, until
+    /// the code is shown).
+    public var setupTimeout: Duration = .seconds(10)
+    /// After the device confirmed a pairing code: how long to wait for the desktop's person
+    /// (default 300 s, the pairing window).
+    public var pairingConfirmationTimeout: Duration = .seconds(300)
+    /// Buffers of the authenticated stream.
+    public var stream = RivetStreamConfiguration()
+
+    /// The defaults.
+    public init() {}
+}
+
+/// What the device's person sees during pairing.
+public struct RivetPairingPrompt: Sendable, Equatable {
+    /// The six-digit code to compare with the desktop's screen.
+    public let code: ConfirmationCode
+    /// The fingerprint of the key the server presented (`F_seen`), which the code covers.
+    public let serverFingerprint: SPKIFingerprint
+    /// Where the device connected.
+    public let serverAddress: String
+}
+
+/// The device's person's answer to a pairing prompt.
+public enum RivetPairingDecision: Sendable, Equatable {
+    /// The codes match: confirm.
+    case confirm
+    /// The person typed the desktop's code; confirm only if it matches this device's code
+    /// (constant-time comparison), otherwise reject.
+    case typedCode(String)
+    /// The codes differ, or the person gave up: reject.
+    case reject
+}
+
+/// An authenticated session on the companion's side.
+public final class RivetClientSession: Sendable {
+    /// The RVT1 stream (full duplex; see `RivetAuthenticatedStream`).
+    public let stream: RivetAuthenticatedStream
+    /// The server's fingerprint, equal to the pin.
+    public let serverFingerprint: SPKIFingerprint
+
+    init(stream: RivetAuthenticatedStream, serverFingerprint: SPKIFingerprint) {
+        self.stream = stream
+        self.serverFingerprint = serverFingerprint
+    }
+}
+
+/// The companion's side of the transport: pairs over the one unpinned connection and resumes
+/// over connections pinned to the stored fingerprint.
+///
+/// Each call blocks the calling thread for at most its documented bounds. A resumed session's
+/// stream runs on its own I/O thread until it is closed.
+public final class RivetClientConnector: Sendable {
+    /// The bounds in force.
+    public let configuration: RivetClientConfiguration
+    private let contexts = Mutex<[SPKIFingerprint: TLSClientContext]>([:])
+    private let unpinned = Mutex<TLSClientContext?>(nil)
+
+    /// A connector with these bounds.
+    public init(configuration: RivetClientConfiguration = RivetClientConfiguration()) {
+        self.configuration = configuration
+    }
+
+    /// Resumes the device's session at `host:port` over TLS 1.3 pinned to
+    /// `credential.serverFingerprint`. `pipelined` bytes (the start of the stream) are sent
+    /// together with the preface, without waiting for `Accept`.
+    /// - Throws: `RivetClientError.pinMismatch` (never retry), `.credentialRejected`
+    ///   (`rejected(.authenticationFailed)`: revoked or unknown), `.rejected(reason)`,
+    ///   `.connectionFailed`, `.timedOut` (setup took longer than `setupTimeout`), `.tlsFailed`,
+    ///   `.protocolVersion`, `.protocolError`, `.invalidAddress`.
+    public func resume(
+        _ credential: RivetCompanionCredential, host: String, port: UInt16, pipelined: [UInt8] = []
+    ) throws(RivetClientError) -> RivetClientSession {
+        let deadline = ContinuousClock.now + configuration.setupTimeout
+        let context = try pinnedContext(credential.serverFingerprint)
+        let (connection, fd) = try connect(host: host, port: port, context: context, deadline: deadline)
+        var machine = RVD1ClientResume(RVD1Resume(credential))
+        var reader = RVD1Reader(reading: .serverToClient)
+        do throws(RivetClientError) {
+            let preface: [UInt8]
+            do { preface = try machine.start() } catch { throw RivetClientError.protocolError.with(error.message) }
+            try send(preface + pipelined, on: connection, deadline: deadline, what: "the resume")
+            while true {
+                switch machine.receive(try readMessage(connection, &reader, deadline: deadline)) {
+                case .accepted:
+                    let core: StreamCore
+                    do { core = try StreamCore(configuration: configuration.stream) } catch {
+                        throw RivetClientError.connectionFailed.with("creating the stream failed: \(error.message)")
+                    }
+                    startStreamThread(connection: ConnectionBox(connection), fd: fd, core: core)
+                    return RivetClientSession(stream: RivetAuthenticatedStream(core: core), serverFingerprint: credential.serverFingerprint)
+                case .rejected(let reason):
+                    throw RivetClientError.rejected(reason)
+                case .failed(let error):
+                    throw RivetClientError.protocolError.with("the server broke RVD1 during the resume: \(error.message)")
+                case .ready, .awaitingAnswer:
+                    continue
+                }
+            }
+        } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    /// Pairs with the server at `host:port` over the unpinned connection, asking `decide` once
+    /// the code is known, and returns the credential to store (pinned to the fingerprint the
+    /// handshake showed). The connection is closed afterwards; resume on a new one.
+    /// - Parameters:
+    ///   - decide: called once on this thread with the code; may block while the person decides.
+    /// - Throws: `RivetClientError.rejected(reason)` when the server ends the attempt
+    ///   (`windowClosed`, `attemptInProgress`, `rejectedByPerson`, …), `.pairingFailed` when this
+    ///   device rejected or a typed code did not match, `.timedOut`, `.connectionFailed`,
+    ///   `.tlsFailed`, `.protocolVersion`, `.protocolError`, `.invalidAddress`.
+    public func pair(
+        host: String, port: UInt16, applicationID: RivetApplicationID, deviceName: RivetDeviceName,
+        existingDeviceID: DeviceID? = nil, randomness: any RivetPairingRandomness = RivetSystemRandomness(),
+        decide: (RivetPairingPrompt) -> RivetPairingDecision
+    ) throws(RivetClientError) -> RivetCompanionCredential {
+        let deadline = ContinuousClock.now + configuration.setupTimeout
+        let context = try unpinnedContext()
+        let (connection, _) = try connect(host: host, port: port, context: context, deadline: deadline)
+        defer {
+            try? connection.shutdown(deadline: .now + .seconds(1))
+            connection.close()
+        }
+        guard let seen = connection.peerFingerprint else {
+            throw RivetClientError.tlsFailed.with("the TLS handshake gave no server fingerprint")
+        }
+        let address = joinHostPort(host, port)
+        var exchange: RVD1ClientPairing
+        do {
+            exchange = RVD1ClientPairing(
+                try RivetDevicePairingClient(
+                    applicationID: applicationID, deviceName: deviceName, existingDeviceID: existingDeviceID,
+                    serverFingerprintSeen: seen, serverAddress: address, randomness: randomness))
+        } catch {
+            throw RivetClientError.invalidAddress.with(error.message)
+        }
+        var reader = RVD1Reader(reading: .serverToClient)
+        let begin: [UInt8]
+        do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
+        try sendDuringPairing(begin, connection, &reader, deadline: deadline)
+        var messageDeadline = deadline
+        while true {
+            let message = try readMessage(connection, &reader, deadline: messageDeadline)
+            switch exchange.receive(message) {
+            case .showCode(let code, let reveal):
+                try sendDuringPairing(reveal, connection, &reader, deadline: deadline)
+                let decision = decide(RivetPairingPrompt(code: code, serverFingerprint: seen, serverAddress: address))
+                let answer: [UInt8]
+                switch decision {
+                case .confirm:
+                    do { answer = try exchange.confirm() } catch { throw RivetClientError.pairingFailed.with(error.message) }
+                case .typedCode(let typed):
+                    do {
+                        answer = try exchange.confirm(typedCode: typed)
+                    } catch {
+                        try? send(exchange.reject(), on: connection, deadline: .now + .seconds(1), what: "PairReject")
+                        throw RivetClientError.pairingFailed.with(error.message)
+                    }
+                case .reject:
+                    try? send(exchange.reject(), on: connection, deadline: .now + .seconds(1), what: "PairReject")
+                    throw RivetClientError.pairingFailed.with("pairing was rejected on this device")
+                }
+                messageDeadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
+                try sendDuringPairing(answer, connection, &reader, deadline: messageDeadline)
+            case .paired(let credential):
+                return credential
+            case .rejected(let reason):
+                throw RivetClientError.rejected(reason)
+            case .failed(let error):
+                throw RivetClientError.protocolError.with("the server broke RVD1 during pairing: \(error.message)")
+            }
+        }
+    }
+
+    // MARK: Connection setup
+
+    private func pinnedContext(_ pin: SPKIFingerprint) throws(RivetClientError) -> TLSClientContext {
+        if let cached = contexts.withLock({ $0[pin] }) { return cached }
+        do {
+            let context = try TLSClientContext(verification: .pinned(pin))
+            contexts.withLock { $0[pin] = context }
+            return context
+        } catch {
+            throw RivetClientError.tlsFailed.with("creating the TLS client context failed: \(error.message)")
+        }
+    }
+
+    private func unpinnedContext() throws(RivetClientError) -> TLSClientContext {
+        if let cached = unpinned.withLock({ $0 }) { return cached }
+        do {
+            let context = try TLSClientContext(verification: .unpinnedRecordingFingerprint)
+            unpinned.withLock { $0 = context }
+            return context
+        } catch {
+            throw RivetClientError.tlsFailed.with("creating the TLS client context failed: \(error.message)")
+        }
+    }
+
+    /// TCP connect and TLS handshake by `deadline`.
+    private func connect(host: String, port: UInt16, context: TLSClientContext, deadline: ContinuousClock.Instant)
+        throws(RivetClientError) -> (TLSConnection, Int32)
+    {
+        guard !host.isEmpty, port != 0 else {
+            throw RivetClientError.invalidAddress.with("\(joinHostPort(host, port)) is not a host and port to connect to")
+        }
+        let fd: Int32
+        switch connectSocket(host: host, port: port, deadline: deadline) {
+        case .success(let connected): fd = connected
+        case .failure(let failure):
+            if failure.what.hasPrefix("resolving") {
+                throw RivetClientError.invalidAddress.with(failure.message)
+            }
+            if failure.errno == ETIMEDOUT {
+                throw RivetClientError.timedOut.with("\(failure.message) within the setup time")
+            }
+            throw RivetClientError.connectionFailed.with(failure.message)
+        }
+        let connection: TLSConnection
+        do {
+            connection = try TLSConnection(socket: fd, context: context)
+            try connection.handshake(deadline: deadline)
+        } catch {
+            throw Self.classify(error, during: "the TLS handshake with \(joinHostPort(host, port))")
+        }
+        return (connection, fd)
+    }
+
+    static func classify(_ error: TLSError, during what: String) -> RivetClientError {
+        switch error {
+        case .pinMismatch: return RivetClientError.pinMismatch.with("\(what): \(error.message)")
+        case .protocolVersion: return RivetClientError.protocolVersion.with("\(what): \(error.message)")
+        case .timedOut: return RivetClientError.timedOut.with("\(what) did not finish in time")
+        case .handshakeFailed: return RivetClientError.tlsFailed.with("\(what): \(error.message)")
+        default: return RivetClientError.connectionFailed.with("\(what): \(error.message)")
+        }
+    }
+
+    private func send(_ bytes: [UInt8], on connection: TLSConnection, deadline: ContinuousClock.Instant, what: String) throws(RivetClientError) {
+        do {
+            try connection.write(bytes, deadline: deadline)
+        } catch {
+            throw Self.classify(error, during: "sending \(what)")
+        }
+    }
+
+    /// Sends during pairing; when the server has already hung up, reads its last message, which
+    /// is usually the `Reject` that says why.
+    private func sendDuringPairing(
+        _ bytes: [UInt8], _ connection: TLSConnection, _ reader: inout RVD1Reader, deadline: ContinuousClock.Instant
+    ) throws(RivetClientError) {
+        do {
+            try send(bytes, on: connection, deadline: deadline, what: "a pairing message")
+        } catch {
+            if case .reject(let reason)? = try? readMessageAfterFailure(connection, &reader) {
+                throw RivetClientError.rejected(reason)
+            }
+            throw error
+        }
+    }
+
+    private func readMessageAfterFailure(_ connection: TLSConnection, _ reader: inout RVD1Reader) throws(RivetClientError) -> RVD1Message {
+        try readMessage(connection, &reader, deadline: .now + .milliseconds(500))
+    }
+
+    /// Reads exactly one server message, never a byte beyond it.
+    private func readMessage(_ connection: TLSConnection, _ reader: inout RVD1Reader, deadline: ContinuousClock.Instant)
+        throws(RivetClientError) -> RVD1Message
+    {
+        while true {
+            let bytes: [UInt8]
+            do {
+                bytes = try connection.read(maxCount: reader.bytesNeeded, deadline: deadline)
+            } catch {
+                throw Self.classify(error, during: "waiting for the server's RVD1 answer")
+            }
+            guard !bytes.isEmpty else {
+                throw RivetClientError.connectionFailed.with("the server closed the connection before answering")
+            }
+            do {
+                if let message = try reader.consume(bytes).message { return message }
+            } catch {
+                throw RivetClientError.protocolError.with(error.message)
+            }
+        }
+    }
+
+    private func startStreamThread(connection: ConnectionBox, fd: Int32, core: StreamCore) {
+        let thread = Thread {
+            _ = runStreamIO(connection: connection.connection, fd: fd, core: core)
+            connection.connection.close()
+            core.markFinished()
+        }
+        thread.stackSize = 512 * 1024
+        thread.start()
+    }
+}
+
+/// Carries a connection from the thread that set it up to the stream's I/O thread.
+// @unchecked Sendable: handed over exactly once; the setting-up thread never touches the connection afterwards.
+final class ConnectionBox: @unchecked Sendable {
+    let connection: TLSConnection
+    init(_ connection: TLSConnection) { self.connection = connection }
+}
+
+/// Keeps a companion connected: resumes, hands each session to the caller, and reconnects
+/// after transient failures with `Backoff`, driven by `RivetReconnectMachine`. Stops for good on
+/// a pin mismatch, a refused credential, a permanent failure, or `stop()`.
+public final class RivetReconnectingClient: Sendable {
+    private let connector: RivetClientConnector
+    private let credential: RivetCompanionCredential
+    private let host: String
+    private let port: UInt16
+    private let backoff: Backoff
+    private let monitor = Monitor()
+    private let control = Mutex<(stopRequested: Bool, current: RivetClientSession?)>((false, nil))
+
+    /// A client that will resume `credential` at `host:port`.
+    public init(
+        connector: RivetClientConnector, credential: RivetCompanionCredential, host: String, port: UInt16,
+        backoff: Backoff = Backoff()
+    ) {
+        self.connector = connector
+        self.credential = credential
+        self.host = host
+        self.port = port
+        self.backoff = backoff
+    }
+
+    /// Runs until the loop stops and returns why. `session` is called on this thread with each
+    /// session; it should serve the stream and return when the stream ends (its reads throw or
+    /// return empty). The stream is closed after it returns.
+    public func run(session: (RivetClientSession) -> Void) -> RivetReconnectMachine.Stop {
+        let origin = ContinuousClock.now
+        func now() -> Duration { ContinuousClock.now - origin }
+        var machine = RivetReconnectMachine(setupTimeout: connector.configuration.setupTimeout, backoff: backoff)
+        var pending = machine.handle(.start, at: now())
+        while let action = pending.first {
+            pending.removeFirst()
+            if control.withLock({ $0.stopRequested }) {
+                pending = machine.handle(.stop, at: now())
+                continue
+            }
+            switch action {
+            case .connect:
+                do throws(RivetClientError) {
+                    let opened = try connector.resume(credential, host: host, port: port)
+                    let stopNow = control.withLock { state in
+                        state.current = opened
+                        return state.stopRequested
+                    }
+                    pending += machine.handle(.connected, at: now())
+                    if !stopNow { session(opened) }
+                    opened.stream.close()
+                    _ = opened.stream.waitUntilClosed(deadline: .now + .seconds(15))
+                    control.withLock { $0.current = nil }
+                    pending += machine.handle(.sessionEnded, at: now())
+                } catch {
+                    pending += machine.handle(.connectFailed(error), at: now())
+                }
+            case .wait(let until):
+                monitor.withLock {
+                    while !control.withLock({ $0.stopRequested }) && now() < until {
+                        monitor.wait(until: origin + until)
+                    }
+                }
+                pending += machine.handle(.delayElapsed, at: now())
+            case .stop(let reason):
+                return reason
+            }
+        }
+        return .requested
+    }
+
+    /// Stops the loop from any thread: closes the current session and ends any wait.
+    public func stop() {
+        let current = control.withLock { state in
+            state.stopRequested = true
+            return state.current
+        }
+        current?.stream.close()
+        monitor.withLock { monitor.broadcast() }
+    }
+}

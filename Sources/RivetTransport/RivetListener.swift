@@ -1,0 +1,700 @@
+import Foundation
+import OpenSSLKit
+import RivetPairing
+import RivetSession
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One authenticated session as the session handler sees it.
+public struct RivetSessionContext: Sendable, Equatable {
+    /// The listener's number for the connection (also its pairing connection ID).
+    public let connectionID: UInt64
+    /// The authenticated device's registry record.
+    public let device: RivetDevicePairedDevice
+    /// The device's address (`host:port`).
+    public let peerAddress: String
+}
+
+/// The application side of authenticated sessions (the gateway).
+///
+/// For every device that authenticates, the listener calls `admit` before sending `Accept`.
+/// For each admitted device it then calls `sessionStarted` once `Accept` is out (not if sending
+/// it failed), and `sessionEnded` exactly once when the connection is gone, whatever the reason
+/// (either side closed, the connection failed, the listener stopped). All three are called on
+/// the connection's own thread, which afterwards runs the stream's I/O, so they must return
+/// promptly: start your own thread or task to serve the stream.
+public protocol RivetSessionHandler: Sendable {
+    /// Whether to admit one more session for this device (false sends `Reject(serverBusy)`).
+    /// The gateway enforces its session limit here.
+    func admit(_ session: RivetSessionContext) -> Bool
+    /// The stream is live and belongs to the handler from now on.
+    func sessionStarted(_ session: RivetSessionContext, stream: RivetAuthenticatedStream)
+    /// The session is over and its connection closed.
+    func sessionEnded(_ session: RivetSessionContext)
+}
+
+/// Why a listener could not start.
+///
+/// Equality compares only the kind (for `.io` also the errno), never the message.
+public struct RivetListenerError: Error, Equatable, Sendable, CustomStringConvertible {
+    private enum Code: Equatable, Sendable {
+        case alreadyStarted, invalidAddress
+        case io(Int32)
+    }
+
+    private let code: Code
+    /// What failed and why.
+    public let message: String
+
+    private init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `start` was called a second time (a stopped listener cannot be restarted).
+    public static let alreadyStarted = Self(.alreadyStarted, "the listener was already started")
+    /// The host is not a numeric IPv4 or IPv6 address.
+    public static let invalidAddress = Self(.invalidAddress, "the listen address is not a numeric IP address")
+    /// A system call failed (for example bind: `EADDRINUSE`).
+    public static func io(_ errno: Int32) -> Self { Self(.io(errno), "socket error \(errno)") }
+
+    /// The errno of an `.io` error.
+    public var systemErrno: Int32? {
+        if case .io(let value) = code { value } else { nil }
+    }
+
+    static func from(_ failure: SocketFailure) -> Self {
+        failure.errno == EINVAL && failure.what.hasPrefix("resolving")
+            ? .invalidAddress.with(failure.message) : Self(.io(failure.errno), failure.message)
+    }
+
+    func with(_ message: String) -> Self { Self(code, message) }
+
+    /// Compares the kind (and errno), never the message.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    /// The message.
+    public var description: String { message }
+}
+
+/// The daemon side of the transport: accepts TCP connections, runs TLS 1.3 with the server
+/// identity, drives the RVD1 preface (resume through the authenticator, pairing through the
+/// pairing host), and hands each authenticated stream to the session handler.
+///
+/// Nothing listens until `start(host:port:)`. Admission before authentication is bounded (see
+/// `Configuration`); authenticated sessions are counted apart and never take a pending slot.
+/// Threads: one accept thread, plus one thread per connection past its first byte (pending
+/// ones are capped; after `Accept` the thread runs the stream's I/O). `stop()` closes the
+/// listening socket and every accepted connection and waits for every thread to finish.
+/// See docs/architecture.md.
+public final class RivetListener: Sendable {
+    /// Admission bounds and deadlines.
+    public struct Configuration: Sendable {
+        /// Connections not yet authenticated (waiting for their first byte, in the TLS
+        /// handshake, or in the preface), all addresses together (default 32).
+        public var maximumPendingConnections: Int = 32
+        /// Pending connections from one source address (default 4).
+        public var maximumPendingConnectionsPerAddress: Int = 4
+        /// From TCP accept to a completed TLS handshake (default 5 s).
+        public var handshakeTimeout: Duration = .seconds(5)
+        /// From the handshake to the client's complete first message; also bounds `PairReveal`
+        /// and the pairing host's answer to `PairBegin` (default 5 s).
+        public var prefaceTimeout: Duration = .seconds(5)
+        /// Backstop for each wait on a person during pairing (default 300 s; the pairing window
+        /// normally ends it first).
+        public var personTimeout: Duration = .seconds(300)
+        /// The listen backlog (default 128).
+        public var backlog: Int32 = 128
+        /// Buffers of authenticated streams.
+        public var stream = RivetStreamConfiguration()
+        /// Called with what happens to connections (from the thread where it happened; must
+        /// return promptly). Reasons never contain a credential.
+        public var events: (@Sendable (Event) -> Void)?
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// What happened to a connection, for logs and tests.
+    public enum Event: Sendable, Equatable {
+        /// A new connection was closed at once: its address (or all addresses) had no free
+        /// pending slot and no idle connection could make room.
+        case refused(peer: String)
+        /// An idle pending connection (no byte received) was closed to make room for a new one.
+        case evicted(peer: String)
+        /// A connection closed before or during the preface, or after pairing, and why.
+        case closed(connection: UInt64, peer: String, reason: String)
+        /// A device's session started.
+        case sessionStarted(connection: UInt64, device: DeviceID)
+        /// A session's connection closed, and why.
+        case sessionEnded(connection: UInt64, device: DeviceID, reason: String)
+    }
+
+    /// How many connections the listener holds, by stage.
+    public struct Statistics: Sendable, Equatable {
+        /// Accepted, no byte received yet.
+        public var idle: Int
+        /// Pending (idle ones included): not yet authenticated or paired.
+        public var pending: Int
+        /// Pairing connections past `PairServerNonce` (waiting for people).
+        public var pairing: Int
+        /// Authenticated sessions.
+        public var sessions: Int
+        /// Connection threads alive (the accept thread not counted).
+        public var connectionThreads: Int
+    }
+
+    let core: ListenerCore
+
+    /// A listener that is not listening yet.
+    /// - Parameters:
+    ///   - identity: the server identity TLS presents and resumes are checked against.
+    ///   - pairing: the pairing host, or nil to refuse every `PairBegin` with `windowClosed`.
+    ///   - authenticator: checks resuming devices.
+    ///   - handler: receives authenticated streams.
+    public init(
+        configuration: Configuration = Configuration(), identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
+        authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler
+    ) {
+        precondition(configuration.maximumPendingConnections > 0 && configuration.maximumPendingConnectionsPerAddress > 0)
+        core = ListenerCore(
+            configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler)
+    }
+
+    /// Binds `host` (a numeric IPv4 or IPv6 address, e.g. `127.0.0.1`) and `port` (0 lets the
+    /// kernel choose), starts the accept thread, and returns the bound port.
+    /// - Throws: `RivetListenerError.alreadyStarted`, `.invalidAddress`, `.io(errno)` (bind
+    ///   failures such as `EADDRINUSE`, `EACCES`).
+    public func start(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
+        try core.start(host: host, port: port)
+    }
+
+    /// Stops listening, closes every connection it accepted (pending, pairing and sessions;
+    /// sessions see `RivetStreamError.closed`), and returns once every thread it started has
+    /// finished and every `sessionEnded` was called. Safe to call more than once. Must not be
+    /// called from a session handler callback.
+    public func stop() {
+        core.stop()
+    }
+
+    /// The port bound by `start`, or nil before.
+    public var port: UInt16? { core.boundPort }
+
+    /// Connections held now, by stage.
+    public var statistics: Statistics { core.statistics }
+}
+
+/// A connection's stage, for admission.
+enum ConnectionPhase {
+    /// Accepted; the accept thread waits for its first byte.
+    case idle
+    /// Its thread runs the TLS handshake or the preface.
+    case pending
+    /// A pairing connection past `PairServerNonce`.
+    case pairing
+    /// Authenticated.
+    case session
+}
+
+/// One accepted connection as the listener tracks it.
+// @unchecked Sendable: every mutable field is read and written only under the listener's monitor.
+final class ConnectionRecord: @unchecked Sendable {
+    let id: UInt64
+    let host: String
+    let peer: String
+    let fd: Int32
+    let acceptedAt: ContinuousClock.Instant
+    var phase: ConnectionPhase = .idle
+    var socketOpen = true
+    var stream: StreamCore?
+
+    init(id: UInt64, host: String, port: UInt16, fd: Int32) {
+        self.id = id
+        self.host = host
+        self.peer = joinHostPort(host, port)
+        self.fd = fd
+        self.acceptedAt = .now
+    }
+
+    var isPending: Bool { phase == .idle || phase == .pending }
+}
+
+/// The listener's shared state and its threads.
+// @unchecked Sendable: every mutable field is read and written only under `monitor`.
+final class ListenerCore: @unchecked Sendable {
+    private enum RunState { case created, running, stopping, stopped }
+
+    let configuration: RivetListener.Configuration
+    let identity: RivetServerIdentity
+    let pairing: (any RivetPairingHost)?
+    let authenticator: RivetDeviceSessionAuthenticator
+    let handler: any RivetSessionHandler
+
+    private let monitor = Monitor()
+    private var runState = RunState.created
+    private var listenFD: Int32 = -1
+    private var acceptWake: WakePipe?
+    private var acceptThreadRunning = false
+    private var connectionThreads = 0
+    private var records: [UInt64: ConnectionRecord] = [:]
+    private var nextID: UInt64 = 1
+    private(set) var boundPortValue: UInt16?
+
+    init(
+        configuration: RivetListener.Configuration, identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
+        authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler
+    ) {
+        self.configuration = configuration
+        self.identity = identity
+        self.pairing = pairing
+        self.authenticator = authenticator
+        self.handler = handler
+    }
+
+    var boundPort: UInt16? { monitor.withLock { boundPortValue } }
+
+    var statistics: RivetListener.Statistics {
+        monitor.withLock {
+            var stats = RivetListener.Statistics(idle: 0, pending: 0, pairing: 0, sessions: 0, connectionThreads: connectionThreads)
+            for record in records.values {
+                switch record.phase {
+                case .idle: stats.idle += 1
+                case .pending: break
+                case .pairing: stats.pairing += 1
+                case .session: stats.sessions += 1
+                }
+                if record.isPending { stats.pending += 1 }
+            }
+            return stats
+        }
+    }
+
+    func emit(_ event: RivetListener.Event) {
+        configuration.events?(event)
+    }
+
+    // MARK: Start and stop
+
+    func start(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
+        let wake: WakePipe
+        do { wake = try WakePipe() } catch { throw RivetListenerError.from(error) }
+        let result: Result<UInt16, RivetListenerError> = monitor.withLock {
+            guard runState == .created else {
+                return .failure(.alreadyStarted.with("the listener was already started; create a new one to listen again"))
+            }
+            switch makeListeningSocket(host: host, port: port, backlog: configuration.backlog) {
+            case .failure(let failure): return .failure(RivetListenerError.from(failure))
+            case .success(let (fd, bound)):
+                listenFD = fd
+                acceptWake = wake
+                boundPortValue = bound
+                runState = .running
+                acceptThreadRunning = true
+                return .success(bound)
+            }
+        }
+        let bound = try result.get()
+        spawn { self.acceptLoop() }
+        return bound
+    }
+
+    func stop() {
+        let sessions: [StreamCore] = monitor.withLock {
+            guard runState == .running else {
+                if runState == .created { runState = .stopped }
+                return []
+            }
+            runState = .stopping
+            for record in records.values where record.phase != .idle && record.socketOpen {
+                // Wakes the connection's thread wherever it waits on the socket; the thread
+                // itself closes the connection.
+                _ = Glibc.shutdown(record.fd, Int32(SHUT_RDWR))
+            }
+            return records.values.compactMap(\.stream)
+        }
+        for stream in sessions { stream.abort("the listener stopped") }
+        acceptWake?.wake()
+        monitor.withLock {
+            while acceptThreadRunning || connectionThreads > 0 { monitor.wait(until: nil) }
+            if runState == .stopping { runState = .stopped }
+        }
+    }
+
+    private var isStopping: Bool { runState != .running }
+
+    /// Starts a thread with a modest stack (512 KiB of address space; only touched pages cost
+    /// memory).
+    private func spawn(_ body: @escaping @Sendable () -> Void) {
+        let thread = Thread(block: body)
+        thread.stackSize = 512 * 1024
+        thread.start()
+    }
+
+    // MARK: Accept thread
+
+    private func acceptLoop() {
+        while true {
+            let (listener, wake, idle, stopping) = monitor.withLock {
+                (listenFD, acceptWake!, records.values.filter { $0.phase == .idle }.sorted { $0.acceptedAt < $1.acceptedAt }, isStopping)
+            }
+            if stopping { break }
+            var descriptors = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+            descriptors += idle.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            let nextDeadline = idle.first.map { $0.acceptedAt + configuration.handshakeTimeout }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: nextDeadline))
+            if ready < 0 && errno != EINTR { break }
+            if descriptors[1].revents != 0 { wake.drain() }
+            var promote: [ConnectionRecord] = []
+            var expired: [ConnectionRecord] = []
+            let now = ContinuousClock.now
+            for (index, record) in idle.enumerated() {
+                if descriptors[index + 2].revents != 0 {
+                    promote.append(record)
+                } else if now >= record.acceptedAt + configuration.handshakeTimeout {
+                    expired.append(record)
+                }
+            }
+            let proceed = monitor.withLock { () -> Bool in
+                if isStopping { return false }
+                for record in promote { startConnectionThread(record) }
+                for record in expired { closeIdle(record) }
+                return true
+            }
+            for record in expired {
+                emit(.closed(connection: record.id, peer: record.peer, reason: "no TLS handshake within \(configuration.handshakeTimeout)"))
+            }
+            if !proceed { break }
+            if descriptors[0].revents != 0 { acceptPending(listener) }
+        }
+        // Stopping: this thread owns the listening socket and every idle connection.
+        monitor.withLock {
+            for record in records.values where record.phase == .idle { closeIdle(record) }
+            Glibc.close(listenFD)
+            listenFD = -1
+            acceptThreadRunning = false
+            monitor.broadcast()
+        }
+    }
+
+    /// Accepts every connection waiting in the backlog and admits or refuses each.
+    private func acceptPending(_ listener: Int32) {
+        while true {
+            guard case .success(let accepted?) = acceptConnection(listener) else { return }
+            admit(fd: accepted.fd, host: accepted.host, port: accepted.port)
+        }
+    }
+
+    /// Admits a new connection as idle, making room by closing the oldest idle connection (of the
+    /// same address when that address is at its cap) if a cap is full; refuses it otherwise.
+    private func admit(fd: Int32, host: String, port: UInt16) {
+        var evicted: ConnectionRecord?
+        let admitted: Bool = monitor.withLock {
+            if isStopping { return false }
+            var pendingTotal = 0
+            var pendingSame = 0
+            for record in records.values where record.isPending {
+                pendingTotal += 1
+                if record.host == host { pendingSame += 1 }
+            }
+            let sameFull = pendingSame >= configuration.maximumPendingConnectionsPerAddress
+            let totalFull = pendingTotal >= configuration.maximumPendingConnections
+            if sameFull || totalFull {
+                var candidates = records.values
+                    .filter { $0.phase == .idle && (!sameFull || $0.host == host) }
+                    .sorted { $0.acceptedAt < $1.acceptedAt }
+                // A candidate that has already sent its first byte is promoted, not evicted.
+                var check = candidates.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+                if !check.isEmpty, poll(&check, nfds_t(check.count), 0) > 0 {
+                    for (index, record) in candidates.enumerated() where check[index].revents != 0 {
+                        startConnectionThread(record)
+                    }
+                    candidates = candidates.enumerated().filter { check[$0.offset].revents == 0 }.map(\.element)
+                }
+                guard let victim = candidates.first else { return false }
+                closeIdle(victim)
+                evicted = victim
+            }
+            let record = ConnectionRecord(id: nextID, host: host, port: port, fd: fd)
+            nextID += 1
+            records[record.id] = record
+            return true
+        }
+        if let evicted { emit(.evicted(peer: evicted.peer)) }
+        if !admitted {
+            Glibc.close(fd)
+            emit(.refused(peer: joinHostPort(host, port)))
+        }
+    }
+
+    /// Closes an idle connection (owned by the accept thread). Call under the monitor.
+    private func closeIdle(_ record: ConnectionRecord) {
+        Glibc.close(record.fd)
+        record.socketOpen = false
+        records[record.id] = nil
+    }
+
+    /// Hands an idle connection to its own thread. Call under the monitor.
+    private func startConnectionThread(_ record: ConnectionRecord) {
+        record.phase = .pending
+        connectionThreads += 1
+        spawn { self.serve(record) }
+    }
+
+    // MARK: Connection threads
+
+    /// Builds the TLS connection under the monitor, so `stop()` never shuts down a descriptor
+    /// number that was already closed and reused.
+    private func makeConnection(_ record: ConnectionRecord) -> Result<TLSConnection, TLSError> {
+        monitor.withLock {
+            do throws(TLSError) {
+                return .success(try TLSConnection(socket: record.fd, context: identity.serverContext))
+            } catch {
+                record.socketOpen = false
+                return .failure(error)
+            }
+        }
+    }
+
+    /// Closes the connection under the monitor and forgets the record; the thread then ends.
+    private func finish(_ record: ConnectionRecord, connection: TLSConnection?) {
+        monitor.withLock {
+            connection?.close()
+            record.socketOpen = false
+            records[record.id] = nil
+            connectionThreads -= 1
+            monitor.broadcast()
+        }
+    }
+
+    private func setPhase(_ record: ConnectionRecord, _ phase: ConnectionPhase, stream: StreamCore? = nil) {
+        monitor.withLock {
+            record.phase = phase
+            if let stream { record.stream = stream }
+        }
+        // A stop that began before the stream was registered did not abort it.
+        if let stream, monitor.withLock({ isStopping }) { stream.abort("the listener stopped") }
+    }
+
+    private func serve(_ record: ConnectionRecord) {
+        let connection: TLSConnection
+        switch makeConnection(record) {
+        case .success(let made): connection = made
+        case .failure(let error):
+            emit(.closed(connection: record.id, peer: record.peer, reason: "TLS setup failed: \(error.message)"))
+            finish(record, connection: nil)
+            return
+        }
+        var session = ConnectionSession(core: self, record: record, connection: connection)
+        let reason = session.run()
+        finish(record, connection: connection)
+        session.streamCore?.markFinished()
+        if let ended = session.admitted {
+            emit(.sessionEnded(connection: record.id, device: ended.device.deviceID, reason: reason))
+            handler.sessionEnded(ended)
+        } else {
+            emit(.closed(connection: record.id, peer: record.peer, reason: reason))
+        }
+    }
+
+    /// Moves a connection to the pairing stage (it leaves the pending caps).
+    func enterPairing(_ record: ConnectionRecord) { setPhase(record, .pairing) }
+
+    /// Moves a connection to the session stage with its stream.
+    func enterSession(_ record: ConnectionRecord, stream: StreamCore) { setPhase(record, .session, stream: stream) }
+}
+
+/// The preface and, after acceptance, the stream of one connection, run on its own thread.
+struct ConnectionSession {
+    let core: ListenerCore
+    let record: ConnectionRecord
+    let connection: TLSConnection
+    var machine = RVD1ServerHandshake()
+    var reader = RVD1Reader(reading: .clientToServer)
+    var channel: RivetPairingChannel?
+    /// Set once the handler admitted the device: `sessionEnded` is then owed.
+    var admitted: RivetSessionContext?
+    private var stepDeadline: ContinuousClock.Instant = .now
+    private var closeReason: String?
+    private var stream: (RivetAuthenticatedStream, StreamCore)?
+
+    /// The stream's shared state once the session started.
+    var streamCore: StreamCore? { stream?.1 }
+
+    init(core: ListenerCore, record: ConnectionRecord, connection: TLSConnection) {
+        self.core = core
+        self.record = record
+        self.connection = connection
+    }
+
+    private var configuration: RivetListener.Configuration { core.configuration }
+    private var pairingConnectionID: RivetPairingConnectionID { RivetPairingConnectionID(record.id) }
+
+    /// Runs the connection to its end and returns why it ended.
+    mutating func run() -> String {
+        do throws(TLSError) {
+            try connection.handshake(deadline: record.acceptedAt + configuration.handshakeTimeout)
+        } catch {
+            return "TLS handshake failed: \(error.message)"
+        }
+        stepDeadline = .now + configuration.prefaceTimeout
+        while closeReason == nil {
+            if let (_, streamCore) = stream {
+                return runStreamIO(connection: connection, fd: record.fd, core: streamCore)
+            }
+            let event = nextEvent()
+            perform(machine.handle(event))
+        }
+        return closeReason ?? "closed"
+    }
+
+    /// Waits for the next thing the machine reacts to: a complete message, a pairing reply, the
+    /// deadline, or the end of the connection.
+    private mutating func nextEvent() -> RVD1ServerHandshake.Event {
+        while true {
+            if let channel, let reply = channel.takeReplies().first {
+                return .pairingReply(reply)
+            }
+            // Try what TLS already has (non-blocking), then wait on the socket and the channel.
+            switch readAvailable() {
+            case .message(let message): return .received(message)
+            case .event(let event): return event
+            case .nothing: break
+            }
+            var descriptors = [pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)]
+            if let channel { descriptors.append(pollfd(fd: channel.wake.readFD, events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: stepDeadline))
+            if ready < 0 && errno != EINTR { return .connectionLost }
+            if descriptors.count > 1 && descriptors[1].revents != 0 { channel?.wake.drain() }
+            if ready == 0 && ContinuousClock.now >= stepDeadline { return .timedOut }
+        }
+    }
+
+    private enum ReadOutcome {
+        case message(RVD1Message)
+        case event(RVD1ServerHandshake.Event)
+        case nothing
+    }
+
+    /// Reads exactly the bytes the reader needs, as long as TLS has them without waiting.
+    private mutating func readAvailable() -> ReadOutcome {
+        while true {
+            let bytes: [UInt8]
+            do throws(TLSError) {
+                bytes = try connection.read(maxCount: reader.bytesNeeded, deadline: .now)
+            } catch {
+                return error == .timedOut ? .nothing : .event(.connectionLost)
+            }
+            if bytes.isEmpty {
+                do throws(RVD1Error) {
+                    try reader.finish()
+                    return .event(.connectionLost)
+                } catch {
+                    return .event(.readFailed(error))
+                }
+            }
+            do throws(RVD1Error) {
+                let (_, message) = try reader.consume(bytes)
+                if let message { return .message(message) }
+            } catch {
+                return .event(.readFailed(error))
+            }
+        }
+    }
+
+    private mutating func perform(_ actions: [RVD1ServerHandshake.Action]) {
+        var queue = actions[...]
+        while let action = queue.popFirst() {
+            if closeReason != nil { return }
+            switch action {
+            case .authenticate(let resume):
+                queue = machine.handle(authenticate(resume))[...] + queue
+            case .admit(let device):
+                let context = RivetSessionContext(connectionID: record.id, device: device, peerAddress: record.peer)
+                let yes = core.handler.admit(context)
+                if yes { admitted = context }
+                queue = machine.handle(.admitted(yes))[...] + queue
+            case .forwardToPairingHost(let message):
+                forward(message)
+            case .send(let message):
+                do throws(TLSError) {
+                    try connection.write(message.encoded, deadline: .now + configuration.prefaceTimeout)
+                } catch {
+                    closeReason = "sending \(message.type) failed: \(error.message)"
+                    endPairing()
+                    return
+                }
+                if case .pairServerNonce = message { core.enterPairing(record) }
+            case .startStream:
+                guard let context = admitted else {
+                    closeReason = "internal: stream without admission"
+                    return
+                }
+                let streamCore: StreamCore
+                do {
+                    streamCore = try StreamCore(configuration: configuration.stream)
+                } catch {
+                    closeReason = "creating the stream failed: \(error.message)"
+                    return
+                }
+                let stream = RivetAuthenticatedStream(core: streamCore)
+                core.enterSession(record, stream: streamCore)
+                core.emit(.sessionStarted(connection: record.id, device: context.device.deviceID))
+                core.handler.sessionStarted(context, stream: stream)
+                self.stream = (stream, streamCore)
+                return
+            case .pairingConnectionEnded:
+                endPairing()
+            case .close(let reason):
+                closeReason = reason
+            }
+            // Each new wait gets its own deadline.
+            switch machine.wait {
+            case .machineStep: stepDeadline = .now + configuration.prefaceTimeout
+            case .person: stepDeadline = .now + configuration.personTimeout
+            case .none: break
+            }
+        }
+    }
+
+    private func authenticate(_ resume: RVD1Resume) -> RVD1ServerHandshake.Event {
+        do throws(RivetDevicePairingStoreError) {
+            switch try core.authenticator.authenticate(
+                deviceID: resume.deviceID, credential: resume.credential, applicationID: resume.applicationID,
+                serverFingerprint: core.identity.fingerprint)
+            {
+            case .success(let device):
+                try? core.authenticator.store.touchLastSeen(device.deviceID, at: Date())
+                return .authenticated(device)
+            case .failure:
+                return .authenticated(nil)
+            }
+        } catch {
+            return .authenticationUnavailable
+        }
+    }
+
+    private mutating func forward(_ message: RivetPairingDeviceMessage) {
+        guard let host = core.pairing else {
+            // Pairing is not offered: every attempt meets a closed window.
+            perform(machine.handle(.pairingReply(.refused(.windowClosed))))
+            return
+        }
+        if channel == nil {
+            do {
+                channel = try RivetPairingChannel(connection: pairingConnectionID, peerAddress: record.peer)
+            } catch {
+                perform(machine.handle(.pairingReply(.failed)))
+                return
+            }
+        }
+        host.deviceSent(message, on: channel!)
+    }
+
+    private mutating func endPairing() {
+        guard let channel else { return }
+        channel.shut()
+        self.channel = nil
+        core.pairing?.deviceDisconnected(channel.connection)
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failed socket operation: what was attempted and the errno.
+struct SocketFailure: Error {
+    let what: String
+    let errno: Int32
+
+    var message: String { "\(what) failed: \(String(cString: strerror(errno)))" }
+}
+
+/// Resolves `host` and `port` to stream-socket addresses. `numericHost` refuses names (for
+/// listening); otherwise names go through the system resolver.
+func resolve(host: String, port: UInt16, passive: Bool, numericHost: Bool) -> Result<[(family: Int32, address: [UInt8])], SocketFailure> {
+    var hints = addrinfo()
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0) | (numericHost ? AI_NUMERICHOST : 0)
+    var list: UnsafeMutablePointer<addrinfo>?
+    let status = getaddrinfo(host, String(port), &hints, &list)
+    guard status == 0, let list else {
+        let reason = String(cString: gai_strerror(status))
+        return .failure(SocketFailure(what: "resolving \(host) (\(reason))", errno: EINVAL))
+    }
+    defer { freeaddrinfo(list) }
+    var out: [(Int32, [UInt8])] = []
+    var cursor: UnsafeMutablePointer<addrinfo>? = list
+    while let entry = cursor {
+        if let address = entry.pointee.ai_addr {
+            let bytes = Array(UnsafeRawBufferPointer(start: address, count: Int(entry.pointee.ai_addrlen)))
+            out.append((entry.pointee.ai_family, bytes))
+        }
+        cursor = entry.pointee.ai_next
+    }
+    return .success(out)
+}
+
+/// `host:port` (`[host]:port` for IPv6) of a socket address in `storage`.
+func describe(_ storage: UnsafeRawPointer) -> (host: String, port: UInt16) {
+    let family = Int32(storage.assumingMemoryBound(to: sockaddr.self).pointee.sa_family)
+    var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+    if family == AF_INET6 {
+        let address = storage.assumingMemoryBound(to: sockaddr_in6.self)
+        var raw = address.pointee.sin6_addr
+        inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count))
+        return (text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }, UInt16(bigEndian: address.pointee.sin6_port))
+    }
+    let address = storage.assumingMemoryBound(to: sockaddr_in.self)
+    var raw = address.pointee.sin_addr
+    inet_ntop(AF_INET, &raw, &text, socklen_t(text.count))
+    return (text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }, UInt16(bigEndian: address.pointee.sin_port))
+}
+
+/// `host:port`, bracketing IPv6 hosts.
+func joinHostPort(_ host: String, _ port: UInt16) -> String {
+    host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+}
+
+/// A listening TCP socket (non-blocking, close-on-exec, `SO_REUSEADDR`) bound to a numeric
+/// `host` and `port` (0 lets the kernel choose). Returns the socket and the bound port.
+func makeListeningSocket(host: String, port: UInt16, backlog: Int32) -> Result<(fd: Int32, port: UInt16), SocketFailure> {
+    let addresses: [(family: Int32, address: [UInt8])]
+    switch resolve(host: host, port: port, passive: true, numericHost: true) {
+    case .success(let found): addresses = found
+    case .failure(let failure): return .failure(failure)
+    }
+    guard let first = addresses.first else {
+        return .failure(SocketFailure(what: "resolving \(host)", errno: EADDRNOTAVAIL))
+    }
+    let fd = socket(first.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+    guard fd >= 0 else { return .failure(SocketFailure(what: "socket", errno: errno)) }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    if first.family == AF_INET6 {
+        setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+    let bound = first.address.withUnsafeBytes { raw in
+        bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+    }
+    guard bound == 0 else {
+        let error = errno
+        close(fd)
+        return .failure(SocketFailure(what: "bind \(joinHostPort(host, port))", errno: error))
+    }
+    guard listen(fd, backlog) == 0 else {
+        let error = errno
+        close(fd)
+        return .failure(SocketFailure(what: "listen on \(joinHostPort(host, port))", errno: error))
+    }
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    let named = withUnsafeMutablePointer(to: &storage) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard named == 0 else {
+        let error = errno
+        close(fd)
+        return .failure(SocketFailure(what: "getsockname", errno: error))
+    }
+    let boundPort = withUnsafePointer(to: &storage) { describe(UnsafeRawPointer($0)).port }
+    return .success((fd, boundPort))
+}
+
+/// Accepts one pending connection from a non-blocking listening socket, or nil when none waits.
+/// The new socket is close-on-exec, blocking, and has `TCP_NODELAY` set.
+func acceptConnection(_ listener: Int32) -> Result<(fd: Int32, host: String, port: UInt16)?, SocketFailure> {
+    var storage = sockaddr_storage()
+    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+    while true {
+        let fd = withUnsafeMutablePointer(to: &storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &length) }
+        }
+        if fd >= 0 {
+            // Accepted sockets inherit neither O_NONBLOCK nor FD_CLOEXEC on Linux.
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            setNoDelay(fd)
+            let (host, port) = withUnsafePointer(to: &storage) { describe(UnsafeRawPointer($0)) }
+            return .success((fd, host, port))
+        }
+        let error = errno
+        switch error {
+        case EINTR: continue
+        case EAGAIN, EWOULDBLOCK: return .success(nil)
+        // The peer gave up before we accepted: nothing to do, look for the next one.
+        case ECONNABORTED, EPROTO: continue
+        default: return .failure(SocketFailure(what: "accept", errno: error))
+        }
+    }
+}
+
+/// Disables Nagle's algorithm: the preface is a few small messages each way, and the stream is
+/// framed by the application.
+func setNoDelay(_ fd: Int32) {
+    var one: Int32 = 1
+    setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+}
+
+/// Connects a new TCP socket to `host:port`, trying each resolved address in turn until
+/// `deadline`. The socket is close-on-exec with `TCP_NODELAY`.
+func connectSocket(host: String, port: UInt16, deadline: ContinuousClock.Instant) -> Result<Int32, SocketFailure> {
+    let addresses: [(family: Int32, address: [UInt8])]
+    switch resolve(host: host, port: port, passive: false, numericHost: false) {
+    case .success(let found): addresses = found
+    case .failure(let failure): return .failure(failure)
+    }
+    var lastFailure = SocketFailure(what: "resolving \(host)", errno: EADDRNOTAVAIL)
+    for candidate in addresses {
+        let fd = socket(candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else {
+            lastFailure = SocketFailure(what: "socket", errno: errno)
+            continue
+        }
+        let started = candidate.address.withUnsafeBytes { raw in
+            connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        }
+        var error: Int32 = started == 0 ? 0 : errno
+        if error == EINPROGRESS || error == EINTR {
+            switch waitFor(fd: fd, events: Int16(POLLOUT), until: deadline) {
+            case .ready:
+                var value: Int32 = 0
+                var length = socklen_t(MemoryLayout<Int32>.size)
+                error = getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) == 0 ? value : errno
+            case .timedOut: error = ETIMEDOUT
+            case .failed(let code): error = code
+            }
+        }
+        if error == 0 {
+            setNoDelay(fd)
+            return .success(fd)
+        }
+        close(fd)
+        lastFailure = SocketFailure(what: "connect to \(joinHostPort(host, port))", errno: error)
+        if error == ETIMEDOUT { break }
+    }
+    return .failure(lastFailure)
+}
+
+enum WaitResult: Equatable {
+    case ready
+    case timedOut
+    case failed(Int32)
+}
+
+/// Milliseconds from now until `deadline`, rounded up, clamped to `0...Int32.max`.
+func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
+    guard let deadline else { return -1 }
+    let remaining = ContinuousClock.now.duration(to: deadline)
+    guard remaining > .zero else { return 0 }
+    let (seconds, attoseconds) = remaining.components
+    let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+    return Int32(clamping: milliseconds)
+}
+
+/// Waits until `fd` is ready for `events` (or has an error or hang-up) or `deadline` passes.
+func waitFor(fd: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> WaitResult {
+    var descriptor = pollfd(fd: fd, events: events, revents: 0)
+    while true {
+        let result = poll(&descriptor, 1, pollTimeout(until: deadline))
+        if result > 0 { return .ready }
+        if result == 0 {
+            if ContinuousClock.now >= deadline { return .timedOut }
+            continue
+        }
+        if errno == EINTR { continue }
+        return .failed(errno)
+    }
+}
+
+/// A non-blocking pipe used to wake a thread blocked in poll(2).
+final class WakePipe: Sendable {
+    /// The end a waiting thread polls.
+    let readFD: Int32
+    private let writeFD: Int32
+
+    init() throws(SocketFailure) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw SocketFailure(what: "pipe", errno: errno) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        readFD = fds[0]
+        writeFD = fds[1]
+    }
+
+    deinit {
+        close(readFD)
+        close(writeFD)
+    }
+
+    /// Makes `readFD` readable (a full pipe is already readable, so EAGAIN is fine).
+    func wake() {
+        var byte: UInt8 = 1
+        _ = write(writeFD, &byte, 1)
+    }
+
+    /// Empties the pipe.
+    func drain() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
+    }
+}

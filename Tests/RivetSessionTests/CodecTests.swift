@@ -1,0 +1,290 @@
+import Foundation
+import OpenSSLKit
+import RivetPairing
+import RivetSession
+import Testing
+
+@Suite struct GoldenVectorTests {
+    let vectors: RVD1Vectors
+
+    init() throws { vectors = try RVD1Vectors.load() }
+
+    /// Builds the message a valid vector describes from its fields alone.
+    func message(_ vector: RVD1Vectors.Valid) throws -> RVD1Message {
+        let f = vector.fields
+        func text(_ key: String) throws -> String { try #require(f[key]?.text, "\(vector.name).\(key)") }
+        func id(_ key: String) throws -> DeviceID { try #require(DeviceID(hex: try text(key))) }
+        func nonce(_ key: String) throws -> Nonce { try #require(Nonce(hex: try text(key))) }
+        func credential() throws -> PairingCredential {
+            try #require(PairingCredential(bytes: bytes(hex: try text("credential"))))
+        }
+        func application() throws -> RivetApplicationID { try RivetApplicationID(try text("applicationID")) }
+        switch vector.name {
+        case "resume", "resume-longest":
+            return .resume(RVD1Resume(applicationID: try application(), deviceID: try id("deviceID"), credential: try credential()))
+        case "pair-begin-new-device", "pair-begin-re-pairing", "pair-begin-longest":
+            let existing: DeviceID? = f["existingDeviceID"]?.text == nil ? nil : try id("existingDeviceID")
+            let commitment = try #require(RivetDevicePairingCommitment(bytes: bytes(hex: try text("commitment"))))
+            return .pairBegin(
+                RivetDevicePairBegin(
+                    applicationID: try application(), deviceName: try RivetDeviceName(try text("deviceName")),
+                    existingDeviceID: existing, commitment: commitment))
+        case "pair-server-nonce": return .pairServerNonce(RivetDevicePairServerNonce(nonce: try nonce("nonce")))
+        case "pair-reveal": return .pairReveal(RivetDevicePairReveal(nonce: try nonce("nonce")))
+        case "pair-confirm": return .pairConfirm
+        case "pair-reject": return .pairReject
+        case "pair-accepted":
+            return .pairAccepted(RivetDevicePairAccepted(deviceID: try id("deviceID"), credential: try credential()))
+        case "accept": return .accept
+        default:
+            let reason = try #require(f["reason"]?.number)
+            #expect(vector.name.hasPrefix("reject-"))
+            return .reject(RVD1RejectReason(rawValue: UInt8(reason)))
+        }
+    }
+
+    @Test func everyMessageTypeHasAVector() throws {
+        let covered = Set(try vectors.valid.map { try message($0).type })
+        #expect(covered == Set(RVD1MessageType.allCases))
+        #expect(vectors.magic == hex(RVD1.magic))
+        let reasons = try vectors.valid.compactMap { vector -> RVD1RejectReason? in
+            if case .reject(let reason) = try message(vector) { reason } else { nil }
+        }
+        #expect(reasons == RVD1RejectReason.known)
+        for vector in vectors.valid where vector.name.hasPrefix("reject-") {
+            #expect(vector.name == "reject-" + (try message(vector)).description.dropFirst(7).dropLast())
+        }
+    }
+
+    @Test func encodingMatchesEveryVector() throws {
+        for vector in vectors.valid {
+            let built = try message(vector)
+            #expect(hex(built.encoded) == vector.hex, "\(vector.name)")
+            #expect(built.type.direction == direction(vector.direction), "\(vector.name)")
+        }
+    }
+
+    @Test func decodingEveryVectorGivesItsFieldsWholeAndByteByByte() throws {
+        for vector in vectors.valid {
+            let side = direction(vector.direction)
+            let input = (side == .clientToServer ? RVD1.magic : []) + bytes(hex: vector.hex)
+            for chunk in [Int.max, 1, 3] {
+                let (messages, consumed) = try readAll(input, direction: side, chunk: chunk)
+                #expect(messages == [try message(vector)], "\(vector.name) in chunks of \(chunk)")
+                #expect(consumed == input.count)
+            }
+        }
+    }
+
+    @Test func everyInvalidVectorIsRefusedWithItsErrorAfterItsByteCount() throws {
+        #expect(!vectors.invalid.isEmpty)
+        for vector in vectors.invalid {
+            let expected = try #require(errorKind(vector.error), "\(vector.name)")
+            let input = bytes(hex: vector.hex)
+            let result = try #require(firstError(input, direction: direction(vector.direction)), "\(vector.name) was accepted")
+            #expect(result.error == expected, "\(vector.name): \(result.error.message)")
+            #expect(result.fed == vector.consumedBeforeError, "\(vector.name)")
+            #expect(!result.error.message.isEmpty)
+        }
+    }
+
+    /// The listings in docs/protocol-rvd1.md are the fixture's bytes, vector by vector.
+    @Test func theProtocolDocumentShowsTheFixtureVectors() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let document = try String(contentsOf: root.appendingPathComponent("docs/protocol-rvd1.md"), encoding: .utf8)
+        let start = try #require(document.range(of: "## 6. Golden vectors"))
+        let end = try #require(document.range(of: "## 7.", range: start.upperBound..<document.endIndex))
+        var listed: [String: (header: String, hex: String)] = [:]
+        var current: String?
+        var inBlock = false
+        for line in document[start.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("```") {
+                inBlock.toggle()
+                current = nil
+                continue
+            }
+            guard inBlock, !line.isEmpty else { continue }
+            if line.hasPrefix("  ") {
+                let name = try #require(current)
+                let token = line.split(separator: " ").first.map(String.init) ?? ""
+                listed[name]!.hex += token
+            } else {
+                let parts = line.split(separator: " ", maxSplits: 1)
+                current = String(parts[0])
+                listed[current!] = (String(parts.count > 1 ? parts[1] : ""), "")
+            }
+        }
+        #expect(listed.count == vectors.valid.count + vectors.invalid.count)
+        for vector in vectors.valid {
+            let entry = try #require(listed[vector.name], "\(vector.name) missing from the document")
+            #expect(entry.hex == vector.hex, "\(vector.name)")
+            #expect(entry.header.contains("\(vector.direction), \(vector.hex.count / 2) bytes"), "\(vector.name)")
+        }
+        for vector in vectors.invalid {
+            let entry = try #require(listed[vector.name], "\(vector.name) missing from the document")
+            #expect(entry.hex == vector.hex, "\(vector.name)")
+            #expect(entry.header.contains("refused as \(vector.error) after \(vector.consumedBeforeError) bytes"), "\(vector.name)")
+        }
+    }
+}
+
+@Suite struct ReaderTests {
+    let resume = RVD1Message.resume(RVD1Resume(applicationID: testApplication, deviceID: testDeviceID, credential: testCredential))
+
+    @Test func theReaderNeverTakesAByteOfWhatFollowsThePreface() throws {
+        let stream: [UInt8] = Array("RVT1 stream bytes".utf8)
+        let input = RVD1.magic + resume.encoded + stream
+        var reader = RVD1Reader(reading: .clientToServer)
+        var offset = 0
+        var message: RVD1Message?
+        while message == nil {
+            #expect(reader.bytesNeeded > 0)
+            // Hand the reader everything that is left: it must still stop at the message's end.
+            let result = try reader.consume(input[offset...])
+            offset += result.consumed
+            message = result.message
+        }
+        #expect(message == resume)
+        #expect(Array(input[offset...]) == stream)
+        #expect(reader.isAtMessageBoundary)
+    }
+
+    @Test func bytesNeededNamesExactlyEachPiece() throws {
+        var reader = RVD1Reader(reading: .clientToServer)
+        #expect(reader.bytesNeeded == 4)
+        _ = try reader.consume(RVD1.magic.prefix(3))
+        #expect(reader.bytesNeeded == 1)
+        _ = try reader.consume(RVD1.magic.suffix(1))
+        #expect(reader.bytesNeeded == 5)
+        let encoded = resume.encoded
+        _ = try reader.consume(encoded.prefix(5))
+        #expect(reader.bytesNeeded == encoded.count - 5)
+        let (consumed, message) = try reader.consume(encoded.dropFirst(5))
+        #expect(consumed == encoded.count - 5)
+        #expect(message == resume)
+        #expect(reader.bytesNeeded == 5)
+
+        var client = RVD1Reader(reading: .serverToClient)
+        #expect(client.bytesNeeded == 5)
+        #expect(try client.consume(RVD1Message.accept.encoded).message == .accept)
+    }
+
+    @Test func severalMessagesInOneChunkComeOutOneAtATime() throws {
+        let input = RVD1Message.pairServerNonce(RivetDevicePairServerNonce(nonce: testNonceS)).encoded + RVD1Message.reject(.windowClosed).encoded
+        let (messages, consumed) = try readAll(input, direction: .serverToClient)
+        #expect(messages == [.pairServerNonce(RivetDevicePairServerNonce(nonce: testNonceS)), .reject(.windowClosed)])
+        #expect(consumed == input.count)
+    }
+
+    @Test func limitsHoldAtTheirEdges() throws {
+        let longestApplication = try RivetApplicationID(String(repeating: "a", count: 255))
+        let longest = RVD1Message.resume(RVD1Resume(applicationID: longestApplication, deviceID: testDeviceID, credential: testCredential))
+        #expect(longest.encoded.count == 5 + RVD1MessageType.resume.maximumBodyLength)
+        #expect(try readAll(RVD1.magic + longest.encoded, direction: .clientToServer).messages == [longest])
+
+        let begin = RVD1Message.pairBegin(
+            RivetDevicePairBegin(
+                applicationID: longestApplication, deviceName: try RivetDeviceName(String(repeating: "n", count: 128)),
+                existingDeviceID: testDeviceID, commitment: RivetDevicePairingCommitment(to: testNonceC)))
+        #expect(begin.body.count == RVD1MessageType.pairBegin.maximumBodyLength)
+        #expect(RVD1MessageType.pairBegin.maximumBodyLength == 434)
+        #expect(RVD1MessageType.resume.maximumBodyLength == 304)
+        #expect(RVD1MessageType.allCases.allSatisfy { $0.maximumBodyLength <= RVD1.maximumBodyLength })
+
+        // One past each header limit is refused at the header, before the body.
+        for type in RVD1MessageType.allCases {
+            let length = type.maximumBodyLength + 1
+            let header: [UInt8] = [type.rawValue, 0, 0, UInt8(length >> 8), UInt8(length & 0xFF)]
+            let input = (type.direction == .clientToServer ? RVD1.magic : []) + header
+            let failure = try #require(firstError(input, direction: type.direction))
+            #expect(failure.error == .oversized, "\(type)")
+            #expect(failure.fed == input.count)
+        }
+        // One short of each minimum is malformed, also at the header.
+        for type in RVD1MessageType.allCases where type.minimumBodyLength > 0 {
+            let length = type.minimumBodyLength - 1
+            let header: [UInt8] = [type.rawValue, 0, 0, 0, UInt8(length)]
+            let input = (type.direction == .clientToServer ? RVD1.magic : []) + header
+            #expect(firstError(input, direction: type.direction)?.error == .malformed, "\(type)")
+        }
+    }
+
+    @Test func decodingABodyDirectlyChecksItsLimit() {
+        #expect(throws: RVD1Error.oversized) { try RVD1Message.decode(type: .accept, body: [0]) }
+        #expect(throws: RVD1Error.malformed) { try RVD1Message.decode(type: .reject, body: []) }
+    }
+
+    @Test func aFailedReaderKeepsFailing() throws {
+        var reader = RVD1Reader(reading: .clientToServer)
+        #expect(throws: RVD1Error.badMagic) { try reader.consume(Array("HTTP".utf8)) }
+        #expect(reader.bytesNeeded == 0)
+        #expect(throws: RVD1Error.badMagic) { try reader.consume(RVD1.magic) }
+        #expect(throws: RVD1Error.badMagic) { try reader.finish() }
+    }
+
+    @Test func endingInsideAPieceIsTruncatedAndBetweenMessagesIsNot() throws {
+        var fresh = RVD1Reader(reading: .clientToServer)
+        try fresh.finish()
+
+        var insideMagic = RVD1Reader(reading: .clientToServer)
+        _ = try insideMagic.consume(RVD1.magic.prefix(2))
+        #expect(throws: RVD1Error.truncated) { try insideMagic.finish() }
+
+        var afterMagic = RVD1Reader(reading: .clientToServer)
+        _ = try afterMagic.consume(RVD1.magic)
+        try afterMagic.finish()
+
+        var insideBody = RVD1Reader(reading: .clientToServer)
+        _ = try insideBody.consume(RVD1.magic)
+        _ = try insideBody.consume(resume.encoded.prefix(5))
+        _ = try insideBody.consume(resume.encoded.dropFirst(5).prefix(10))
+        #expect(insideBody.bytesNeeded == resume.encoded.count - 15)
+        #expect(throws: RVD1Error.truncated) { try insideBody.finish() }
+
+        var insideHeader = RVD1Reader(reading: .serverToClient)
+        _ = try insideHeader.consume([0x08, 0])
+        #expect(throws: RVD1Error.truncated) { try insideHeader.finish() }
+    }
+
+    @Test func versionErrorsMapToTheirRejectReason() throws {
+        #expect(throws: RVD1Error.unsupportedVersion) { try RVD1Reader.checkMagic(Array("RVD9".utf8)) }
+        #expect(throws: RVD1Error.badMagic) { try RVD1Reader.checkMagic(Array("RVDx".utf8)) }
+        #expect(throws: RVD1Error.badMagic) { try RVD1Reader.checkMagic(Array("rvd1".utf8)) }
+        #expect(RVD1Error.unsupportedVersion.rejectReason == .versionUnsupported)
+        for error in [RVD1Error.badMagic, .unknownMessageType, .wrongDirection, .oversized, .malformed, .truncated, .unexpectedMessage] {
+            #expect(error.rejectReason == .malformed)
+        }
+    }
+
+    @Test func textFormsNeverShowTheCredential() {
+        let credentialHex = hex(testCredential.bytes)
+        let accepted = RVD1Message.pairAccepted(RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential))
+        for message in [resume, accepted] {
+            #expect(!message.description.contains(credentialHex))
+            #expect(!String(describing: message).contains(credentialHex))
+            #expect(message.description.contains("redacted"))
+        }
+    }
+
+    @Test func unknownRejectReasonsDecodeAndExplainThemselves() throws {
+        let (messages, _) = try readAll([0x09, 0, 0, 0, 1, 200], direction: .serverToClient)
+        #expect(messages == [.reject(RVD1RejectReason(rawValue: 200))])
+        #expect(RVD1RejectReason(rawValue: 200).name == "reason 200")
+        #expect(RVD1RejectReason(rawValue: 200).explanation.contains("200"))
+        #expect(Set(RVD1RejectReason.known.map(\.name)).count == 10)
+    }
+
+    @Test func pairingRefusalsMapToTheirRejectReasons() {
+        let table: [(RivetDevicePairingRefusal, RVD1RejectReason)] = [
+            (.windowClosed, .windowClosed), (.windowExpired, .windowClosed), (.cancelled, .windowClosed),
+            (.attemptInProgress, .attemptInProgress), (.rejectedByDevice, .rejectedByPerson),
+            (.rejectedByDesktop, .rejectedByPerson), (.codeMismatch, .rejectedByPerson),
+            (.tooManyFailures, .tooManyFailures), (.commitmentMismatch, .pairingFailed),
+            (.unexpectedMessage, .pairingFailed), (.noAttempt, .pairingFailed), (.connectionLost, .pairingFailed),
+            (.randomnessUnavailable, .pairingFailed),
+        ]
+        for (refusal, reason) in table {
+            #expect(RVD1RejectReason(refusal) == reason, "\(refusal)")
+        }
+    }
+}

@@ -1,0 +1,301 @@
+import Foundation
+import OpenSSLKit
+import RivetPairing
+import RivetSession
+import RivetTransport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A fresh directory under the system temp dir, removed by `remove()`.
+struct TemporaryDirectory: Sendable {
+    let path: String
+
+    init() throws {
+        var template = Array((NSTemporaryDirectory() + "/rivet-transport-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
+        path = String(cString: made)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs blocking work on its own thread so tests never block Swift's cooperative pool.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        let thread = Thread {
+            do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+        }
+        thread.start()
+    }
+}
+
+/// Captures a typed outcome so it can cross threads and be inspected.
+func outcome<T, E: Error>(_ body: () throws(E) -> T) -> Result<T, E> {
+    do throws(E) { return .success(try body()) } catch { return .failure(error) }
+}
+
+/// Polls `condition` every 5 ms until it holds or `timeout` passes; returns whether it held.
+/// Never blocks a thread of Swift's cooperative pool (other tests need it to make progress).
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let end = ContinuousClock.now + timeout
+    while ContinuousClock.now < end {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+/// `eventually` for code already running on its own thread (inside `onThread`).
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
+    let end = ContinuousClock.now + timeout
+    while ContinuousClock.now < end {
+        if condition() { return true }
+        usleep(5_000)
+    }
+    return condition()
+}
+
+func deadline(_ duration: Duration) -> ContinuousClock.Instant { .now + duration }
+
+let application = try! RivetApplicationID("org.example.rivet")
+
+/// Records what the listener tells the session handler, and admits by a switch.
+final class RecordingHandler: RivetSessionHandler {
+    let admitting = Mutex(true)
+    let started = Mutex<[(RivetSessionContext, RivetAuthenticatedStream)]>([])
+    let ended = Mutex<[RivetSessionContext]>([])
+    let admitted = Mutex(0)
+
+    func admit(_ session: RivetSessionContext) -> Bool {
+        let yes = admitting.withLock { $0 }
+        if yes { admitted.withLock { $0 += 1 } }
+        return yes
+    }
+
+    func sessionStarted(_ session: RivetSessionContext, stream: RivetAuthenticatedStream) {
+        started.withLock { $0.append((session, stream)) }
+    }
+
+    func sessionEnded(_ session: RivetSessionContext) {
+        ended.withLock { $0.append(session) }
+    }
+
+    var startedCount: Int { started.withLock { $0.count } }
+    var endedCount: Int { ended.withLock { $0.count } }
+
+    /// The server side of the `index`-th session, waiting for it to start.
+    func stream(_ index: Int, timeout: Duration = .seconds(10)) async throws -> (RivetSessionContext, RivetAuthenticatedStream) {
+        guard await eventually(timeout: timeout, { startedCount > index }) else { throw TestFailure("session \(index) never started") }
+        return started.withLock { $0[index] }
+    }
+}
+
+/// Every listener event, in order.
+final class EventLog: Sendable {
+    let events = Mutex<[RivetListener.Event]>([])
+}
+
+/// A real listener on 127.0.0.1 with its own state directory, registry, pairing service and
+/// recording handler. `stop()` it at the end of the test.
+final class TestServer: Sendable {
+    let directory: TemporaryDirectory
+    let identity: RivetServerIdentity
+    let store: RivetDevicePairingStore
+    let service: RivetPairingService
+    let handler = RecordingHandler()
+    let listener: RivetListener
+    let port: UInt16
+    let log = EventLog()
+
+    init(pairing: Bool = true, configure: (inout RivetListener.Configuration) -> Void = { _ in }) throws {
+        directory = try TemporaryDirectory()
+        identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.file("state"))
+        store = try RivetDevicePairingStore(path: directory.file("state/pairing.sqlite3"))
+        service = RivetPairingService(serverFingerprint: identity.fingerprint, store: store)
+        var configuration = RivetListener.Configuration()
+        configure(&configuration)
+        let log = self.log
+        configuration.events = { event in log.events.withLock { $0.append(event) } }
+        listener = RivetListener(
+            configuration: configuration, identity: identity, pairing: pairing ? service : nil,
+            authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: handler)
+        port = try listener.start(host: "127.0.0.1", port: 0)
+    }
+
+    var address: String { "127.0.0.1:\(port)" }
+
+    /// A device registered straight in the registry (as a finished pairing would), and the
+    /// credential a companion would hold for it.
+    func registerDevice(name: String = "phone", fingerprint: SPKIFingerprint? = nil) throws -> RivetCompanionCredential {
+        let id = try DeviceID.random(using: RivetSystemRandomness())
+        let credential = try PairingCredential.random(using: RivetSystemRandomness())
+        let record = RivetDevicePairedDevice(
+            deviceID: id, displayName: try RivetDeviceName(name), applicationID: application,
+            serverFingerprint: fingerprint ?? identity.fingerprint, scopes: [], created: Date(), lastSeen: nil)
+        try store.insertPaired(record, verifier: credential.verifier)
+        return try RivetCompanionCredential(
+            deviceID: id, credential: credential, serverFingerprint: identity.fingerprint, applicationID: application,
+            serverAddress: address)
+    }
+
+    func closedReasons() -> [String] {
+        log.events.withLock { events in
+            events.compactMap { if case .closed(_, _, let reason) = $0 { reason } else { nil } }
+        }
+    }
+
+    func stop() {
+        listener.stop()
+        store.close()
+        directory.remove()
+    }
+}
+
+// MARK: - Raw clients
+
+/// A TCP connection to 127.0.0.1:`port` with nothing sent.
+func connectTCP(port: UInt16) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket failed") }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+        }
+    }
+    guard connected else {
+        let error = errno
+        close(fd)
+        throw TestFailure("connect to 127.0.0.1:\(port) failed: \(String(cString: strerror(error)))")
+    }
+    return fd
+}
+
+/// A TLS 1.3 connection to the test server (pinned to its key unless told otherwise), after the
+/// handshake; the test drives RVD1 by hand.
+func rawTLS(_ server: TestServer, pin: SPKIFingerprint? = nil) throws -> TLSConnection {
+    let fd = try connectTCP(port: server.port)
+    let context = try TLSClientContext(verification: .pinned(pin ?? server.identity.fingerprint))
+    let connection = try TLSConnection(socket: fd, context: context)
+    try connection.handshake(deadline: deadline(.seconds(10)))
+    return connection
+}
+
+/// Reads until the peer closes (returns everything read) or `timeout` passes (throws).
+func readToEnd(_ connection: TLSConnection, timeout: Duration = .seconds(10)) throws -> (bytes: [UInt8], cleanly: Bool) {
+    var bytes: [UInt8] = []
+    let end = deadline(timeout)
+    while true {
+        do throws(TLSError) {
+            let chunk = try connection.read(maxCount: 4096, deadline: end)
+            if chunk.isEmpty { return (bytes, true) }
+            bytes += chunk
+        } catch {
+            if error == .closed { return (bytes, false) }
+            throw error
+        }
+    }
+}
+
+/// Reads exactly `count` bytes from a stream, on its own thread.
+func readExactly(_ stream: RivetAuthenticatedStream, _ count: Int, timeout: Duration = .seconds(10)) async throws -> [UInt8] {
+    try await onThread { try readExactlyBlocking(stream, count, timeout: timeout) }
+}
+
+/// Reads exactly `count` bytes from a stream, blocking this thread.
+func readExactlyBlocking(_ stream: RivetAuthenticatedStream, _ count: Int, timeout: Duration = .seconds(10)) throws -> [UInt8] {
+    var bytes: [UInt8] = []
+    let end = deadline(timeout)
+    while bytes.count < count {
+        let chunk = try stream.read(maxCount: count - bytes.count, deadline: end)
+        if chunk.isEmpty { throw TestFailure("stream ended after \(bytes.count) of \(count) bytes") }
+        bytes += chunk
+    }
+    return bytes
+}
+
+/// True when a plain socket sees the peer close within `timeout` (reads until EOF or reset).
+func closedByPeer(_ fd: Int32, timeout: Duration = .seconds(10)) -> Bool {
+    let end = deadline(timeout)
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while ContinuousClock.now < end {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, 50)
+        if ready <= 0 { continue }
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count <= 0 { return true }
+    }
+    return false
+}
+
+/// Deterministic test payload.
+func pattern(_ count: Int, seed: UInt8) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+}
+
+// MARK: - Subprocesses
+
+struct ProcessOutput: Sendable {
+    let status: Int32
+    let standardOutput: String
+    let standardError: String
+}
+
+let opensslPath = "/usr/bin/openssl"
+
+/// Runs a program to completion with `input` on stdin, killing it after `timeout`.
+func run(_ executable: String, _ arguments: [String], input: [UInt8] = [], timeout: Duration = .seconds(30)) throws -> ProcessOutput {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let stdin = Pipe()
+    let stdout = Pipe()
+    let stderr = Pipe()
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    stdin.fileHandleForWriting.write(Data(input))
+    try stdin.fileHandleForWriting.close()
+    let collected = Mutex((output: Data(), errors: Data()))
+    let readers = DispatchGroup()
+    readers.enter()
+    Thread {
+        let data = stdout.fileHandleForReading.readDataToEndOfFile()
+        collected.withLock { $0.output = data }
+        readers.leave()
+    }.start()
+    readers.enter()
+    Thread {
+        let data = stderr.fileHandleForReading.readDataToEndOfFile()
+        collected.withLock { $0.errors = data }
+        readers.leave()
+    }.start()
+    let end = ContinuousClock.now + timeout
+    while process.isRunning {
+        if ContinuousClock.now >= end {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw TestFailure("\(executable) \(arguments.joined(separator: " ")) ran longer than \(timeout)")
+        }
+        usleep(5_000)
+    }
+    readers.wait()
+    return ProcessOutput(
+        status: process.terminationStatus, standardOutput: String(decoding: collected.withLock { $0.output }, as: UTF8.self),
+        standardError: String(decoding: collected.withLock { $0.errors }, as: UTF8.self))
+}
