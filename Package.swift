@@ -33,7 +33,9 @@ let package = Package(
 
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
-        .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
+        .executableTarget(
+            name: "rivet-pair",
+            dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing", "RivetDaemon", "RivetTransport", "RivetSession"]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),
@@ -54,11 +56,28 @@ let package = Package(
         .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
         .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
 
+        // MARK: The gateway daemon: its parts as a library, a thin executable, and the test backend
+        .target(
+            name: "RivetDaemon",
+            dependencies: [
+                "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
+                "RivetPairing", "OpenSSLKit", "Backoff",
+            ]),
+        .executableTarget(
+            name: "rivetd", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),
+        .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
+
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
         .testTarget(
             name: "RivetPairToolTests", dependencies: ["rivet-pair", "RivetPairing", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
+        .testTarget(
+            name: "RivetdTests",
+            dependencies: [
+                "rivetd", "rivet-pair", "rivet-test-backend", "RivetDaemon", "RivetDevice", "RivetWire", "RivetTransport",
+                "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport",
+            ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit"]),
