@@ -8,7 +8,9 @@ import Glibc
 ///
 /// Blocking: each call waits on the calling thread for at most its timeout. One request at a
 /// time per client.
-public final class RivetControlClient {
+// @unchecked Sendable: `pending` is touched only by the one request in progress; `interrupt()` only
+// shuts the socket down, which is safe from any thread.
+public final class RivetControlClient: @unchecked Sendable {
     /// The socket's file name inside the runtime directory (`control.sock`).
     public static let socketName = "control.sock"
     /// The longest response line read (1 MiB).
@@ -60,6 +62,12 @@ public final class RivetControlClient {
     }
 
     deinit { close(fd) }
+
+    /// Makes a request waiting on another thread fail at once (`connection-failed`); the
+    /// client is unusable afterwards. For cancelling a long `confirm`.
+    public func interrupt() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
 
     /// Sends `request` and returns the response object when it says `"ok": true`.
     /// - Throws: the response's error (``RivetControlError`` with the daemon's code and

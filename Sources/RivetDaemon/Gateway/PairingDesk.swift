@@ -178,7 +178,14 @@ private final class DeskState: @unchecked Sendable {
                 windowEnd = .now + timeLeft
                 log.info("pairing window opened for \(timeLeft.components.seconds) s")
             case .attempt(let attempt):
-                let stage = attempt.code == nil ? "waiting for its reveal" : "code shown; waiting for confirmation"
+                let stage: String
+                switch (attempt.code != nil, attempt.deviceConfirmed, attempt.desktopConfirmed) {
+                case (false, _, _): stage = "waiting for its reveal"
+                case (true, false, false): stage = "code shown on both sides; waiting for both people"
+                case (true, true, false): stage = "the device confirmed; waiting for the desktop"
+                case (true, false, true): stage = "the desktop confirmed; waiting for the device"
+                case (true, true, true): stage = "both confirmed"
+                }
                 log.info("pairing attempt of \"\(attempt.deviceName)\": \(stage)")
             case .paired(let device):
                 history.append(.paired(device))
