@@ -124,7 +124,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
         }
         guard let link = started else {
             let reason = RivetDeviceGatewayCloseReason.shutdown
-            try? stream.write(encode(reason.frame) ?? [], deadline: .now + SessionLink.writeSlice)
+            try? stream.write(hello + (encode(reason.frame) ?? []), deadline: .now + SessionLink.writeSlice)
             stream.close()
             log.info("closed a new session of device \(session.device.deviceID): \(reason)")
             return

@@ -95,15 +95,17 @@ final class PairingDesk: RivetPairingHost {
     /// - Throws: the coordinator's refusal as a ``RivetControlError`` (`code-mismatch` counts as
     ///   a failure), ``RivetControlError/attemptEnded``, ``RivetControlError/registryFailed``.
     func confirm(code: String?, scopes: Set<RivetDeviceScope>) throws(RivetControlError) -> RivetDevicePairedDevice {
-        guard let attempt = service.pendingAttempt else {
-            throw RivetControlError(.noAttempt)
-        }
+        let confirmation: RivetDevicePairingCoordinator.DesktopConfirmation = code.map { .typedCode($0) } ?? .yes
+        let attempt = service.pendingAttempt
         let before = state.outcomes
         do {
-            try service.confirm(code.map { .typedCode($0) } ?? .yes, scopes: scopes)
+            // Without an attempt the coordinator refuses (window closed, or no attempt) and
+            // changes nothing.
+            try service.confirm(confirmation, scopes: scopes)
         } catch {
             throw RivetControlError(error)
         }
+        guard let attempt = attempt ?? service.pendingAttempt else { throw RivetControlError(.noAttempt) }
         let windowEnd = ContinuousClock.now + attempt.timeLeft + .seconds(1)
         var completedAt: ContinuousClock.Instant?
         while true {

@@ -21,6 +21,7 @@ final class SessionLink: @unchecked Sendable {
     /// When the session started.
     let started: Date
 
+    private let hello: [UInt8]
     private let monitor = DaemonMonitor()
     private var outbox = FrameQueue()
     private var closing = false
@@ -35,7 +36,7 @@ final class SessionLink: @unchecked Sendable {
         self.context = context
         self.stream = stream
         self.started = Date()
-        outbox.append(hello)
+        self.hello = hello
     }
 
     /// Starts the reader and the writer.
@@ -68,7 +69,22 @@ final class SessionLink: @unchecked Sendable {
     var isClosing: Bool { monitor.withLock { closing } }
 
     private func writeLoop(core: GatewayCore) {
-        while true {
+        // The stream opens with the daemon's hello, even when the session closes at once: the
+        // farewell that follows must not be the first frame.
+        var helloWritten = false
+        while !helloWritten {
+            do throws(RivetStreamError) {
+                try stream.write(hello, deadline: .now + Self.writeSlice)
+                helloWritten = true
+            } catch where error == .timedOut {
+                if isClosing { break }
+            } catch {
+                stream.close()
+                core.sessionOutputFailed(id)
+                return
+            }
+        }
+        while helloWritten {
             let next: FrameQueue.Entry? = monitor.withLock {
                 while outbox.isEmpty && !closing { monitor.wait(until: nil) }
                 return closing ? nil : outbox.firstEntry
@@ -93,7 +109,7 @@ final class SessionLink: @unchecked Sendable {
             monitor.withLock { outbox.removeFirst() }
             if entry.counted { core.outgoingDrained(id, byteCount: entry.bytes.count) }
         }
-        if let last = monitor.withLock({ farewell }) {
+        if helloWritten, let last = monitor.withLock({ farewell }) {
             try? stream.write(last, deadline: .now + Self.writeSlice)
         }
         stream.close()
