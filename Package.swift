@@ -66,6 +66,10 @@ let package = Package(
         .executableTarget(
             name: "rivetd", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
+        .executableTarget(
+            name: "rivet-bench-rpc",
+            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetWire", "OpenSSLKit"],
+            path: "bench/rpc/Sources"),
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),

@@ -369,7 +369,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             case .send(let frame, let id):
                 guard let link = links[id] else { continue }
                 if let bytes = encode(frame) {
-                    link.enqueue(bytes, counted: true)
+                    if link.enqueue(bytes, counted: true) { gateway.outgoingDrained(id, byteCount: bytes.count) }
                 } else {
                     perform(gateway.closeSession(id, reason: .protocolViolation))
                 }

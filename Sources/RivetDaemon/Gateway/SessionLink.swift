@@ -26,6 +26,8 @@ final class SessionLink: @unchecked Sendable {
     private var outbox = FrameQueue()
     private var closing = false
     private var farewell: [UInt8]?
+    /// True once the hello is written: frames may then bypass the writer.
+    private var opened = false
 
     /// How long one attempt to queue a frame into the stream waits before the writer checks
     /// whether the session is closing.
@@ -45,13 +47,27 @@ final class SessionLink: @unchecked Sendable {
         startThread("rivetd.session.\(id.rawValue).read") { self.readLoop(core: core, limits: limits) }
     }
 
-    /// Queues encoded frame bytes; `counted` frames are reported to the gateway once written.
-    /// Ignored once the session is closing.
-    func enqueue(_ bytes: [UInt8], counted: Bool) {
+    /// Hands encoded frame bytes to the stream, or queues them for the writer thread; ignored
+    /// once the session is closing. Never blocks: when nothing is queued and the stream's
+    /// outgoing queue has room, the frame goes straight in (sparing a thread hand-off) and this
+    /// returns true, and the caller reports a `counted` frame to the gateway itself; otherwise
+    /// the writer reports it once written.
+    func enqueue(_ bytes: [UInt8], counted: Bool) -> Bool {
         monitor.withLock {
-            guard !closing else { return }
+            guard !closing else { return false }
+            // The writer keeps an entry queued until it is written, so an empty queue means it
+            // is idle and writing here keeps the order.
+            if opened && outbox.isEmpty {
+                do throws(RivetStreamError) {
+                    try stream.write(bytes, deadline: .now)
+                    return true
+                } catch {
+                    // No room now (or the stream failed, which the writer will find): queue it.
+                }
+            }
             outbox.append(bytes, counted: counted)
             monitor.broadcast()
+            return false
         }
     }
 
@@ -76,6 +92,7 @@ final class SessionLink: @unchecked Sendable {
             do throws(RivetStreamError) {
                 try stream.write(hello, deadline: .now + Self.writeSlice)
                 helloWritten = true
+                monitor.withLock { opened = true }
             } catch where error == .timedOut {
                 if isClosing { break }
             } catch {
