@@ -38,6 +38,32 @@ import ToolTestSupport
         try await eventually("the session to close") { try await daemon.request(.sessions)["sessions"]?.array?.isEmpty == true }
     }
 
+    @Test("the typed client writes and reads state, receives events and state changes, and gets rivet.forbidden as a remote error")
+    func typedClient() async throws {
+        let daemon = try await Daemon.start(try Home())
+        defer { Task { await daemon.finish() } }
+        let viewer = try await daemon.companion(try daemon.pairDirectly(name: "Viewer", scopes: ["viewer"]))
+        let controller = try await daemon.companion(try daemon.pairDirectly(name: "Controller", scopes: ["controller"]))
+        var events = viewer.client.events.makeAsyncIterator()
+        try await controller.client.write(homeTeam, "Tigers")
+        let change = try #require(await events.next())
+        #expect(change.kind == .stateChange && change.name == "home-team" && String(decoding: change.payload, as: UTF8.self) == #""Tigers""#)
+        #expect(try await viewer.client.read(homeTeam) == "Tigers")
+        _ = try await controller.client.send(RefreshScore(gameID: "derby"))
+        let event = try #require(await events.next())
+        #expect(event.kind == .event && event.name == "score-changed")
+        let score = try JSONDecoder().decode(Score.self, from: Data(event.payload))
+        #expect(score.gameID == "derby")
+        do {
+            _ = try await viewer.client.send(RefreshScore(gameID: "derby"))
+            Issue.record("a viewer may not refresh")
+        } catch let error as RivetRemoteError {
+            #expect(error.code == "rivet.forbidden" && error.message == "this session may not use that name")
+        }
+        await viewer.close()
+        await controller.close()
+    }
+
     @Test("a forbidden, an unexported and an unknown RPC or state key get the same answer, byte for byte")
     func forbiddenAndUnknownIndistinguishable() async throws {
         let daemon = try await Daemon.start(try Home())
