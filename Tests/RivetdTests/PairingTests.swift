@@ -83,6 +83,38 @@ import ToolTestSupport
         #expect(log.contains("paired device \(deviceID) (Test Phone) with scopes [viewer]"))
     }
 
+    @Test("on terminals both sides show the code and ask; y on each pairs the device")
+    func terminalsAsk() async throws {
+        let home = try Home()
+        let daemon = try await Daemon.start(home)
+        defer { Task { await daemon.finish() } }
+        _ = try await daemon.request(.open)
+        let deviceHome = try home.device("phone")
+        let pairCommand = ToolProcess.path(of: "rivet-pair")
+        // script(1) gives each side a pseudo-terminal and forwards our pipe to it.
+        let device = try Spawned.start(
+            "/usr/bin/script",
+            ["-qfec", "\(pairCommand) --connect 127.0.0.1:\(daemon.port) --application-id \(testApplication) --device-name Desk", "/dev/null"],
+            environment: deviceHome.environment, directory: deviceHome.path, stdinPipe: true)
+        try await eventually("the device to ask") { device.stdout.contains("Does the desktop show the same code? [y/N]") }
+        let desktop = try Spawned.start(
+            "/usr/bin/script", ["-qfec", "\(pairCommand) --confirm --scope viewer --scope controller", "/dev/null"],
+            environment: home.environment, directory: home.path, stdinPipe: true)
+        try await eventually("the desktop to ask") { desktop.stdout.contains("Does the device show the same code? [y/N]") }
+        let deviceCode = try #require(device.stdout.split(whereSeparator: \.isNewline).first { $0.hasPrefix("code: ") })
+        let desktopCode = try #require(desktop.stdout.split(whereSeparator: \.isNewline).first { $0.hasPrefix("code: ") })
+        #expect(deviceCode == desktopCode)
+        #expect(desktop.stdout.contains("device \"Desk\" (\(testApplication)) asks to pair"))
+        desktop.write("y\n")
+        device.write("y\n")
+        #expect(try await device.wait() == 0)
+        #expect(try await desktop.wait() == 0)
+        #expect(desktop.stdout.contains("with scopes controller,viewer"))
+        let store = try RivetDevicePairingStore(path: home.registry)
+        defer { store.close() }
+        #expect(try store.list().map(\.displayName.value) == ["Desk"])
+    }
+
     @Test("a device that answers no is not paired: --connect exits 5 and --confirm reports the ended attempt")
     func deviceRejects() async throws {
         let home = try Home()
