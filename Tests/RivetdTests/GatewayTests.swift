@@ -219,6 +219,43 @@ import ToolTestSupport
         await session.close()
     }
 
+    @Test("a backend that breaks RVT1 is stopped, its pending call fails, and a new backend serves the same session")
+    func backendBreaksProtocol() async throws {
+        let daemon = try await Daemon.start(try Home())
+        defer { Task { await daemon.finish() } }
+        let raw = try await daemon.raw(try daemon.pairDirectly(name: "Phone", scopes: ["viewer"]))
+        defer { raw.close() }
+        let failed = try await raw.call(1, "current-score", #"{"game-id":"garbage"}"#)
+        #expect(failed.kind == .error && failed.name == "rivet.backend-unavailable" && failed.requestID == RVT1RequestID(1))
+        try await daemon.waitForLog("broke RVT1 on its stdout (rvt1.bad-magic")
+        try await daemon.waitForLog("backend restarted")
+        var answer: RVT1Frame?
+        var id: UInt64 = 2
+        try await eventually("the new backend to answer") {
+            answer = try await raw.call(id, "current-score", #"{"game-id":"again"}"#)
+            id += 1
+            return answer?.kind == .result
+        }
+    }
+
+    @Test("stopping escalates to SIGTERM and SIGKILL for a backend that does not exit, and still exits 0")
+    func stubbornBackend() async throws {
+        let daemon = try await Daemon.start(try Home())
+        defer { daemon.home.remove() }
+        let raw = try await daemon.raw(try daemon.pairDirectly(name: "Phone", scopes: ["viewer"]))
+        defer { raw.close() }
+        #expect(try await raw.call(1, "current-score", #"{"game-id":"stubborn"}"#).kind == .result)
+        let started = ContinuousClock.now
+        #expect(try await daemon.stop() == 0)
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed > .seconds(4) && elapsed < .seconds(10), "stopping took \(elapsed)")
+        let log = daemon.log
+        #expect(log.contains("did not exit; sending SIGTERM"))
+        #expect(log.contains("did not exit; sending SIGKILL"))
+        #expect(log.contains("was killed by signal 9 (SIGKILL)"))
+        #expect(log.hasSuffix("rivetd: info: stopped\n"))
+    }
+
     @Test("the 9th session is refused while 8 are open, and admitted once one closes")
     func ninthSessionRefused() async throws {
         let daemon = try await Daemon.start(try Home())

@@ -6,6 +6,9 @@
 //     "crash"     kills the process with SIGKILL before answering;
 //     "echo:N"    answers with a JSON string whose encoding is exactly N bytes;
 //     "stderr:T"  writes T to stderr, then answers;
+//     "garbage"   writes bytes that are not RVT1 to stdout instead of answering;
+//     "stubborn"  answers, then ignores SIGTERM and the end of stdin from then on (only
+//                 SIGKILL ends it);
 //     anything else answers a score for that game.
 // - `refresh-score` emits the event `score-changed` for the game, then answers `{}`.
 // - state `home-team`: reads answer the stored JSON value; writes store it, answer `{}` and
@@ -75,6 +78,7 @@ let delayed = Delayed()
 let crashAfter = ProcessInfo.processInfo.environment["RIVET_TEST_BACKEND_CRASH_AFTER"].flatMap { Int($0) }
 var calls = 0
 var homeTeam: [UInt8] = Array("\"Lions\"".utf8)
+var stubborn = false
 
 @MainActor
 func call(_ frame: RVT1Frame) {
@@ -91,6 +95,12 @@ func call(_ frame: RVT1Frame) {
             delayed.schedule(id, after: milliseconds, answer: .result(id, payload: score(game)))
         } else if game.hasPrefix("echo:"), let size = Int(game.dropFirst(5)), size >= 2 {
             send(.result(id, payload: Array("\"".utf8) + [UInt8](repeating: UInt8(ascii: "x"), count: size - 2) + Array("\"".utf8)))
+        } else if game == "garbage" {
+            outputLock.withLock { _ in _ = write(1, "HTTP/1.1 200 OK\r\n", 17) }
+        } else if game == "stubborn" {
+            signal(SIGTERM, SIG_IGN)
+            stubborn = true
+            send(.result(id, payload: score(game)))
         } else if game.hasPrefix("stderr:") {
             FileHandle.standardError.write(Data((String(game.dropFirst(7)) + "\n").utf8))
             send(.result(id, payload: score(game)))
@@ -114,7 +124,10 @@ var buffer = [UInt8](repeating: 0, count: 64 * 1024)
 while true {
     let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
     if count < 0 && errno == EINTR { continue }
-    if count <= 0 { exit(0) }
+    if count <= 0 {
+        while stubborn { sleep(1) }
+        exit(0)
+    }
     decoder.append(buffer[0..<count])
     while true {
         let frame: RVT1Frame
