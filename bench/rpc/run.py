@@ -5,7 +5,7 @@ listener and RVD1 resume, then the connection answers each call itself: the phys
 TLS plus one hop); the ratio (target >= 0.5 of the echo's calls/s); and rivetd's memory per
 idle session.
 
-Usage: python3 bench/rpc/run.py [--seconds S] [--debug] [--skip-build]
+Usage: python3 bench/rpc/run.py [--seconds S] [--debug] [--skip-build] [--bin-dir DIR]
 Loopback (127.0.0.1) only. Builds release binaries unless --skip-build (or --debug).
 """
 import argparse
@@ -114,9 +114,12 @@ def main():
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--debug", action="store_true", help="use the debug build")
     parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument("--bin-dir", help="take rivetd and rivet-bench-rpc from this directory (for A/B runs)")
     args = parser.parse_args()
     configuration = "debug" if args.debug else "release"
-    if args.skip_build:
+    if args.bin_dir:
+        bins = args.bin_dir
+    elif args.skip_build:
         bins = os.path.join(ROOT, ".build", configuration)
     else:
         bins = build(configuration)
