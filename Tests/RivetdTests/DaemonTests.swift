@@ -95,57 +95,57 @@ import ToolTestSupport
 
     @Test("malformed, unknown and overlong control requests get an error line and the connection stays usable")
     func controlBadInput() async throws {
-        let daemon = try await Daemon.start(try Home())
-        defer { Task { await daemon.finish() } }
-        let control = try daemon.control()
-        func code(_ line: [UInt8]) async -> String? {
-            do {
-                _ = try await offPool { try control.sendLine(line) }
-                return nil
-            } catch let error as RivetControlError {
-                return error.code
-            } catch {
-                return "\(error)"
+        try await withDaemon(try Home()) { daemon in
+            let control = try daemon.control()
+            func code(_ line: [UInt8]) async -> String? {
+                do {
+                    _ = try await offPool { try control.sendLine(line) }
+                    return nil
+                } catch let error as RivetControlError {
+                    return error.code
+                } catch {
+                    return "\(error)"
+                }
             }
+            func line(_ text: String) -> [UInt8] { Array((text + "\n").utf8) }
+            #expect(await code(line("not json")) == "malformed-request")
+            #expect(await code(line("[1,2]")) == "malformed-request")
+            #expect(await code(line(#"{"op":"fly"}"#)) == "unknown-op")
+            #expect(await code(line(#"{"op":"revoke","device_id":"zz"}"#)) == "invalid-argument")
+            #expect(await code(line(#"{"op":"revoke","device_id":"00000000000000000000000000000000"}"#)) == "unknown-device")
+            #expect(await code(line(#"{"op":"confirm","code":null,"scopes":[]}"#)) == "no-scopes")
+            #expect(await code(line(#"{"op":"confirm","code":"12","scopes":["viewer"]}"#)) == "invalid-argument")
+            #expect(await code(line(#"{"op":"confirm","code":null,"scopes":["ghost"]}"#)) == "unknown-scope")
+            #expect(await code(line(#"{"op":"confirm","code":null,"scopes":["viewer"]}"#)) == "window-closed")
+            #expect(await code(line(String(repeating: "[", count: 40)) ) == "malformed-request")
+            // A line of exactly 64 KiB is read; one byte more is discarded unread.
+            let request = #"{"op":"pending"}"#
+            let atLimit = request + String(repeating: " ", count: 65_536 - request.utf8.count)
+            #expect(await code(line(atLimit)) == nil)
+            #expect(await code(line(atLimit + " ")) == "line-too-long")
+            #expect(await code(line(request)) == nil)
+            #expect(try await offPool { try control.send(.open) }["seconds_left"]?.integer ?? 0 > 290)
+            #expect(await code(line(#"{"op":"open"}"#)) == "window-already-open")
+            #expect(await code(line(#"{"op":"reject"}"#)) == "no-attempt")
+            #expect(await code(line(#"{"op":"cancel"}"#)) == nil)
+            #expect(try await offPool { try control.send(.pending) }["closed_because"]?.string == "cancelled")
         }
-        func line(_ text: String) -> [UInt8] { Array((text + "\n").utf8) }
-        #expect(await code(line("not json")) == "malformed-request")
-        #expect(await code(line("[1,2]")) == "malformed-request")
-        #expect(await code(line(#"{"op":"fly"}"#)) == "unknown-op")
-        #expect(await code(line(#"{"op":"revoke","device_id":"zz"}"#)) == "invalid-argument")
-        #expect(await code(line(#"{"op":"revoke","device_id":"00000000000000000000000000000000"}"#)) == "unknown-device")
-        #expect(await code(line(#"{"op":"confirm","code":null,"scopes":[]}"#)) == "no-scopes")
-        #expect(await code(line(#"{"op":"confirm","code":"12","scopes":["viewer"]}"#)) == "invalid-argument")
-        #expect(await code(line(#"{"op":"confirm","code":null,"scopes":["ghost"]}"#)) == "unknown-scope")
-        #expect(await code(line(#"{"op":"confirm","code":null,"scopes":["viewer"]}"#)) == "window-closed")
-        #expect(await code(line(String(repeating: "[", count: 40)) ) == "malformed-request")
-        // A line of exactly 64 KiB is read; one byte more is discarded unread.
-        let request = #"{"op":"pending"}"#
-        let atLimit = request + String(repeating: " ", count: 65_536 - request.utf8.count)
-        #expect(await code(line(atLimit)) == nil)
-        #expect(await code(line(atLimit + " ")) == "line-too-long")
-        #expect(await code(line(request)) == nil)
-        #expect(try await offPool { try control.send(.open) }["seconds_left"]?.integer ?? 0 > 290)
-        #expect(await code(line(#"{"op":"open"}"#)) == "window-already-open")
-        #expect(await code(line(#"{"op":"reject"}"#)) == "no-attempt")
-        #expect(await code(line(#"{"op":"cancel"}"#)) == nil)
-        #expect(try await offPool { try control.send(.pending) }["closed_because"]?.string == "cancelled")
     }
 
     @Test("the control socket is 0600 in a 0700 directory and refuses a client running as another user")
     func controlRefusesOtherUser() async throws {
-        let daemon = try await Daemon.start(try Home())
-        defer { Task { await daemon.finish() } }
-        var info = stat()
-        #expect(lstat(daemon.home.socket, &info) == 0 && info.st_mode & 0o777 == 0o600)
-        #expect(stat(daemon.home.path + "/run/rivet", &info) == 0 && info.st_mode & 0o777 == 0o700)
-        let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        let client = try Spawned.start(
-            ToolProcess.path(of: "rivet-pair"), ["--sessions"], environment: daemon.home.environment,
-            directory: daemon.home.path, prefix: nobody)
-        #expect(try await client.wait() == 1)
-        #expect(client.stderr.contains("belongs to another user"))
-        #expect(try await daemon.request(.sessions)["ok"] == true)
+        try await withDaemon(try Home()) { daemon in
+            var info = stat()
+            #expect(lstat(daemon.home.socket, &info) == 0 && info.st_mode & 0o777 == 0o600)
+            #expect(stat(daemon.home.path + "/run/rivet", &info) == 0 && info.st_mode & 0o777 == 0o700)
+            let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            let client = try Spawned.start(
+                ToolProcess.path(of: "rivet-pair"), ["--sessions"], environment: daemon.home.environment,
+                directory: daemon.home.path, prefix: nobody)
+            #expect(try await client.wait() == 1)
+            #expect(client.stderr.contains("belongs to another user"))
+            #expect(try await daemon.request(.sessions)["ok"] == true)
+        }
     }
 
     @Test("a daemon running as another user answers this user's connection with one permission-denied line")
@@ -154,12 +154,12 @@ import ToolTestSupport
         defer { home.remove() }
         #expect(chown(home.path, 65534, 65534) == 0)
         let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        let daemon = try await Daemon.start(home, prefix: nobody)
-        defer { Task { await daemon.finish() } }
-        // This test runs as root, which the socket's permissions do not stop; the peer check does.
-        let control = try daemon.control()
-        await #expect(throws: RivetControlError.permissionDenied) { try await offPool { try control.send(.sessions) } }
-        try await daemon.waitForLog("refused a control connection from uid \(getuid())")
-        #expect(try await daemon.stop() == 0)
+        try await withDaemon(home, prefix: nobody) { daemon in
+            // This test runs as root, which the socket's permissions do not stop; the peer check does.
+            let control = try daemon.control()
+            await #expect(throws: RivetControlError.permissionDenied) { try await offPool { try control.send(.sessions) } }
+            try await daemon.waitForLog("refused a control connection from uid \(getuid())")
+            #expect(try await daemon.stop() == 0)
+        }
     }
 }

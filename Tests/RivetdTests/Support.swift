@@ -426,3 +426,26 @@ extension RVT1Frame {
     /// The payload as text.
     var text: String { String(decoding: payload, as: UTF8.self) }
 }
+
+/// Starts rivetd in `home`, runs `body` with it, and stops it and removes the home afterwards,
+/// whether `body` returns or throws.
+func withDaemon<T>(
+    _ home: Home, backendEnvironment: [String: String] = [:], prefix: [String] = [],
+    _ body: (Daemon) async throws -> T
+) async throws -> T {
+    let daemon: Daemon
+    do {
+        daemon = try await Daemon.start(home, backendEnvironment: backendEnvironment, prefix: prefix)
+    } catch {
+        home.remove()
+        throw error
+    }
+    do {
+        let result = try await body(daemon)
+        await daemon.finish()
+        return result
+    } catch {
+        await daemon.finish()
+        throw error
+    }
+}
