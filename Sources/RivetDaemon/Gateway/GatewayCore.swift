@@ -44,6 +44,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     private var sessionByConnection: [UInt64: RivetDeviceGatewaySession.ID] = [:]
     private var reserved: Set<UInt64> = []
     private var acceptingSessions = true
+    /// Devices revoked while the daemon runs. A device that authenticated just before its
+    /// revocation is refused here, so no session outlives the revocation. (Revoked IDs never
+    /// come back: a device pairing again gets a new one.)
+    private var revokedDevices: Set<DeviceID> = []
 
     private var backend: BackendProcess?
     private var backendGeneration: UInt64 = 0
@@ -91,6 +95,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     func admit(_ session: RivetSessionContext) -> Bool {
         let verdict: String? = monitor.withLock {
             guard acceptingSessions else { return "the gateway is stopping" }
+            guard !revokedDevices.contains(session.device.deviceID) else { return "the device was revoked" }
             guard session.device.applicationID == applicationID else {
                 return "it is paired with application \(session.device.applicationID), not \(applicationID)"
             }
@@ -111,7 +116,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     func sessionStarted(_ session: RivetSessionContext, stream: RivetAuthenticatedStream) {
         let started: SessionLink? = monitor.withLock {
             reserved.remove(session.connectionID)
-            guard acceptingSessions else { return nil }
+            guard acceptingSessions, !revokedDevices.contains(session.device.deviceID) else { return nil }
             do throws(RivetDeviceGatewayError) {
                 let id = try gateway.openSession(device: session.device.deviceID, scopes: session.device.scopes)
                 let link = SessionLink(id: id, context: session, stream: stream, hello: hello)
@@ -123,7 +128,9 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             }
         }
         guard let link = started else {
-            let reason = RivetDeviceGatewayCloseReason.shutdown
+            let reason: RivetDeviceGatewayCloseReason = monitor.withLock {
+                revokedDevices.contains(session.device.deviceID) ? .revoked : .shutdown
+            }
             try? stream.write(hello + (encode(reason.frame) ?? []), deadline: .now + SessionLink.writeSlice)
             stream.close()
             log.info("closed a new session of device \(session.device.deviceID): \(reason)")
