@@ -34,9 +34,6 @@ let package = Package(
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
         .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit"]),
 
-        // MARK: Tools: one declarative spec each, and thin executables over the libraries
-        .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
-        .executableTarget(name: "rivet-pair", dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing"]),
         .executableTarget(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
@@ -48,6 +45,12 @@ let package = Package(
             name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
         .executableTarget(
             name: "rastrillo-download", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+
+        // MARK: Tools: one declarative spec each, and thin executables over the libraries
+        .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
+        .executableTarget(
+            name: "rivet-pair",
+            dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing", "RivetDaemon", "RivetTransport", "RivetSession"]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),
@@ -79,6 +82,21 @@ let package = Package(
         .executableTarget(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloStreams"], path: "bench/stream-parser/Sources"),
 
+        // MARK: The gateway daemon: its parts as a library, a thin executable, and the test backend
+        .target(
+            name: "RivetDaemon",
+            dependencies: [
+                "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
+                "RivetPairing", "OpenSSLKit", "Backoff",
+            ]),
+        .executableTarget(
+            name: "rivetd", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),
+        .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
+        .executableTarget(
+            name: "rivet-bench-rpc",
+            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetWire", "OpenSSLKit"],
+            path: "bench/rpc/Sources"),
+
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
@@ -87,6 +105,12 @@ let package = Package(
             dependencies: ["rivet-browse", "RivetDiscovery", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
         .testTarget(
             name: "RivetPairToolTests", dependencies: ["rivet-pair", "RivetPairing", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
+        .testTarget(
+            name: "RivetdTests",
+            dependencies: [
+                "rivetd", "rivet-pair", "rivet-test-backend", "RivetDaemon", "RivetDevice", "RivetWire", "RivetTransport",
+                "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport",
+            ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),

@@ -1,19 +1,27 @@
 import CommandLineKit
 
 extension ToolSpecs {
-    /// `rivet-pair`: the paired-device registry. Every action is an option and exactly one is
-    /// given per call, so the person's step `rivet-pair --confirm` reads like the others.
+    /// `rivet-pair`: the person's side of pairing and the paired-device registry. Every action is
+    /// an option and exactly one is given per call, so the person's step `rivet-pair --confirm`
+    /// reads like the others.
     public static let rivetPair = CommandSpec(
         name: "rivet-pair",
         version: version,
-        abstract: "Manage the devices paired with this desktop's Rivet gateway.",
+        abstract: "Pair devices with this desktop's Rivet gateway and manage them.",
         discussion: """
-            rivet-pair works on the Rivet pairing registry, the file the gateway reads to authenticate devices. The \
-            registry holds each device's name, application, scopes and times, and only a \
-            SHA-256 verifier of its credential: nothing rivet-pair prints can be used to \
-            impersonate a device.
+            On the desktop, rivet-pair talks to the running rivetd through its control socket: \
+            --open opens the pairing window, --confirm shows the device that asks and its \
+            six-digit code and grants the scopes named with --scope, --sessions lists the live \
+            sessions. --list, --show and --revoke work on the pairing registry, which holds \
+            each device's name, application, scopes and times and only a SHA-256 verifier of \
+            its credential; --revoke goes through rivetd when it runs, so the device's live \
+            sessions close at once.
 
-            Give exactly one action: --list, --show DEVICE-ID or --revoke DEVICE-ID.
+            On a Linux companion, --connect HOST:PORT pairs this machine with the rivetd there \
+            and stores the credential and the server's pin.
+
+            Give exactly one action: --list, --show, --revoke, --open, --confirm, --sessions or \
+            --connect.
             """,
         options: [
             .flag("list", help: "List the paired devices (a table, or JSON Lines with --json)."),
@@ -21,12 +29,28 @@ extension ToolSpecs {
                 "show", valueName: "DEVICE-ID", help: "Show the paired device with this ID (32 hex digits)."),
             .value(
                 "revoke", valueName: "DEVICE-ID",
-                help: "Revoke the device with this ID: its credential is removed from the registry."),
+                help: "Revoke the device with this ID: removed from the registry, its live sessions closed."),
+            .flag("open", help: "Open the running rivetd's pairing window (5 minutes)."),
+            .flag("confirm", help: "Wait for a device to ask, show its name and code, and confirm or reject it."),
+            .value("code", valueName: "NNNNNN", help: "With --confirm: the code the device shows; confirm without asking."),
+            .value(
+                "scope", valueName: "NAME", help: "With --confirm: grant this scope (repeatable; at least one).",
+                repeatable: true),
+            .flag("sessions", help: "List the running rivetd's live sessions."),
+            .value(
+                "connect", valueName: "HOST:PORT", kind: .hostPort,
+                help: "Device side: pair with the rivetd at HOST:PORT and store the credential."),
+            .value("device-name", valueName: "NAME", help: "With --connect: the name this device shows (default: host name)."),
+            .value("application-id", valueName: "ID", help: "With --connect: the application to pair with (required)."),
+            .value(
+                "credential", valueName: "FILE", kind: .file,
+                help: "With --connect: store the credential in FILE instead of the standard place."),
             .flag("json", help: "Print JSON: one object per line."),
             .value(
                 "registry", valueName: "FILE", kind: .file,
                 help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3."),
         ],
-        exclusiveGroups: [["list", "show", "revoke"]]
+        exclusiveGroups: [["list", "show", "revoke", "open", "confirm", "sessions", "connect"]],
+        exitStatuses: [.ok, .failure, .usage, .auth, .permanent, .interrupted, .terminated]
     )
 }

@@ -4,12 +4,12 @@ import RivetPairing
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
-    let action = try RegistryAction(arguments)
-    let store = try openRegistry(arguments.value("registry"))
-    defer { store.close() }
+    let action = try PairAction(arguments)
     let json = arguments.flag("json")
     switch action {
     case .list:
+        let store = try openRegistry(arguments.value("registry"))
+        defer { store.close() }
         let devices = try store.list()
         if json {
             let writer = JSONLinesWriter()
@@ -18,6 +18,8 @@ ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
             try StandardOutput.write(DeviceTable.render(devices))
         }
     case .show(let id):
+        let store = try openRegistry(arguments.value("registry"))
+        defer { store.close() }
         guard let device = try store.device(id) else { throw RegistryCommandError.unknownDevice(id) }
         if json {
             try JSONOutput.write(DeviceJSON(device))
@@ -25,26 +27,30 @@ ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
             try StandardOutput.write(DeviceTable.details(device))
         }
     case .revoke(let id):
-        let removed: RivetDevicePairedDevice
-        do {
-            removed = try store.revoke(id)
-        } catch let error as RivetDevicePairingStoreError where error == .unknownDevice {
-            throw RegistryCommandError.unknownDevice(id)
-        }
-        if json {
-            try JSONOutput.write(DeviceJSON(removed, revoked: true))
-        } else {
-            try StandardOutput.write("revoked \(removed.deviceID.hex) (\(removed.displayName))\n")
-        }
+        try await DesktopCommands.revoke(id, registry: arguments.value("registry"), json: json)
+    case .open:
+        try await DesktopCommands.open(json: json)
+    case .confirm(let code, let scopes):
+        return try await DesktopCommands.confirm(code: code, scopes: scopes, json: json)
+    case .sessions:
+        try await DesktopCommands.sessions(json: json)
+    case .connect(let server):
+        return try await CompanionCommand.connect(
+            server, deviceName: arguments.value("device-name"), applicationID: arguments.value("application-id"),
+            credentialPath: arguments.value("credential"), json: json)
     }
     return .ok
 }
 
 /// The one action a call names.
-enum RegistryAction {
+enum PairAction {
     case list
     case show(DeviceID)
     case revoke(DeviceID)
+    case open
+    case confirm(code: String?, scopes: [String])
+    case sessions
+    case connect(HostPort)
 
     init(_ arguments: ParsedArguments) throws {
         if arguments.flag("list") {
@@ -53,9 +59,49 @@ enum RegistryAction {
             self = .show(try Self.deviceID(text, option: "--show"))
         } else if let text = arguments.value("revoke") {
             self = .revoke(try Self.deviceID(text, option: "--revoke"))
+        } else if arguments.flag("open") {
+            self = .open
+        } else if arguments.flag("confirm") {
+            let scopes = arguments.values("scope")
+            guard !scopes.isEmpty else {
+                throw UsageError(
+                    "--confirm needs at least one --scope NAME: a device granted no scope can do nothing, so nothing would be granted",
+                    argument: "--confirm")
+            }
+            let code = arguments.value("code")
+            if let code, code.utf8.count != 6 || !code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
+                throw UsageError("--code: '\(code)' is not the six digits the device shows", argument: code)
+            }
+            if code == nil && isatty(STDIN_FILENO) != 1 {
+                throw UsageError(
+                    "--confirm asks on a terminal; standard input is not one, so give --code NNNNNN (the code the device shows)",
+                    argument: "--confirm")
+            }
+            self = .confirm(code: code, scopes: scopes)
+        } else if arguments.flag("sessions") {
+            self = .sessions
+        } else if let server = arguments.hostPort("connect") {
+            self = .connect(server)
         } else {
             throw UsageError(
-                "name one action: --list, --show DEVICE-ID or --revoke DEVICE-ID", argument: nil, subcommand: nil)
+                "name one action: --list, --show DEVICE-ID, --revoke DEVICE-ID, --open, --confirm, --sessions or --connect HOST:PORT",
+                argument: nil, subcommand: nil)
+        }
+        try Self.checkCompanions(arguments, for: self)
+    }
+
+    /// Options that only make sense with one action are refused with the others.
+    private static func checkCompanions(_ arguments: ParsedArguments, for action: PairAction) throws {
+        var allowed: Set<String> = ["json"]
+        switch action {
+        case .list, .show, .revoke: allowed.insert("registry")
+        case .confirm: allowed.formUnion(["code", "scope"])
+        case .connect: allowed.formUnion(["device-name", "application-id", "credential"])
+        case .open, .sessions: break
+        }
+        for option in ["code", "scope", "device-name", "application-id", "credential", "registry", "json"]
+        where !allowed.contains(option) && arguments.count(option) > 0 {
+            throw UsageError("--\(option) does not go with this action", argument: "--\(option)")
         }
     }
 

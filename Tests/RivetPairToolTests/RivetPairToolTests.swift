@@ -140,7 +140,8 @@ import ToolTestSupport
         let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
         let run = try home.run("--revoke", String(repeating: "0", count: 32))
         #expect(run.status == 1)
-        #expect(run.stderrLines.count == 1)
+        #expect(run.stderrLines.count == 2)
+        #expect(run.stderrLines.first == "rivet-pair: note: rivetd is not running; revoking in the registry directly")
         #expect(run.stderr.contains("no paired device has ID"))
         let store = try RivetDevicePairingStore(path: home.registry)
         defer { store.close() }
@@ -157,6 +158,16 @@ import ToolTestSupport
             (["--show", String(repeating: "a", count: 31)], "is not a device ID"),
             (["--lsit"], "--lsit"),
             (["--show"], "--show"),
+            (["--confirm"], "needs at least one --scope NAME"),
+            (["--confirm", "--scope", "viewer"], "give --code NNNNNN"),
+            (["--confirm", "--scope", "viewer", "--code", "12345"], "'12345' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "12345a"], "'12345a' is not the six digits"),
+            (["--open", "--confirm", "--scope", "viewer", "--code", "123456"], "--open"),
+            (["--open", "--registry", "/tmp/x"], "--registry does not go with this action"),
+            (["--list", "--scope", "viewer"], "--scope does not go with this action"),
+            (["--connect", "127.0.0.1:1"], "--connect needs --application-id"),
+            (["--connect", "nohost"], "--connect"),
+            (["--sessions", "--code", "123456"], "--code does not go with this action"),
         ])
     func usageErrors(arguments: [String], fragment: String) throws {
         let home = try Home(devices: 0)
@@ -167,6 +178,31 @@ import ToolTestSupport
         #expect(run.stderrLines.count == 1)
         #expect(run.stderr.contains(fragment))
         #expect(run.stderr.contains("--help"))
+    }
+
+    @Test("--revoke without a running daemon says so and revokes in the registry directly")
+    func revokeWithoutDaemon() throws {
+        let home = try Home(devices: 1)
+        defer { home.remove() }
+        let run = try home.run("--revoke", home.devices[0].deviceID.hex)
+        #expect(run.status == 0)
+        #expect(run.stderrLines == ["rivet-pair: note: rivetd is not running; revoking in the registry directly"])
+        let store = try RivetDevicePairingStore(path: home.registry)
+        defer { store.close() }
+        #expect(try store.list().isEmpty)
+    }
+
+    @Test(
+        "the daemon's actions fail with exit 1 and one line when no rivetd runs",
+        arguments: [["--open"], ["--sessions"], ["--confirm", "--scope", "viewer", "--code", "123456"]])
+    func daemonNotRunning(arguments: [String]) throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        let run = try ToolProcess.run("rivet-pair", arguments, environment: home.environment)
+        #expect(run.status == 1)
+        #expect(run.stdout == "")
+        #expect(run.stderrLines.count == 1)
+        #expect(run.stderr.contains("rivetd is not running"))
     }
 
     @Test("a registry others can read is refused with a clear message and left unchanged")
@@ -203,7 +239,10 @@ import ToolTestSupport
         defer { home.remove() }
         let help = try home.run("--help")
         #expect(help.status == 0)
-        for option in ["--list", "--show", "--revoke", "--json", "--registry"] { #expect(help.stdout.contains(option)) }
+        for option in [
+            "--list", "--show", "--revoke", "--json", "--registry", "--open", "--confirm", "--code", "--scope", "--sessions",
+            "--connect", "--device-name", "--application-id", "--credential",
+        ] { #expect(help.stdout.contains(option)) }
         #expect(try home.run("--version").stdout == "rivet-pair 0.1.0\n")
     }
 

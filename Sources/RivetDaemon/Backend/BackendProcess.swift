@@ -1,0 +1,345 @@
+import Foundation
+import RivetWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How a backend process ended.
+struct BackendExit: Sendable, Equatable, CustomStringConvertible {
+    /// The exit status, when it exited.
+    let status: Int32?
+    /// The signal that killed it, when one did.
+    let signal: Int32?
+
+    init(waitStatus: Int32) {
+        if waitStatus & 0x7f == 0 {
+            status = (waitStatus >> 8) & 0xff
+            signal = nil
+        } else {
+            status = nil
+            signal = waitStatus & 0x7f
+        }
+    }
+
+    /// `exited with status 3` or `was killed by signal 9 (SIGKILL)`.
+    var description: String {
+        if let status { return "exited with status \(status)" }
+        let number = signal ?? 0
+        let name = Self.signalNames[number].map { " (\($0))" } ?? ""
+        return "was killed by signal \(number)\(name)"
+    }
+
+    private static let signalNames: [Int32: String] = [
+        SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
+        SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV",
+        SIGPIPE: "SIGPIPE", SIGALRM: "SIGALRM", SIGTERM: "SIGTERM",
+    ]
+}
+
+/// What a backend process reports to its owner, each from one of its threads.
+struct BackendCallbacks: Sendable {
+    /// A frame decoded from the backend's stdout (after its hello).
+    let frame: @Sendable (UInt64, RVT1Frame) -> Void
+    /// The backend's stdout ended: cleanly (nil) or inside or across the RVT1 rules.
+    let streamEnded: @Sendable (UInt64, RVT1Error?) -> Void
+    /// One line the backend wrote to stderr.
+    let stderrLine: @Sendable (UInt64, String) -> Void
+    /// The process ended (reaped).
+    let exited: @Sendable (UInt64, BackendExit) -> Void
+}
+
+/// One running backend child and the threads that serve its pipes: a writer for stdin (frames
+/// are queued and written in order), a reader that decodes RVT1 from stdout, a reader for
+/// stderr lines, and a waiter that reaps the process.
+///
+/// The child starts with every signal unblocked and at its default disposition (the daemon
+/// ignores some), in its own process group (a terminal's Ctrl-C reaches only the daemon, which
+/// stops the backend itself), with only descriptors 0, 1 and 2 open.
+// @unchecked Sendable: every mutable field is read and written only under `monitor`.
+final class BackendProcess: @unchecked Sendable {
+    /// Which start of the backend this is (1 for the first).
+    let generation: UInt64
+    /// The child's process ID.
+    let pid: pid_t
+
+    private let stdinFD: Int32
+    private let stdoutFD: Int32
+    private let stderrFD: Int32
+    private let limits: RVT1Limits
+    private let callbacks: BackendCallbacks
+    private let monitor = DaemonMonitor()
+    private var outbox = FrameQueue()
+    private var closingInput = false
+    private var stopReading = false
+    private var reaped = false
+
+    /// The longest stderr line passed on whole; longer ones are cut into pieces this long.
+    static let maximumStderrLine = 4096
+
+    private init(
+        generation: UInt64, pid: pid_t, stdinFD: Int32, stdoutFD: Int32, stderrFD: Int32, limits: RVT1Limits,
+        callbacks: BackendCallbacks
+    ) {
+        self.generation = generation
+        self.pid = pid
+        self.stdinFD = stdinFD
+        self.stdoutFD = stdoutFD
+        self.stderrFD = stderrFD
+        self.limits = limits
+        self.callbacks = callbacks
+    }
+
+    /// Starts `command` (looked up in `PATH` when it has no slash) and its threads; the first
+    /// bytes queued for stdin are `hello`.
+    /// - Throws: ``RivetDaemonError/backendFailed`` naming the command and the system's reason.
+    static func spawn(
+        command: [String], generation: UInt64, hello: [UInt8], limits: RVT1Limits, callbacks: BackendCallbacks
+    ) throws(RivetDaemonError) -> BackendProcess {
+        precondition(!command.isEmpty, "a backend command needs a program")
+        var descriptors: [Int32] = []
+        func makePipe() throws(RivetDaemonError) -> (read: Int32, write: Int32) {
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else {
+                let reason = String(cString: strerror(errno))
+                for fd in descriptors { close(fd) }
+                throw RivetDaemonError.backendFailed.with("cannot create a pipe for the backend: \(reason)")
+            }
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            descriptors += fds
+            return (fds[0], fds[1])
+        }
+        let input = try makePipe()
+        let output = try makePipe()
+        let errors = try makePipe()
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input.read, 0)
+        posix_spawn_file_actions_adddup2(&actions, output.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, errors.write, 2)
+        if let closeFrom = addCloseFrom { _ = closeFrom(&actions, 3) }
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+
+        let argv = command.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawnp(&pid, command[0], &actions, &attributes, argv, environ)
+        close(input.read)
+        close(output.write)
+        close(errors.write)
+        guard result == 0 else {
+            close(input.write)
+            close(output.read)
+            close(errors.read)
+            throw RivetDaemonError.backendFailed.with(
+                "cannot start the backend `\(command[0])`: \(String(cString: strerror(result)))")
+        }
+        _ = fcntl(input.write, F_SETFL, fcntl(input.write, F_GETFL) | O_NONBLOCK)
+        let process = BackendProcess(
+            generation: generation, pid: pid, stdinFD: input.write, stdoutFD: output.read, stderrFD: errors.read,
+            limits: limits, callbacks: callbacks)
+        process.outbox.append(hello)
+        startThread("rivetd.backend.stdin") { process.writeLoop() }
+        startThread("rivetd.backend.stdout") { process.readLoop() }
+        startThread("rivetd.backend.stderr") { process.stderrLoop() }
+        startThread("rivetd.backend.wait") { process.waitLoop() }
+        return process
+    }
+
+    /// Writes encoded frame bytes to stdin, or queues what the pipe does not take at once for
+    /// the writer thread (dropped once stdin is being closed). Never blocks: when nothing is
+    /// queued the bytes go straight into the pipe, sparing a thread hand-off per frame.
+    func send(_ bytes: [UInt8]) {
+        monitor.withLock {
+            guard !closingInput else { return }
+            var offset = 0
+            // The writer keeps an entry queued until it is fully written, so an empty queue
+            // means the writer is idle and writing here keeps the order.
+            if outbox.isEmpty {
+                while offset < bytes.count {
+                    let written = bytes.withUnsafeBytes { raw in
+                        Glibc.write(stdinFD, raw.baseAddress! + offset, raw.count - offset)
+                    }
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        break
+                    }
+                }
+                if offset == bytes.count { return }
+            }
+            outbox.append(offset == 0 ? bytes : Array(bytes[offset...]))
+            monitor.broadcast()
+        }
+    }
+
+    /// Writes what is queued, then `last` (if any), then closes stdin: a backend reads end of
+    /// file and should finish its calls and exit.
+    func closeInput(after last: [UInt8]? = nil) {
+        monitor.withLock {
+            guard !closingInput else { return }
+            if let last { outbox.append(last) }
+            closingInput = true
+            monitor.broadcast()
+        }
+    }
+
+    /// Sends `signal` to the process unless it has already been reaped (its ID may then belong
+    /// to another process).
+    func signal(_ number: Int32) {
+        monitor.withLock {
+            if !reaped { _ = kill(pid, number) }
+        }
+    }
+
+    /// Stops the readers of stdout and stderr (they otherwise run until end of file, which a
+    /// grandchild holding the pipes can delay forever).
+    func stopReaders() {
+        monitor.withLock { stopReading = true }
+    }
+
+    /// Bytes queued for stdin and not yet written.
+    var queuedBytes: Int { monitor.withLock { outbox.byteCount } }
+
+    // MARK: Threads
+
+    private func writeLoop() {
+        while true {
+            let next: [UInt8]? = monitor.withLock {
+                while outbox.isEmpty && !closingInput { monitor.wait(until: nil) }
+                return outbox.first
+            }
+            guard let bytes = next else { break }
+            if !writeAll(bytes) {
+                monitor.withLock {
+                    outbox.removeAll()
+                    closingInput = true
+                }
+                break
+            }
+            monitor.withLock { outbox.removeFirst() }
+        }
+        close(stdinFD)
+    }
+
+    /// Writes `bytes` to the non-blocking stdin pipe; false when the backend stopped reading
+    /// for good (closed the pipe) or stdin is being closed while the pipe stays full.
+    private func writeAll(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { raw in
+                Glibc.write(stdinFD, raw.baseAddress! + offset, raw.count - offset)
+            }
+            if written > 0 {
+                offset += written
+                continue
+            }
+            if written < 0 && errno == EINTR { continue }
+            guard written < 0 && errno == EAGAIN else { return false }
+            var descriptor = pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&descriptor, 1, 200)
+            // A backend that stopped reading and is being stopped does not get the rest.
+            if monitor.withLock({ closingInput && reaped }) { return false }
+        }
+        return true
+    }
+
+    private func readLoop() {
+        var decoder = RVT1StreamDecoder(limits: limits)
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var failure: RVT1Error?
+        reading: while let count = readChunk(stdoutFD, &buffer) {
+            if count == 0 {
+                do throws(RVT1Error) { try decoder.finish() } catch { failure = error }
+                break
+            }
+            decoder.append(buffer[0..<count])
+            while true {
+                do throws(RVT1Error) {
+                    guard let frame = try decoder.next() else { break }
+                    callbacks.frame(generation, frame)
+                } catch {
+                    failure = error
+                    break reading
+                }
+            }
+        }
+        close(stdoutFD)
+        callbacks.streamEnded(generation, failure)
+    }
+
+    private func stderrLoop() {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var line: [UInt8] = []
+        func flush() {
+            guard !line.isEmpty else { return }
+            callbacks.stderrLine(generation, String(decoding: line, as: UTF8.self))
+            line.removeAll(keepingCapacity: true)
+        }
+        while let count = readChunk(stderrFD, &buffer), count > 0 {
+            for byte in buffer[0..<count] {
+                if byte == UInt8(ascii: "\n") {
+                    flush()
+                } else {
+                    line.append(byte)
+                    if line.count >= Self.maximumStderrLine { flush() }
+                }
+            }
+        }
+        flush()
+        close(stderrFD)
+    }
+
+    /// Reads one chunk: its length, 0 at end of file, nil when reading failed or was stopped.
+    private func readChunk(_ fd: Int32, _ buffer: inout [UInt8]) -> Int? {
+        while true {
+            if monitor.withLock({ stopReading }) { return nil }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 250)
+            if ready < 0 && errno != EINTR { return nil }
+            if ready <= 0 { continue }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count >= 0 { return count }
+            if errno == EINTR || errno == EAGAIN { continue }
+            return nil
+        }
+    }
+
+    private func waitLoop() {
+        // Wait without reaping, so `signal` never hits a reused process ID; reap under the lock.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+        var status: Int32 = 0
+        monitor.withLock {
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            reaped = true
+            monitor.broadcast()
+        }
+        callbacks.exited(generation, BackendExit(waitStatus: status))
+    }
+}
+
+/// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34), which Swift's Glibc module does not
+/// declare; nil on an older C library, where every descriptor the daemon opens is close-on-exec
+/// anyway.
+private let addCloseFrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+        return nil
+    }
+    return unsafeBitCast(
+        symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()

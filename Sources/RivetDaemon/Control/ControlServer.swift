@@ -1,0 +1,275 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The control socket: a Unix stream socket (mode 0600, in a directory of mode 0700) speaking
+/// JSON Lines, one response line per request line (`docs/protocol-control.md`).
+///
+/// Threads: one accept thread, one thread per connection (at most `maximumConnections`; one
+/// more is told `busy` and closed). Every connection's peer credentials (`SO_PEERCRED`) are
+/// checked first: a peer whose user ID is not the daemon's effective user ID gets one
+/// `permission-denied` line and is closed. A request line longer than `maximumLineBytes` is
+/// discarded as it arrives (never buffered) and answered `line-too-long`; a malformed line is
+/// answered with an error; either way the connection stays usable. A connection idle for
+/// `idleTimeout` is closed.
+// @unchecked Sendable: every mutable field is read and written only under `monitor`.
+final class ControlServer: @unchecked Sendable {
+    /// The longest request line, newline excluded (64 KiB).
+    static let maximumLineBytes = 64 * 1024
+    /// Connections served at once.
+    static let maximumConnections = 8
+    /// How long a connection may stay silent between requests.
+    static let idleTimeout: Duration = .seconds(300)
+
+    /// The socket's path.
+    let path: String
+    private let handler: @Sendable (RivetControlRequest) -> RivetControlJSON
+    private let log: RivetDaemonLog
+    private let monitor = DaemonMonitor()
+    private var listenFD: Int32 = -1
+    private var wake: (read: Int32, write: Int32) = (-1, -1)
+    private var connections: Set<Int32> = []
+    private var threads = 0
+    private var stopping = false
+
+    init(path: String, log: RivetDaemonLog, handler: @escaping @Sendable (RivetControlRequest) -> RivetControlJSON) {
+        self.path = path
+        self.log = log
+        self.handler = handler
+    }
+
+    /// Creates the socket (replacing a stale one no daemon answers on) and starts accepting.
+    /// - Throws: ``RivetDaemonError/alreadyRunning`` when a daemon answers on `path`;
+    ///   ``RivetDaemonError/controlSocketFailed`` naming the path and the reason otherwise.
+    func start() throws(RivetDaemonError) {
+        guard path.utf8.count < 108 else {
+            throw RivetDaemonError.controlSocketFailed.with(
+                "the control socket path \(path) is longer than a Unix socket path may be (107 bytes)")
+        }
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard info.st_mode & S_IFMT == S_IFSOCK else {
+                throw RivetDaemonError.controlSocketFailed.with("\(path) exists and is not a socket; remove it")
+            }
+            if Self.answers(path) {
+                throw RivetDaemonError.alreadyRunning.with(
+                    "another rivetd answers on \(path); stop it first (only one daemon per user runs)")
+            }
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Self.failure("creating the control socket", path) }
+        var address = Self.address(path)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 16) == 0 else {
+            let error = Self.failure("binding the control socket", path)
+            close(fd)
+            unlink(path)
+            throw error
+        }
+        var pipeFDs: [Int32] = [-1, -1]
+        guard pipe(&pipeFDs) == 0 else {
+            close(fd)
+            unlink(path)
+            throw Self.failure("creating the control socket's wake-up pipe", path)
+        }
+        for descriptor in pipeFDs { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        monitor.withLock {
+            listenFD = fd
+            wake = (pipeFDs[0], pipeFDs[1])
+            threads = 1
+        }
+        startThread("rivetd.control.accept") { self.acceptLoop() }
+    }
+
+    /// Stops accepting, shuts down every connection, waits for every thread, removes the socket.
+    func stop() {
+        // Shut down under the lock: a connection's descriptor is closed only under it, so the
+        // number cannot have been reused.
+        let wakeWrite: Int32 = monitor.withLock {
+            stopping = true
+            for fd in connections { shutdown(fd, Int32(SHUT_RDWR)) }
+            return wake.write
+        }
+        if wakeWrite >= 0 {
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+        monitor.withLock {
+            while threads > 0 { monitor.wait(until: nil) }
+            if wake.read >= 0 {
+                close(wake.read)
+                close(wake.write)
+                wake = (-1, -1)
+            }
+        }
+    }
+
+    // MARK: Accept
+
+    private func acceptLoop() {
+        let (fd, wakeRead) = monitor.withLock { (listenFD, wake.read) }
+        while true {
+            var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&descriptors, 2, -1)
+            if monitor.withLock({ stopping }) || descriptors[1].revents != 0 { break }
+            if ready <= 0 { continue }
+            let client = accept(fd, nil, nil)
+            guard client >= 0 else { continue }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            admit(client)
+        }
+        close(fd)
+        unlink(path)
+        monitor.withLock {
+            threads -= 1
+            monitor.broadcast()
+        }
+    }
+
+    private func admit(_ fd: Int32) {
+        var credentials: [Int32] = [0, 0, 0]
+        var length = socklen_t(MemoryLayout<Int32>.size * 3)
+        let known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0
+        let (pid, uid) = (credentials[0], UInt32(bitPattern: credentials[1]))
+        guard known, uid == geteuid() else {
+            log.warn("refused a control connection from uid \(known ? String(uid) : "unknown") (pid \(pid)): only uid \(geteuid()) may use the control socket")
+            Self.send(RivetControlError.permissionDenied.with(
+                "only the user rivetd runs as (uid \(geteuid())) may use its control socket").response, to: fd)
+            close(fd)
+            return
+        }
+        let admitted = monitor.withLock { () -> Bool in
+            guard !stopping, connections.count < Self.maximumConnections else { return false }
+            connections.insert(fd)
+            threads += 1
+            return true
+        }
+        guard admitted else {
+            Self.send(RivetControlError.busy.with(
+                "rivetd already serves \(Self.maximumConnections) control connections; try again").response, to: fd)
+            close(fd)
+            return
+        }
+        log.debug("control connection from pid \(pid)")
+        startThread("rivetd.control.connection") { self.serve(fd) }
+    }
+
+    // MARK: Connections
+
+    private func serve(_ fd: Int32) {
+        var line: [UInt8] = []
+        var discarding = false
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var lastActivity = ContinuousClock.now
+        serving: while !monitor.withLock({ stopping }) {
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 1000)
+            if ready < 0 && errno != EINTR { break }
+            if ready <= 0 {
+                if ContinuousClock.now - lastActivity > Self.idleTimeout { break }
+                continue
+            }
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                break
+            }
+            lastActivity = .now
+            var start = 0
+            while start < count {
+                let newline = chunk[start..<count].firstIndex(of: UInt8(ascii: "\n"))
+                let end = newline ?? count
+                if !discarding {
+                    if line.count + (end - start) > Self.maximumLineBytes {
+                        discarding = true
+                        line = []
+                    } else {
+                        line.append(contentsOf: chunk[start..<end])
+                    }
+                }
+                guard let newline else { break }
+                let response: RivetControlJSON
+                if discarding {
+                    response = RivetControlError.lineTooLong.with(
+                        "the request line is longer than \(Self.maximumLineBytes) bytes; it was discarded").response
+                } else {
+                    response = answer(line)
+                }
+                discarding = false
+                line = []
+                if !Self.send(response, to: fd) { break serving }
+                lastActivity = .now
+                start = newline + 1
+            }
+        }
+        monitor.withLock {
+            connections.remove(fd)
+            close(fd)
+            threads -= 1
+            monitor.broadcast()
+        }
+    }
+
+    private func answer(_ line: [UInt8]) -> RivetControlJSON {
+        var bytes = line
+        if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+        do throws(RivetControlError) {
+            let request = try RivetControlRequest(json: RivetControlJSON(parsingLine: bytes))
+            log.debug("control request: \(request.operation)")
+            return handler(request)
+        } catch {
+            return error.response
+        }
+    }
+
+    /// Writes one response line; false when the peer is gone.
+    @discardableResult
+    private static func send(_ response: RivetControlJSON, to fd: Int32) -> Bool {
+        let bytes = Array((response.line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { raw in
+                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if written > 0 {
+                offset += written
+            } else if written < 0 && errno == EINTR {
+                continue
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
+    // MARK: Helpers
+
+    static func address(_ path: String) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        return address
+    }
+
+    /// Whether something accepts connections on the socket at `path`.
+    static func answers(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = address(path)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+    }
+
+    private static func failure(_ what: String, _ path: String) -> RivetDaemonError {
+        RivetDaemonError.controlSocketFailed.with("\(what) at \(path) failed: \(String(cString: strerror(errno)))")
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection to a running daemon's control socket (what `rivet-pair` uses): send a request,
+/// read its one response line.
+///
+/// Blocking: each call waits on the calling thread for at most its timeout. One request at a
+/// time per client.
+// @unchecked Sendable: `pending` is touched only by the one request in progress; `interrupt()` only
+// shuts the socket down, which is safe from any thread.
+public final class RivetControlClient: @unchecked Sendable {
+    /// The socket's file name inside the runtime directory (`control.sock`).
+    public static let socketName = "control.sock"
+    /// The longest response line read (1 MiB).
+    public static let maximumResponseBytes = 1 << 20
+
+    /// `<runtimeDirectory>/control.sock`, where `runtimeDirectory` is `$XDG_RUNTIME_DIR/rivet`.
+    public static func socketPath(runtimeDirectory: String) -> String {
+        var directory = runtimeDirectory
+        while directory.count > 1 && directory.hasSuffix("/") { directory.removeLast() }
+        return directory + "/" + socketName
+    }
+
+    /// The socket's path.
+    public let path: String
+    private let fd: Int32
+    private var pending: [UInt8] = []
+
+    /// Connects to the socket at `path`.
+    /// - Throws: ``RivetControlError/notRunning`` when nothing answers there (no socket, or a
+    ///   stale one), ``RivetControlError/permissionDenied`` when the socket or its directory
+    ///   belongs to another user, ``RivetControlError/connectionFailed`` otherwise.
+    public init(path: String) throws(RivetControlError) {
+        self.path = path
+        guard path.utf8.count < 108 else {
+            throw RivetControlError.connectionFailed.with("the control socket path \(path) is too long for a Unix socket")
+        }
+        let socketFD = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard socketFD >= 0 else {
+            throw RivetControlError.connectionFailed.with("cannot create a socket: \(String(cString: strerror(errno)))")
+        }
+        var address = ControlServer.address(path)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            let code = errno
+            close(socketFD)
+            switch code {
+            case ENOENT, ECONNREFUSED, ENOTDIR:
+                throw RivetControlError.notRunning.with("rivetd is not running (nothing answers on \(path))")
+            case EACCES, EPERM:
+                throw RivetControlError.permissionDenied.with(
+                    "cannot use \(path): \(String(cString: strerror(code))) (the socket belongs to another user)")
+            default:
+                throw RivetControlError.connectionFailed.with("connecting to \(path) failed: \(String(cString: strerror(code)))")
+            }
+        }
+        fd = socketFD
+    }
+
+    deinit { close(fd) }
+
+    /// Makes a request waiting on another thread fail at once (`connection-failed`); the
+    /// client is unusable afterwards. For cancelling a long `confirm`.
+    public func interrupt() {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    /// Sends `request` and returns the response object when it says `"ok": true`.
+    /// - Throws: the response's error (``RivetControlError`` with the daemon's code and
+    ///   message), ``RivetControlError/timedOut`` when no full line came within `timeout`,
+    ///   ``RivetControlError/connectionFailed`` when the daemon closed the connection,
+    ///   ``RivetControlError/invalidResponse`` when the line is not a response.
+    public func send(_ request: RivetControlRequest, timeout: Duration = .seconds(10)) throws(RivetControlError) -> RivetControlJSON {
+        try sendLine(Array((request.json.line + "\n").utf8), timeout: timeout)
+    }
+
+    /// Sends raw bytes (for tests of malformed input) and returns the next response object when
+    /// it says `"ok": true`.
+    /// - Throws: as ``send(_:timeout:)``.
+    public func sendLine(_ bytes: [UInt8], timeout: Duration = .seconds(10)) throws(RivetControlError) -> RivetControlJSON {
+        let deadline = ContinuousClock.now + timeout
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { raw in
+                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if written > 0 {
+                offset += written
+            } else if written < 0 && errno == EINTR {
+                continue
+            } else {
+                // The daemon may have answered and closed already (a refused peer): read why.
+                if let line = try? readLine(deadline: .now + .milliseconds(500)) { return try interpret(line) }
+                throw RivetControlError.connectionFailed.with("rivetd closed the control connection")
+            }
+        }
+        return try interpret(try readLine(deadline: deadline))
+    }
+
+    private func interpret(_ line: [UInt8]) throws(RivetControlError) -> RivetControlJSON {
+        let response: RivetControlJSON
+        do {
+            response = try RivetControlJSON(parsingLine: line)
+        } catch {
+            throw RivetControlError.invalidResponse.with("rivetd's answer is not a JSON object")
+        }
+        switch response["ok"] {
+        case .bool(true)?:
+            return response
+        case .bool(false)?:
+            guard let code = response["error"]?.string else {
+                throw RivetControlError.invalidResponse.with("rivetd's error answer has no `error` code")
+            }
+            throw RivetControlError(code: code, message: response["message"]?.string ?? code)
+        default:
+            throw RivetControlError.invalidResponse.with("rivetd's answer has no Boolean `ok`")
+        }
+    }
+
+    private func readLine(deadline: ContinuousClock.Instant) throws(RivetControlError) -> [UInt8] {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(pending[..<newline])
+                pending.removeSubrange(...newline)
+                return line
+            }
+            guard pending.count <= Self.maximumResponseBytes else {
+                throw RivetControlError.invalidResponse.with("rivetd's answer is longer than \(Self.maximumResponseBytes) bytes")
+            }
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else {
+                throw RivetControlError.timedOut.with("rivetd did not answer within the time allowed")
+            }
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready < 0 && errno != EINTR {
+                throw RivetControlError.connectionFailed.with("waiting for rivetd failed: \(String(cString: strerror(errno)))")
+            }
+            if ready <= 0 { continue }
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count == 0 {
+                throw RivetControlError.connectionFailed.with("rivetd closed the control connection before answering")
+            }
+            if count < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw RivetControlError.connectionFailed.with("reading rivetd's answer failed: \(String(cString: strerror(errno)))")
+            }
+            pending.append(contentsOf: chunk[0..<count])
+        }
+    }
+}

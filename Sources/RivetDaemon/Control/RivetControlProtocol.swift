@@ -1,0 +1,234 @@
+import Foundation
+import RivetPairing
+
+/// A failure of a control request: the stable code that the response's `error` member carries
+/// (scripts branch on it), and a message for people.
+///
+/// Equality compares the code only. Codes that only a client produces (the daemon never sends
+/// them): `not-running`, `connection-failed`, `timed-out`, `invalid-response`.
+public struct RivetControlError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The stable code, e.g. `window-closed`.
+    public let code: String
+    /// What happened and, where it helps, what to do.
+    public let message: String
+
+    private init(_ code: String, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// An error with a code read from a response (possibly one this version does not know).
+    public init(code: String, message: String) {
+        self.init(code, message)
+    }
+
+    /// The same code with another message.
+    public func with(_ message: String) -> Self { Self(code, message) }
+
+    /// Compares the code only.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+
+    /// `code: message`.
+    public var description: String { "\(code): \(message)" }
+
+    // Request errors.
+    /// The line is not a JSON object, or a member has the wrong type or is missing.
+    public static let malformedRequest = Self("malformed-request", "the request is not a valid control request")
+    /// The line is longer than the bound (its bytes were discarded unread).
+    public static let lineTooLong = Self("line-too-long", "the request line is too long")
+    /// `op` names no operation.
+    public static let unknownOperation = Self("unknown-op", "unknown operation")
+    /// A member's value is out of its domain (a device ID that is not 32 hex digits, a code
+    /// that is not six digits, a scope name that breaks the naming rules).
+    public static let invalidArgument = Self("invalid-argument", "an argument is invalid")
+    /// The peer is another user; the connection is closed after this response.
+    public static let permissionDenied = Self("permission-denied", "only the daemon's own user may use the control socket")
+    /// The daemon already serves its maximum of control connections; this one is closed.
+    public static let busy = Self("busy", "the control socket serves too many connections; try again")
+    /// `confirm` named no scope: nothing would be granted.
+    public static let noScopes = Self("no-scopes", "no scope was named, so nothing would be granted")
+    /// `confirm` named a scope the schema does not declare.
+    public static let unknownScope = Self("unknown-scope", "a scope is not declared in the schema")
+    /// The attempt ended before both sides confirmed (the device rejected or left, the window
+    /// closed).
+    public static let attemptEnded = Self("attempt-ended", "the pairing attempt ended before both sides confirmed")
+    /// `revoke` named a device that is not paired.
+    public static let unknownDevice = Self("unknown-device", "no paired device has that ID")
+    /// The registry failed.
+    public static let registryFailed = Self("registry-failed", "the pairing registry failed")
+
+    // Pairing refusals (docs/protocol-pairing.md).
+    /// No pairing window is open.
+    public static let windowClosed = Self("window-closed", "no pairing window is open")
+    /// `open` while a window is open.
+    public static let windowAlreadyOpen = Self("window-already-open", "a pairing window is already open")
+    /// There is no pending attempt to confirm or reject.
+    public static let noAttempt = Self("no-attempt", "no device is pairing")
+    /// The device has not revealed its nonce yet, so there is no code to confirm.
+    public static let codeNotReady = Self("code-not-ready", "the pairing code is not known yet")
+    /// The desktop already confirmed this attempt.
+    public static let alreadyConfirmed = Self("already-confirmed", "the attempt is already confirmed")
+    /// The typed code differs from the server's code; this counts as a failure and ends the
+    /// attempt.
+    public static let codeMismatch = Self("code-mismatch", "the code does not match")
+    /// Any other refusal of the pairing coordinator (its message says which).
+    public static let pairingRefused = Self("pairing-refused", "the pairing coordinator refused the request")
+
+    // Client-side.
+    /// No daemon answers on the control socket.
+    public static let notRunning = Self("not-running", "rivetd is not running")
+    /// The connection to the daemon failed.
+    public static let connectionFailed = Self("connection-failed", "the connection to rivetd failed")
+    /// The daemon did not answer in time.
+    public static let timedOut = Self("timed-out", "rivetd did not answer in time")
+    /// The daemon's answer is not a control response.
+    public static let invalidResponse = Self("invalid-response", "rivetd's answer is not a control response")
+
+    /// The control error for a pairing coordinator refusal addressed to the desktop.
+    public init(_ refusal: RivetDevicePairingRefusal) {
+        let code: RivetControlError
+        switch refusal {
+        case .windowClosed, .windowExpired: code = .windowClosed
+        case .windowAlreadyOpen: code = .windowAlreadyOpen
+        case .noAttempt: code = .noAttempt
+        case .codeNotReady: code = .codeNotReady
+        case .alreadyConfirmed: code = .alreadyConfirmed
+        case .codeMismatch: code = .codeMismatch
+        default: code = .pairingRefused
+        }
+        self = code.with(refusal.message)
+    }
+
+    /// The response line that carries this error.
+    public var response: RivetControlJSON {
+        ["ok": false, "error": .string(code), "message": .string(message)]
+    }
+}
+
+/// One request of the control protocol (`docs/protocol-control.md`).
+public enum RivetControlRequest: Sendable, Equatable {
+    /// Opens the pairing window.
+    case open
+    /// Shows the window and the pending attempt.
+    case pending
+    /// Confirms the pending attempt and grants `scopes`; `code` is the six digits the device
+    /// shows (compared in constant time), or nil when the person compared the screens.
+    case confirm(code: String?, scopes: [String])
+    /// Rejects the pending attempt.
+    case reject
+    /// Closes the window and ends any attempt.
+    case cancel
+    /// Lists the open sessions.
+    case sessions
+    /// Revokes a device: the registry forgets it, then its sessions close.
+    case revoke(DeviceID)
+
+    /// The request's `op` value.
+    public var operation: String {
+        switch self {
+        case .open: "open"
+        case .pending: "pending"
+        case .confirm: "confirm"
+        case .reject: "reject"
+        case .cancel: "cancel"
+        case .sessions: "sessions"
+        case .revoke: "revoke"
+        }
+    }
+
+    /// The request as the JSON object sent on the wire.
+    public var json: RivetControlJSON {
+        switch self {
+        case .confirm(let code, let scopes):
+            return ["op": "confirm", "code": code.map { .string($0) } ?? .null, "scopes": .array(scopes.map { .string($0) })]
+        case .revoke(let id):
+            return ["op": "revoke", "device_id": .string(id.hex)]
+        default:
+            return ["op": .string(operation)]
+        }
+    }
+
+    /// Reads a request object. Members other than those of the operation are ignored.
+    /// - Throws: ``RivetControlError/malformedRequest`` (no `op`, a member of the wrong type),
+    ///   ``RivetControlError/unknownOperation``, ``RivetControlError/invalidArgument`` (a code
+    ///   that is not six digits, a device ID that is not 32 hex digits).
+    public init(json: RivetControlJSON) throws(RivetControlError) {
+        guard let operation = json["op"]?.string else {
+            throw RivetControlError.malformedRequest.with("the request has no string member `op`")
+        }
+        switch operation {
+        case "open": self = .open
+        case "pending": self = .pending
+        case "reject": self = .reject
+        case "cancel": self = .cancel
+        case "sessions": self = .sessions
+        case "confirm":
+            let code: String?
+            switch json["code"] {
+            case nil, .null?: code = nil
+            case .string(let text)?:
+                guard text.utf8.count == 6, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                    throw RivetControlError.invalidArgument.with("`code` must be six digits, as the device shows it")
+                }
+                code = text
+            default:
+                throw RivetControlError.malformedRequest.with("`code` must be a string of six digits or null")
+            }
+            guard let list = json["scopes"]?.array else {
+                throw RivetControlError.malformedRequest.with("`scopes` must be an array of scope names")
+            }
+            var scopes: [String] = []
+            for item in list {
+                guard let name = item.string else {
+                    throw RivetControlError.malformedRequest.with("`scopes` must contain only strings")
+                }
+                scopes.append(name)
+            }
+            self = .confirm(code: code, scopes: scopes)
+        case "revoke":
+            guard let text = json["device_id"]?.string else {
+                throw RivetControlError.malformedRequest.with("`revoke` needs a string member `device_id`")
+            }
+            guard let id = DeviceID(hex: text) else {
+                throw RivetControlError.invalidArgument.with("`device_id` must be 32 hexadecimal digits")
+            }
+            self = .revoke(id)
+        default:
+            throw RivetControlError.unknownOperation.with(
+                "unknown operation; the operations are open, pending, confirm, reject, cancel, sessions, revoke")
+        }
+    }
+}
+
+/// The JSON shapes of the control protocol's answers.
+public enum RivetControlShapes {
+    /// A paired device: `device_id`, `name`, `application_id`, `server_fingerprint`, `scopes`,
+    /// `created`, `last_seen` (RFC 3339 UTC or null). Never a credential or verifier.
+    public static func device(_ device: RivetDevicePairedDevice) -> RivetControlJSON {
+        [
+            "device_id": .string(device.deviceID.hex), "name": .string(device.displayName.value),
+            "application_id": .string(device.applicationID.value),
+            "server_fingerprint": .string(device.serverFingerprint.hex),
+            "scopes": .array(device.scopes.sorted().map { .string($0.name) }),
+            "created": .string(timestamp(device.created)),
+            "last_seen": device.lastSeen.map { .string(timestamp($0)) } ?? .null,
+        ]
+    }
+
+    /// A session: `session`, `device_id`, `name`, `application_id`, `scopes`, `peer`, `started`,
+    /// `pending_calls`, `queued_frames`, `queued_bytes`.
+    public static func session(_ info: RivetDaemonSessionInfo) -> RivetControlJSON {
+        [
+            "session": .integer(Int64(info.session)), "device_id": .string(info.device.deviceID.hex),
+            "name": .string(info.device.displayName.value), "application_id": .string(info.device.applicationID.value),
+            "scopes": .array(info.device.scopes.sorted().map { .string($0.name) }), "peer": .string(info.peerAddress),
+            "started": .string(timestamp(info.started)), "pending_calls": .integer(Int64(info.pendingCalls)),
+            "queued_frames": .integer(Int64(info.queuedFrames)), "queued_bytes": .integer(Int64(info.queuedBytes)),
+        ]
+    }
+
+    /// RFC 3339 in UTC with milliseconds.
+    public static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}

@@ -1,0 +1,424 @@
+import Backoff
+import Foundation
+import RivetGateway
+import RivetPairing
+import RivetTransport
+import RivetWire
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A session as `rivet-pair --sessions` shows it.
+public struct RivetDaemonSessionInfo: Sendable, Equatable {
+    /// The gateway's number for the session (counts up from 1 while the daemon runs).
+    public let session: UInt64
+    /// The device's registry record as it authenticated.
+    public let device: RivetDevicePairedDevice
+    /// The device's address (`host:port`).
+    public let peerAddress: String
+    /// When the session started.
+    public let started: Date
+    /// Requests waiting for the backend.
+    public let pendingCalls: Int
+    /// Frames queued for the device and not yet written.
+    public let queuedFrames: Int
+    /// Bytes of those frames.
+    public let queuedBytes: Int
+}
+
+/// The one owner of the gateway's state: the `RivetDeviceGateway` value, the session links and
+/// the backend process, all under one lock. Every input (a device frame, a backend frame, a
+/// connection or process event, a revocation) is applied under that lock and its actions are
+/// performed before the lock is released; performing an action never blocks (it queues bytes
+/// for a writer thread, or asks a stream or a process to close). Blocking I/O happens only on
+/// the session and backend threads, never under the lock.
+///
+/// It is the listener's session handler: it admits at most `maxSessions` sessions (slots are
+/// reserved at admission, so concurrent handshakes cannot overshoot) and refuses devices paired
+/// with another application.
+// @unchecked Sendable: every mutable field is read and written only under `monitor`.
+final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
+    private let monitor = DaemonMonitor()
+    private var gateway: RivetDeviceGateway
+    private var links: [RivetDeviceGatewaySession.ID: SessionLink] = [:]
+    private var sessionByConnection: [UInt64: RivetDeviceGatewaySession.ID] = [:]
+    private var reserved: Set<UInt64> = []
+    private var acceptingSessions = true
+    /// Devices revoked while the daemon runs. A device that authenticated just before its
+    /// revocation is refused here, so no session outlives the revocation. (Revoked IDs never
+    /// come back: a device pairing again gets a new one.)
+    private var revokedDevices: Set<DeviceID> = []
+
+    private var backend: BackendProcess?
+    private var backendGeneration: UInt64 = 0
+    private var backoff = Backoff()
+    private var restartAt: ContinuousClock.Instant?
+    private var escalation: (process: BackendProcess, signal: Int32, at: ContinuousClock.Instant)?
+    private var backendStopping = false
+    private var timerRunning = false
+    private var timerStop = false
+    private let origin = ContinuousClock.now
+
+    private let backendCommand: [String]
+    private let applicationID: RivetApplicationID
+    private let log: RivetDaemonLog
+    /// Limits of frames read from devices and from the backend: twice the payload bound, so a
+    /// payload just above the bound is read whole and answered with the gateway's own error.
+    let frameLimits: RVT1Limits
+    private let encoder: RVT1Encoder
+    private let hello: [UInt8]
+    private let tick: @Sendable () -> Void
+
+    /// How long a backend gets to exit after its stdin closed, then after SIGTERM.
+    static let backendGrace: Duration = .seconds(2)
+
+    init(
+        policy: RivetDeviceGatewayPolicy, limits: RivetDeviceGatewayLimits, backendCommand: [String],
+        applicationID: RivetApplicationID, log: RivetDaemonLog, tick: @escaping @Sendable () -> Void
+    ) {
+        gateway = RivetDeviceGateway(policy: policy, limits: limits)
+        self.backendCommand = backendCommand
+        self.applicationID = applicationID
+        self.log = log
+        self.tick = tick
+        let frameBound = min(Int(UInt32.max), limits.maxPayloadBytes * 2)
+        frameLimits = (try? RVT1Limits(maxPayloadBytes: frameBound)) ?? .default
+        encoder = RVT1Encoder(limits: frameLimits)
+        hello = (try? encoder.encode(.hello(software: "rivetd"))) ?? []
+    }
+
+    /// The gateway's bounds.
+    var limits: RivetDeviceGatewayLimits { monitor.withLock { gateway.limits } }
+
+    // MARK: Sessions (the listener's handler)
+
+    func admit(_ session: RivetSessionContext) -> Bool {
+        let verdict: String? = monitor.withLock {
+            guard acceptingSessions else { return "the gateway is stopping" }
+            guard !revokedDevices.contains(session.device.deviceID) else { return "the device was revoked" }
+            guard session.device.applicationID == applicationID else {
+                return "it is paired with application \(session.device.applicationID), not \(applicationID)"
+            }
+            let held = links.count + reserved.count
+            guard held < gateway.limits.maxSessions else {
+                return "\(held) sessions are open, the gateway's maximum"
+            }
+            reserved.insert(session.connectionID)
+            return nil
+        }
+        if let verdict {
+            log.warn("refused a session for device \(session.device.deviceID) (\(session.device.displayName)) from \(session.peerAddress): \(verdict)")
+            return false
+        }
+        return true
+    }
+
+    func sessionStarted(_ session: RivetSessionContext, stream: RivetAuthenticatedStream) {
+        let started: SessionLink? = monitor.withLock {
+            reserved.remove(session.connectionID)
+            guard acceptingSessions, !revokedDevices.contains(session.device.deviceID) else { return nil }
+            do throws(RivetDeviceGatewayError) {
+                let id = try gateway.openSession(device: session.device.deviceID, scopes: session.device.scopes)
+                let link = SessionLink(id: id, context: session, stream: stream, hello: hello)
+                links[id] = link
+                sessionByConnection[session.connectionID] = id
+                return link
+            } catch {
+                return nil
+            }
+        }
+        guard let link = started else {
+            let reason: RivetDeviceGatewayCloseReason = monitor.withLock {
+                revokedDevices.contains(session.device.deviceID) ? .revoked : .shutdown
+            }
+            try? stream.write(hello + (encode(reason.frame) ?? []), deadline: .now + SessionLink.writeSlice)
+            stream.close()
+            log.info("closed a new session of device \(session.device.deviceID): \(reason)")
+            return
+        }
+        let scopes = session.device.scopes.sorted().map(\.name).joined(separator: ",")
+        log.info("session \(link.id.rawValue) opened: device \(session.device.deviceID) (\(session.device.displayName)) from \(session.peerAddress), scopes [\(scopes)]")
+        link.start(core: self, limits: frameLimits)
+    }
+
+    func sessionEnded(_ session: RivetSessionContext) {
+        monitor.withLock {
+            reserved.remove(session.connectionID)
+            guard let id = sessionByConnection.removeValue(forKey: session.connectionID) else { return }
+            perform(gateway.closeSession(id, reason: .disconnected))
+            monitor.broadcast()
+        }
+    }
+
+    // MARK: Session threads
+
+    func deviceFrame(_ frame: RVT1Frame, from id: RivetDeviceGatewaySession.ID) {
+        monitor.withLock { perform(gateway.receive(frame, from: id)) }
+    }
+
+    /// The device's bytes broke RVT1: tell it the RVT1 code and close the session.
+    func deviceBrokeStream(_ id: RivetDeviceGatewaySession.ID, _ error: RVT1Error) {
+        monitor.withLock {
+            guard links[id] != nil else { return }
+            log.info("session \(id.rawValue): the device broke RVT1 (\(error.wireCode): \(error.message))")
+            let farewell = encode(.error(.none, code: error.wireCode, message: error.message))
+            perform(gateway.closeSession(id, reason: .protocolViolation), farewells: [id: farewell])
+        }
+    }
+
+    func sessionInputEnded(_ id: RivetDeviceGatewaySession.ID) {
+        monitor.withLock { perform(gateway.closeSession(id, reason: .disconnected)) }
+    }
+
+    func sessionOutputFailed(_ id: RivetDeviceGatewaySession.ID) {
+        monitor.withLock { perform(gateway.closeSession(id, reason: .disconnected)) }
+    }
+
+    func outgoingDrained(_ id: RivetDeviceGatewaySession.ID, byteCount: Int) {
+        monitor.withLock { gateway.outgoingDrained(id, byteCount: byteCount) }
+    }
+
+    // MARK: Control
+
+    /// Closes every session of `device` (`rivet.revoked`) and returns how many were open.
+    func revoke(device: DeviceID) -> Int {
+        monitor.withLock {
+            let actions = gateway.revoke(device: device)
+            perform(actions)
+            return actions.reduce(0) { count, action in
+                if case .closeSession = action { return count + 1 }
+                return count
+            }
+        }
+    }
+
+    /// The open sessions, oldest first.
+    func sessions() -> [RivetDaemonSessionInfo] {
+        monitor.withLock {
+            gateway.sessions.compactMap { session in
+                guard let link = links[session.id] else { return nil }
+                return RivetDaemonSessionInfo(
+                    session: session.id.rawValue, device: link.context.device, peerAddress: link.context.peerAddress,
+                    started: link.started, pendingCalls: session.pendingCallCount,
+                    queuedFrames: session.queuedFrameCount, queuedBytes: session.queuedByteCount)
+            }
+        }
+    }
+
+    /// Refuses new sessions, closes every open one (`rivet.shutdown`) and waits (at most
+    /// `timeout`) until their connections have closed.
+    func closeAllSessions(timeout: Duration) {
+        let closing: [SessionLink] = monitor.withLock {
+            acceptingSessions = false
+            let open = Array(links.values)
+            for session in gateway.sessions { perform(gateway.closeSession(session.id, reason: .shutdown)) }
+            return open
+        }
+        let deadline = ContinuousClock.now + timeout
+        for link in closing { _ = link.stream.waitUntilClosed(deadline: deadline) }
+    }
+
+    // MARK: Backend
+
+    /// Starts the first backend and the timer thread (restarts, stop escalation, pairing ticks).
+    /// - Throws: ``RivetDaemonError/backendFailed`` when the command cannot be started.
+    func startBackend() throws(RivetDaemonError) {
+        let result: Result<BackendProcess, RivetDaemonError> = monitor.withLock {
+            do throws(RivetDaemonError) {
+                return .success(try spawnBackend())
+            } catch {
+                return .failure(error)
+            }
+        }
+        let process = try result.get()
+        log.info("backend started: \(backendCommand[0]) (pid \(process.pid))")
+        monitor.withLock { timerRunning = true }
+        startThread("rivetd.timer") { self.timerLoop() }
+    }
+
+    /// Spawns the next backend generation. Call under the lock.
+    private func spawnBackend() throws(RivetDaemonError) -> BackendProcess {
+        backendGeneration += 1
+        let callbacks = BackendCallbacks(
+            frame: { [weak self] generation, frame in self?.backendFrame(generation, frame) },
+            streamEnded: { [weak self] generation, error in self?.backendStreamEnded(generation, error) },
+            stderrLine: { [weak self] _, line in self?.log.info("backend: \(line)") },
+            exited: { [weak self] generation, exit in self?.backendExited(generation, exit) })
+        let process = try BackendProcess.spawn(
+            command: backendCommand, generation: backendGeneration, hello: hello, limits: frameLimits,
+            callbacks: callbacks)
+        backend = process
+        backoff.opened(at: ContinuousClock.now - origin)
+        return process
+    }
+
+    private func backendFrame(_ generation: UInt64, _ frame: RVT1Frame) {
+        monitor.withLock {
+            guard backend?.generation == generation else { return }
+            perform(gateway.receiveFromBackend(frame))
+        }
+    }
+
+    private func backendStreamEnded(_ generation: UInt64, _ error: RVT1Error?) {
+        monitor.withLock {
+            guard let process = backend, process.generation == generation, !backendStopping else { return }
+            if let error {
+                log.warn("backend (pid \(process.pid)) broke RVT1 on its stdout (\(error.wireCode): \(error.message)); stopping it")
+                process.closeInput(after: encode(.error(.none, code: error.wireCode, message: error.message)))
+            } else {
+                log.warn("backend (pid \(process.pid)) closed its stdout; stopping it")
+                process.closeInput()
+            }
+            perform(gateway.backendDied())
+            escalate(process)
+        }
+    }
+
+    private func backendExited(_ generation: UInt64, _ exit: BackendExit) {
+        monitor.withLock {
+            guard let process = backend, process.generation == generation else { return }
+            process.stopReaders()
+            backend = nil
+            if escalation?.process === process { escalation = nil }
+            perform(gateway.backendDied())
+            monitor.broadcast()
+            if backendStopping {
+                log.info("backend (pid \(process.pid)) \(exit)")
+                return
+            }
+            let delay = backoff.ended(at: ContinuousClock.now - origin)
+            restartAt = .now + delay
+            log.warn("backend (pid \(process.pid)) \(exit); pending calls failed with rivet.backend-unavailable; restarting in \(Self.seconds(delay))")
+        }
+    }
+
+    /// Closes the backend's stdin, waits for it to exit, then sends SIGTERM and SIGKILL, each
+    /// after `backendGrace`; returns once it has exited (or at `deadline`). No restart follows.
+    func stopBackend(deadline: ContinuousClock.Instant) {
+        monitor.withLock {
+            backendStopping = true
+            restartAt = nil
+            if let process = backend {
+                log.info("stopping the backend (pid \(process.pid))")
+                process.closeInput()
+                escalate(process)
+            }
+            while backend != nil && monitor.wait(until: deadline) {}
+            timerStop = true
+            monitor.broadcast()
+            while timerRunning && monitor.wait(until: deadline) {}
+        }
+    }
+
+    /// Arms the next signal for a backend that was asked to stop. Call under the lock.
+    private func escalate(_ process: BackendProcess) {
+        if escalation?.process !== process {
+            escalation = (process, SIGTERM, .now + Self.backendGrace)
+            monitor.broadcast()
+        }
+    }
+
+    private func timerLoop() {
+        var nextTick = ContinuousClock.now + .seconds(1)
+        while true {
+            let tickDue: Bool = monitor.withLock {
+                while !timerStop {
+                    let now = ContinuousClock.now
+                    if now >= nextTick { return true }
+                    if let at = restartAt, now >= at {
+                        restartAt = nil
+                        restartBackend()
+                        continue
+                    }
+                    if let step = escalation, now >= step.at {
+                        log.warn("backend (pid \(step.process.pid)) did not exit; sending \(step.signal == SIGTERM ? "SIGTERM" : "SIGKILL")")
+                        step.process.signal(step.signal)
+                        escalation = step.signal == SIGTERM ? (step.process, SIGKILL, now + Self.backendGrace) : nil
+                        continue
+                    }
+                    let deadlines = [nextTick, restartAt, escalation?.at].compactMap { $0 }
+                    monitor.wait(until: deadlines.min())
+                }
+                timerRunning = false
+                monitor.broadcast()
+                return false
+            }
+            guard tickDue else { return }
+            tick()
+            nextTick = .now + .seconds(1)
+        }
+    }
+
+    /// Starts the next backend; on failure schedules another try. Call under the lock.
+    private func restartBackend() {
+        guard !backendStopping, backend == nil else { return }
+        do throws(RivetDaemonError) {
+            let process = try spawnBackend()
+            gateway.backendRestarted()
+            log.info("backend restarted: \(backendCommand[0]) (pid \(process.pid)); calls are forwarded again")
+        } catch {
+            let delay = backoff.ended(at: ContinuousClock.now - origin)
+            restartAt = .now + delay
+            log.error("\(error.message); trying again in \(Self.seconds(delay))")
+        }
+    }
+
+    /// Whether a backend runs, and its process ID.
+    var backendPID: pid_t? { monitor.withLock { backend?.pid } }
+
+    // MARK: Actions
+
+    /// Performs the gateway's actions in order. Call under the lock. `farewells` replaces the
+    /// frame a closing session is sent.
+    private func perform(_ actions: [RivetDeviceGatewayAction], farewells: [RivetDeviceGatewaySession.ID: [UInt8]?] = [:]) {
+        for action in actions {
+            switch action {
+            case .send(let frame, let id):
+                guard let link = links[id] else { continue }
+                if let bytes = encode(frame) {
+                    if link.enqueue(bytes, counted: true) { gateway.outgoingDrained(id, byteCount: bytes.count) }
+                } else {
+                    perform(gateway.closeSession(id, reason: .protocolViolation))
+                }
+            case .sendToBackend(let frame):
+                if let bytes = encode(frame) { backend?.send(bytes) }
+            case .closeSession(let id, let reason):
+                guard let link = links.removeValue(forKey: id) else { continue }
+                sessionByConnection[link.context.connectionID] = nil
+                let farewell: [UInt8]?
+                if let chosen = farewells[id] {
+                    farewell = chosen
+                } else if reason == .disconnected || reason == .streamError {
+                    farewell = nil
+                } else {
+                    farewell = encode(reason.frame)
+                }
+                link.close(farewell: farewell)
+                log.info("session \(id.rawValue) closed: device \(link.context.device.deviceID) (\(link.context.device.displayName)): \(reason)")
+                monitor.broadcast()
+            case .closeBackend(let reason):
+                guard let process = backend else { continue }
+                log.warn("stopping the backend (pid \(process.pid)): \(reason)")
+                process.closeInput(after: reason == .protocolViolation ? encode(reason.frame) : nil)
+                escalate(process)
+            case .notice(let text):
+                log.warn(text)
+            }
+        }
+    }
+
+    private func encode(_ frame: RVT1Frame) -> [UInt8]? {
+        do throws(RVT1Error) {
+            return try encoder.encode(frame)
+        } catch {
+            log.error("could not encode a \(frame.kind) frame: \(error.message)")
+            return nil
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let value = Double(seconds) + Double(attoseconds) / 1e18
+        return String(format: "%.2f s", value)
+    }
+}

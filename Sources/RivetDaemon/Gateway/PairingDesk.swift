@@ -1,0 +1,216 @@
+import Foundation
+import OpenSSLKit
+import RivetPairing
+import RivetSession
+import RivetTransport
+
+/// The daemon's pairing host: `RivetPairingService` (the coordinator's rules, storing completed
+/// pairings in the registry) with the control socket's person on the desktop side.
+///
+/// It refuses pairing attempts for another application than the daemon's, logs what the
+/// desktop's person should know (never a code, nonce or credential), remembers the window's end
+/// so `pending` can say how long it stays open, and lets `confirm` wait until the attempt ends.
+final class PairingDesk: RivetPairingHost {
+    private let state: DeskState
+    private let service: RivetPairingService
+    private let applicationID: RivetApplicationID
+    private let log: RivetDaemonLog
+
+    /// How long `confirm` waits for the paired record once the coordinator has completed.
+    static let completionGrace: Duration = .seconds(2)
+
+    init(serverFingerprint: SPKIFingerprint, store: RivetDevicePairingStore, applicationID: RivetApplicationID, log: RivetDaemonLog) {
+        let state = DeskState()
+        self.state = state
+        self.applicationID = applicationID
+        self.log = log
+        service = RivetPairingService(serverFingerprint: serverFingerprint, store: store) { event in
+            state.record(event, log: log)
+        }
+    }
+
+    func deviceSent(_ message: RivetPairingDeviceMessage, on channel: RivetPairingChannel) {
+        if case .begin(let begin) = message, begin.applicationID != applicationID {
+            log.warn("refused a pairing attempt from \(channel.peerAddress) for application \(begin.applicationID): this gateway serves \(applicationID)")
+            channel.reply(.refused(.unexpectedMessage))
+            return
+        }
+        if case .begin(let begin) = message {
+            log.info("device \"\(begin.deviceName)\" at \(channel.peerAddress) asks to pair")
+        }
+        service.deviceSent(message, on: channel)
+    }
+
+    func deviceDisconnected(_ connection: RivetPairingConnectionID) {
+        service.deviceDisconnected(connection)
+    }
+
+    /// Applies expiry; called about once a second.
+    func tick() { service.tick() }
+
+    /// Opens a window and returns how long it stays open.
+    /// - Throws: ``RivetControlError/windowAlreadyOpen``.
+    func open() throws(RivetControlError) -> Duration {
+        do {
+            try service.openWindow()
+        } catch {
+            throw RivetControlError(error)
+        }
+        return state.timeLeft ?? RivetDevicePairingCoordinator.windowDuration
+    }
+
+    /// The window and the pending attempt as `pending` reports them.
+    func pending() -> RivetControlJSON {
+        let coordinatorState = service.state
+        let attempt = service.pendingAttempt
+        var body: [String: RivetControlJSON] = ["ok": true]
+        switch coordinatorState {
+        case .closed(let closure):
+            body["window"] = "closed"
+            body["closed_because"] = closure.map { .string(Self.name($0)) } ?? .null
+            body["seconds_left"] = .null
+            body["failures"] = 0
+        case .open(let failures), .awaitingReveal(_, let failures), .awaitingConfirmation(_, let failures, _, _):
+            let left = attempt?.timeLeft ?? state.timeLeft ?? .zero
+            body["window"] = "open"
+            body["closed_because"] = .null
+            body["seconds_left"] = .integer(Int64(left.components.seconds))
+            body["failures"] = .integer(Int64(failures))
+        }
+        if let attempt {
+            body["attempt"] = [
+                "device_name": .string(attempt.deviceName.value), "application_id": .string(attempt.applicationID.value),
+                "code": attempt.code.map { .string($0.text) } ?? .null,
+                "device_confirmed": .bool(attempt.deviceConfirmed), "desktop_confirmed": .bool(attempt.desktopConfirmed),
+                "replaces": attempt.replacing.map { .string($0.deviceID.hex) } ?? .null,
+            ]
+        } else {
+            body["attempt"] = .null
+        }
+        return .object(body)
+    }
+
+    /// Confirms the pending attempt with `scopes` and waits until it completes (both sides
+    /// confirmed and the device is stored) or ends otherwise, at most until the window's end.
+    /// - Throws: the coordinator's refusal as a ``RivetControlError`` (`code-mismatch` counts as
+    ///   a failure), ``RivetControlError/attemptEnded``, ``RivetControlError/registryFailed``.
+    func confirm(code: String?, scopes: Set<RivetDeviceScope>) throws(RivetControlError) -> RivetDevicePairedDevice {
+        let confirmation: RivetDevicePairingCoordinator.DesktopConfirmation = code.map { .typedCode($0) } ?? .yes
+        let attempt = service.pendingAttempt
+        let before = state.outcomes
+        do {
+            // Without an attempt the coordinator refuses (window closed, or no attempt) and
+            // changes nothing.
+            try service.confirm(confirmation, scopes: scopes)
+        } catch {
+            throw RivetControlError(error)
+        }
+        guard let attempt = attempt ?? service.pendingAttempt else { throw RivetControlError(.noAttempt) }
+        let windowEnd = ContinuousClock.now + attempt.timeLeft + .seconds(1)
+        var completedAt: ContinuousClock.Instant?
+        while true {
+            if let outcome = state.waitForOutcome(after: before, until: .now + .milliseconds(100)) {
+                switch outcome {
+                case .paired(let device): return device
+                case .storeFailed(let message): throw RivetControlError.registryFailed.with(message)
+                }
+            }
+            if service.pendingAttempt?.connection == attempt.connection && ContinuousClock.now < windowEnd { continue }
+            // The attempt is over: completed (its record follows at once) or ended.
+            if case .closed(.paired?) = service.state {
+                if completedAt == nil { completedAt = .now }
+                if ContinuousClock.now < completedAt! + Self.completionGrace { continue }
+            }
+            throw RivetControlError.attemptEnded.with(
+                "the attempt of \"\(attempt.deviceName)\" ended before both sides confirmed: the device rejected the code or left, or the window closed")
+        }
+    }
+
+    /// Rejects the pending attempt.
+    /// - Throws: ``RivetControlError/windowClosed``, ``RivetControlError/noAttempt``.
+    func reject() throws(RivetControlError) {
+        do { try service.reject() } catch { throw RivetControlError(error) }
+        log.info("the desktop rejected the pairing attempt")
+    }
+
+    /// Closes the window.
+    /// - Throws: ``RivetControlError/windowClosed``.
+    func cancel() throws(RivetControlError) {
+        do { try service.cancel() } catch { throw RivetControlError(error) }
+    }
+
+    static func name(_ closure: RivetDevicePairingCoordinator.Closure) -> String {
+        switch closure {
+        case .expired: "expired"
+        case .cancelled: "cancelled"
+        case .tooManyFailures: "too-many-failures"
+        case .paired: "paired"
+        }
+    }
+}
+
+/// What the pairing service told the desktop, for `confirm` waits and `pending`.
+// @unchecked Sendable: every mutable field is read and written only under `monitor`.
+private final class DeskState: @unchecked Sendable {
+    enum Outcome {
+        case paired(RivetDevicePairedDevice)
+        case storeFailed(String)
+    }
+
+    private let monitor = DaemonMonitor()
+    private var history: [Outcome] = []
+    private var windowEnd: ContinuousClock.Instant?
+
+    /// How many outcomes were recorded so far.
+    var outcomes: Int { monitor.withLock { history.count } }
+
+    /// Time left in the window as last opened, or nil once it closed.
+    var timeLeft: Duration? {
+        monitor.withLock {
+            guard let windowEnd else { return nil }
+            let left = ContinuousClock.now.duration(to: windowEnd)
+            return left > .zero ? left : nil
+        }
+    }
+
+    func record(_ event: RivetPairingService.DesktopEvent, log: RivetDaemonLog) {
+        monitor.withLock {
+            switch event {
+            case .windowOpened(let timeLeft):
+                windowEnd = .now + timeLeft
+                log.info("pairing window opened for \(timeLeft.components.seconds) s")
+            case .attempt(let attempt):
+                let stage: String
+                switch (attempt.code != nil, attempt.deviceConfirmed, attempt.desktopConfirmed) {
+                case (false, _, _): stage = "waiting for its reveal"
+                case (true, false, false): stage = "code shown on both sides; waiting for both people"
+                case (true, true, false): stage = "the device confirmed; waiting for the desktop"
+                case (true, false, true): stage = "the desktop confirmed; waiting for the device"
+                case (true, true, true): stage = "both confirmed"
+                }
+                log.info("pairing attempt of \"\(attempt.deviceName)\": \(stage)")
+            case .paired(let device):
+                history.append(.paired(device))
+                let scopes = device.scopes.sorted().map(\.name).joined(separator: ",")
+                log.info("paired device \(device.deviceID) (\(device.displayName)) with scopes [\(scopes)]")
+            case .windowClosed(let closure):
+                windowEnd = nil
+                log.info("pairing window closed: \(PairingDesk.name(closure))")
+            case .storeFailed(let message):
+                history.append(.storeFailed(message))
+                log.error("storing a paired device failed: \(message)")
+            }
+            monitor.broadcast()
+        }
+    }
+
+    /// The first outcome recorded after `count` outcomes, waiting until `deadline`.
+    func waitForOutcome(after count: Int, until deadline: ContinuousClock.Instant) -> Outcome? {
+        monitor.withLock {
+            while history.count <= count {
+                if !monitor.wait(until: deadline) { break }
+            }
+            return history.count > count ? history[count] : nil
+        }
+    }
+}

@@ -1,0 +1,305 @@
+import Foundation
+import OpenSSLKit
+import RivetGateway
+import RivetPairing
+import RivetSchema
+import RivetTransport
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a daemon runs with: where it listens, which backend and schema, which application
+/// devices pair with, and where its files are.
+public struct RivetDaemonConfiguration: Sendable {
+    /// The numeric address to listen on (`127.0.0.1`, `::1`, `0.0.0.0`).
+    public var listenHost: String
+    /// The port (0 lets the kernel choose; the started daemon reports it).
+    public var listenPort: UInt16
+    /// The backend's program and arguments; the program is looked up in `PATH` unless it
+    /// contains a slash.
+    public var backendCommand: [String]
+    /// The schema file (`rivet.rktd`) whose `device-*` allowlists and scopes the gateway obeys.
+    public var schemaPath: String
+    /// The application devices pair with; devices paired with another one are refused.
+    public var applicationID: RivetApplicationID
+    /// Where the server identity lives (`$XDG_STATE_HOME/rivet`; the key file is mode 0600).
+    public var stateDirectory: String
+    /// The pairing registry file.
+    public var registryPath: String
+    /// The control socket (`$XDG_RUNTIME_DIR/rivet/control.sock`); its directory must exist
+    /// with mode 0700.
+    public var controlSocketPath: String
+    /// The gateway's bounds (512 KiB payloads, 64 pending calls per session, 8 sessions, 4 MiB
+    /// or 256 frames queued per session).
+    public var limits: RivetDeviceGatewayLimits = .default
+    /// The listener's admission bounds and stream buffers.
+    public var listener = RivetListener.Configuration()
+
+    /// A configuration with the default bounds.
+    public init(
+        listenHost: String, listenPort: UInt16, backendCommand: [String], schemaPath: String,
+        applicationID: RivetApplicationID, stateDirectory: String, registryPath: String, controlSocketPath: String
+    ) {
+        self.listenHost = listenHost
+        self.listenPort = listenPort
+        self.backendCommand = backendCommand
+        self.schemaPath = schemaPath
+        self.applicationID = applicationID
+        self.stateDirectory = stateDirectory
+        self.registryPath = registryPath
+        self.controlSocketPath = controlSocketPath
+    }
+}
+
+/// The running gateway daemon: TLS listener, backend child, gateway policy, pairing and the
+/// control socket, wired together (see docs/architecture.md, "The daemon").
+///
+/// `start()` brings the parts up in an order that leaves nothing behind when one fails; `stop()`
+/// takes them down gracefully: the pairing window closes, every session is sent
+/// `rivet.shutdown` and closed, the listener and the control socket stop, the backend's stdin
+/// is closed and it gets `SIGTERM`, then `SIGKILL`, if it does not exit.
+public final class RivetDaemon: Sendable {
+    /// What a started daemon reports.
+    public struct Started: Sendable, Equatable {
+        /// The port it listens on.
+        public let port: UInt16
+        /// The server fingerprint devices pin.
+        public let fingerprint: SPKIFingerprint
+        /// The backend's process ID.
+        public let backendPID: Int32
+    }
+
+    /// The configuration it runs with.
+    public let configuration: RivetDaemonConfiguration
+    /// Its log.
+    public let log: RivetDaemonLog
+    private let parts = DaemonParts()
+
+    /// A daemon that has not started.
+    public init(configuration: RivetDaemonConfiguration, log: RivetDaemonLog) {
+        self.configuration = configuration
+        self.log = log
+    }
+
+    /// Reads the schema, loads (or creates) the server identity, opens the registry, creates
+    /// the control socket, starts the backend and listens.
+    /// - Throws: ``RivetDaemonError`` naming the part that failed (`schemaFailed`,
+    ///   `identityFailed`, `registryFailed`, `controlSocketFailed`, `alreadyRunning`,
+    ///   `backendFailed`, `listenFailed`, `invalidConfiguration`); everything started before
+    ///   is stopped again.
+    public func start() throws(RivetDaemonError) -> Started {
+        signal(SIGPIPE, SIG_IGN)
+        guard !configuration.backendCommand.isEmpty, !configuration.backendCommand[0].isEmpty else {
+            throw RivetDaemonError.invalidConfiguration.with("the backend command is empty")
+        }
+        let policy = try Self.loadPolicy(configuration.schemaPath)
+        let identity: RivetServerIdentity
+        do {
+            identity = try RivetServerIdentity.loadOrProvision(stateDirectory: configuration.stateDirectory)
+        } catch {
+            throw RivetDaemonError.identityFailed.with(error.message)
+        }
+        let store: RivetDevicePairingStore
+        let authenticator: RivetDeviceSessionAuthenticator
+        do {
+            store = try RivetDevicePairingStore(path: configuration.registryPath)
+        } catch {
+            throw RivetDaemonError.registryFailed.with(error.message)
+        }
+        do {
+            authenticator = try RivetDeviceSessionAuthenticator(store: store)
+        } catch {
+            store.close()
+            throw RivetDaemonError.registryFailed.with("cannot draw the authenticator's random bytes: \(error)")
+        }
+        let log = self.log
+        let desk = PairingDesk(
+            serverFingerprint: identity.fingerprint, store: store, applicationID: configuration.applicationID, log: log)
+        let core = GatewayCore(
+            policy: policy, limits: configuration.limits, backendCommand: configuration.backendCommand,
+            applicationID: configuration.applicationID, log: log, tick: { desk.tick() })
+        let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
+        let control = ControlServer(path: configuration.controlSocketPath, log: log) { handler.handle($0) }
+        do {
+            try control.start()
+        } catch {
+            store.close()
+            throw error
+        }
+        do {
+            try core.startBackend()
+        } catch {
+            control.stop()
+            store.close()
+            throw error
+        }
+        var listenerConfiguration = configuration.listener
+        listenerConfiguration.events = { event in Self.logListenerEvent(event, log) }
+        let listener = RivetListener(
+            configuration: listenerConfiguration, identity: identity, pairing: desk, authenticator: authenticator,
+            handler: core)
+        let port: UInt16
+        do {
+            port = try listener.start(host: configuration.listenHost, port: configuration.listenPort)
+        } catch {
+            control.stop()
+            core.stopBackend(deadline: .now + .seconds(7))
+            store.close()
+            throw RivetDaemonError.listenFailed.with(
+                "cannot listen on \(Self.join(configuration.listenHost, configuration.listenPort)): \(error.message)")
+        }
+        parts.set(Running(listener: listener, control: control, core: core, desk: desk, store: store))
+        log.info("control socket at \(configuration.controlSocketPath)")
+        log.info("server fingerprint \(identity.fingerprint.hex)")
+        log.info("listening on \(Self.join(configuration.listenHost, port)) for application \(configuration.applicationID)")
+        return Started(port: port, fingerprint: identity.fingerprint, backendPID: core.backendPID ?? 0)
+    }
+
+    /// Stops gracefully (see the type's description) and returns once everything has stopped.
+    /// Safe to call more than once; later calls return at once.
+    public func stop() {
+        guard let running = parts.take() else { return }
+        log.info("stopping: closing sessions, the listener, the control socket and the backend")
+        try? running.desk.cancel()
+        running.core.closeAllSessions(timeout: .seconds(2))
+        running.listener.stop()
+        running.control.stop()
+        running.core.stopBackend(deadline: .now + .seconds(7))
+        running.store.close()
+        log.info("stopped")
+    }
+
+    /// The open sessions (empty before start and after stop).
+    public var sessions: [RivetDaemonSessionInfo] { parts.get()?.core.sessions() ?? [] }
+
+    /// The backend's current process ID, or nil while none runs.
+    public var backendPID: Int32? { parts.get()?.core.backendPID }
+
+    static func loadPolicy(_ path: String) throws(RivetDaemonError) -> RivetDeviceGatewayPolicy {
+        let text: String
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            if let size = attributes[.size] as? Int, size > 1 << 20 {
+                throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
+            }
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch let error as RivetDaemonError {
+            throw error
+        } catch {
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(error.localizedDescription)")
+        }
+        do {
+            return RivetDeviceGatewayPolicy(schema: try Schema.parse(text, file: path))
+        } catch {
+            throw RivetDaemonError.schemaFailed.with("the schema does not validate: \(error.description)")
+        }
+    }
+
+    private static func logListenerEvent(_ event: RivetListener.Event, _ log: RivetDaemonLog) {
+        switch event {
+        case .refused(let peer): log.warn("refused a connection from \(peer): too many connections are pending")
+        case .evicted(let peer): log.debug("closed an idle connection from \(peer) to make room")
+        case .closed(let connection, let peer, let reason): log.debug("connection \(connection) from \(peer) closed: \(reason)")
+        case .sessionStarted(let connection, let device): log.debug("connection \(connection) authenticated as device \(device)")
+        case .sessionEnded(let connection, let device, let reason):
+            log.debug("connection \(connection) of device \(device) ended: \(reason)")
+        }
+    }
+
+    static func join(_ host: String, _ port: UInt16) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+}
+
+/// The parts of a started daemon.
+private struct Running: Sendable {
+    let listener: RivetListener
+    let control: ControlServer
+    let core: GatewayCore
+    let desk: PairingDesk
+    let store: RivetDevicePairingStore
+}
+
+/// Holds the running parts; `take` hands them to exactly one `stop`.
+private final class DaemonParts: Sendable {
+    private let state = Mutex<Running?>(nil)
+    func set(_ running: Running) { state.withLock { $0 = running } }
+    func get() -> Running? { state.withLock { $0 } }
+    func take() -> Running? { state.withLock { value in defer { value = nil }; return value } }
+}
+
+/// Answers control requests with the daemon's parts.
+private struct ControlHandler: Sendable {
+    let desk: PairingDesk
+    let core: GatewayCore
+    let store: RivetDevicePairingStore
+    let policy: RivetDeviceGatewayPolicy
+    let log: RivetDaemonLog
+
+    func handle(_ request: RivetControlRequest) -> RivetControlJSON {
+        do throws(RivetControlError) {
+            return try answer(request)
+        } catch {
+            return error.response
+        }
+    }
+
+    private func answer(_ request: RivetControlRequest) throws(RivetControlError) -> RivetControlJSON {
+        switch request {
+        case .open:
+            let left = try desk.open()
+            return ["ok": true, "seconds_left": .integer(Int64(left.components.seconds))]
+        case .pending:
+            return desk.pending()
+        case .confirm(let code, let names):
+            let scopes = try grantable(names)
+            let device = try desk.confirm(code: code, scopes: scopes)
+            return ["ok": true, "device": RivetControlShapes.device(device)]
+        case .reject:
+            try desk.reject()
+            return ["ok": true]
+        case .cancel:
+            try desk.cancel()
+            return ["ok": true]
+        case .sessions:
+            return ["ok": true, "sessions": .array(core.sessions().map(RivetControlShapes.session))]
+        case .revoke(let id):
+            // The registry forgets the device first (committed), then its sessions close.
+            let removed: RivetDevicePairedDevice
+            do {
+                removed = try store.revoke(id)
+            } catch where error == .unknownDevice {
+                throw RivetControlError.unknownDevice.with("no paired device has ID \(id.hex); nothing was changed")
+            } catch {
+                throw RivetControlError.registryFailed.with(error.message)
+            }
+            let closed = core.revoke(device: id)
+            log.info("revoked device \(id) (\(removed.displayName)); \(closed) live session\(closed == 1 ? "" : "s") closed")
+            return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(closed))]
+        }
+    }
+
+    /// The scopes to grant: at least one, each a valid name the schema declares.
+    private func grantable(_ names: [String]) throws(RivetControlError) -> Set<RivetDeviceScope> {
+        let declared = policy.declaredScopes.map(\.name).joined(separator: ", ")
+        guard !names.isEmpty else {
+            throw RivetControlError.noScopes.with(
+                "name at least one scope to grant (declared: \(declared)); a device granted nothing can do nothing")
+        }
+        var scopes: Set<RivetDeviceScope> = []
+        for name in names {
+            do {
+                scopes.insert(try RivetDeviceScope(name))
+            } catch {
+                throw RivetControlError.invalidArgument.with("`\(name)` is not a scope name: \(error.message)")
+            }
+        }
+        do {
+            try policy.validateGrant(scopes)
+        } catch {
+            throw RivetControlError.unknownScope.with("\(error.message) (declared: \(declared))")
+        }
+        return scopes
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A mutex with one condition variable whose timed waits use `CLOCK_MONOTONIC`, so deadlines on
+/// `ContinuousClock` are not disturbed when the wall clock is set.
+// @unchecked Sendable: the pthread objects are made for use from many threads; callers guard their own state with `withLock`.
+final class DaemonMonitor: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Runs `body` holding the mutex.
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Waits for `broadcast()` or `deadline` (nil waits without limit); call only inside
+    /// `withLock`. Returns false once the deadline has passed. Wakes may be spurious.
+    @discardableResult
+    func wait(until deadline: ContinuousClock.Instant?) -> Bool {
+        guard let deadline else {
+            pthread_cond_wait(condition, mutex)
+            return true
+        }
+        let remaining = ContinuousClock.now.duration(to: deadline)
+        guard remaining > .zero else { return false }
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let (seconds, attoseconds) = remaining.components
+        var nanoseconds = Int64(now.tv_nsec) + attoseconds / 1_000_000_000
+        var wholeSeconds = Int64(now.tv_sec) + seconds + nanoseconds / 1_000_000_000
+        nanoseconds %= 1_000_000_000
+        if wholeSeconds < 0 { wholeSeconds = Int64.max }
+        var target = timespec(tv_sec: Int(wholeSeconds), tv_nsec: Int(nanoseconds))
+        pthread_cond_timedwait(condition, mutex, &target)
+        return ContinuousClock.now < deadline
+    }
+
+    /// Wakes every waiter.
+    func broadcast() {
+        pthread_cond_broadcast(condition)
+    }
+}
+
+/// Starts a named thread with a modest stack (512 KiB of address space; only touched pages
+/// cost memory).
+func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    let thread = Thread(block: body)
+    thread.name = name
+    thread.stackSize = 512 * 1024
+    thread.start()
+}

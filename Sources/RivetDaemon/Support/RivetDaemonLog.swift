@@ -1,0 +1,135 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// How much the daemon logs: each level includes the ones before it.
+public enum RivetLogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
+    /// Failures that stop something: the daemon cannot start, a backend cannot be started.
+    case error
+    /// Things that went wrong and were handled: a backend died and restarts, a session was
+    /// refused, a peer of the control socket was turned away.
+    case warn
+    /// What an operator follows: listening, sessions opening and closing, pairing, revocation.
+    case info
+    /// Every connection and control request.
+    case debug
+
+    /// The level's name as `--log-level` takes it: `error`, `warn`, `info`, `debug`.
+    public var description: String {
+        switch self {
+        case .error: "error"
+        case .warn: "warn"
+        case .info: "info"
+        case .debug: "debug"
+        }
+    }
+
+    /// The level called `name`, or nil.
+    public init?(name: String) {
+        guard let level = Self.allCases.first(where: { $0.description == name }) else { return nil }
+        self = level
+    }
+
+    /// The sd-daemon priority prefix journald reads (`<3>` error … `<7>` debug).
+    var journalPriority: Int {
+        switch self {
+        case .error: 3
+        case .warn: 4
+        case .info: 6
+        case .debug: 7
+        }
+    }
+
+    /// Orders by verbosity: `error` < `warn` < `info` < `debug`.
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// The daemon's log: one line per event, each with its level, written whole (one `write(2)`),
+/// so it reads well in a terminal, a file and the systemd journal.
+///
+/// Lines look like `rivetd: info: session 3 opened …`; when standard error is the journal
+/// (`JOURNAL_STREAM` is set, as systemd does) they carry journald's priority prefix instead
+/// (`<6>session 3 opened …`). Each message is made one line: line breaks become spaces and other
+/// control characters are shown escaped, so text from a device or the backend cannot forge
+/// lines. Callers never pass a credential, verifier, nonce, pairing code or key: the log names
+/// devices by ID and name only.
+public struct RivetDaemonLog: Sendable {
+    /// The most verbose level written; lines above it are dropped.
+    public let level: RivetLogLevel
+    /// The prefix of every line outside the journal.
+    public let tag: String
+    /// Whether lines carry journald's priority prefix instead of the tag and level name.
+    public let journal: Bool
+    private let sink: @Sendable (String) -> Void
+
+    /// A log writing lines at or below `level` to `sink` (standard error by default).
+    public init(
+        level: RivetLogLevel, tag: String = "rivetd",
+        journal: Bool = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil,
+        sink: @escaping @Sendable (String) -> Void = RivetDaemonLog.standardError
+    ) {
+        self.level = level
+        self.tag = tag
+        self.journal = journal
+        self.sink = sink
+    }
+
+    /// Writes one line to standard error with a single `write(2)` per line.
+    public static let standardError: @Sendable (String) -> Void = { line in
+        stderrLock.withLock { _ in
+            var bytes = Array(line.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeMutableBytes { raw in
+                    Glibc.write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                }
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+            bytes.removeAll()
+        }
+    }
+
+    /// Whether lines of `level` are written.
+    public func enabled(_ level: RivetLogLevel) -> Bool { level <= self.level }
+
+    /// Logs `message` at `level` (the message is built only when the level is enabled).
+    public func log(_ level: RivetLogLevel, _ message: @autoclosure () -> String) {
+        guard enabled(level) else { return }
+        let text = Self.oneLine(message())
+        sink(journal ? "<\(level.journalPriority)>\(text)\n" : "\(tag): \(level): \(text)\n")
+    }
+
+    /// Logs at `error`.
+    public func error(_ message: @autoclosure () -> String) { log(.error, message()) }
+    /// Logs at `warn`.
+    public func warn(_ message: @autoclosure () -> String) { log(.warn, message()) }
+    /// Logs at `info`.
+    public func info(_ message: @autoclosure () -> String) { log(.info, message()) }
+    /// Logs at `debug`.
+    public func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
+
+    /// `text` on one line: CR and LF become spaces, other control characters `\u{XX}`.
+    static func oneLine(_ text: String) -> String {
+        var output = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A, 0x0D: output.append(" ")
+            case 0x09: output.unicodeScalars.append(scalar)
+            case 0x00..<0x20, 0x7F..<0xA0:
+                output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        return output
+    }
+}
+
+private let stderrLock = Mutex(())

@@ -1,0 +1,48 @@
+import CommandLineKit
+import Glibc
+
+extension ToolSpecs {
+    /// `rivetd`: the gateway daemon. It listens only when told to (`--listen`), runs the backend
+    /// as a child speaking RVT1 on its stdin and stdout, and stops gracefully on SIGTERM.
+    public static let rivetd = CommandSpec(
+        name: "rivetd",
+        version: version,
+        abstract: "Run the Rivet gateway between paired devices and a backend process.",
+        discussion: """
+            rivetd accepts paired devices over TLS 1.3 on the address given with --listen and \
+            forwards their requests to the backend, a child process that speaks RVT1 on its \
+            standard input and output. Only the RPCs, events and state keys in the schema's \
+            device allowlists, and of those only what a device's scopes grant, ever pass. \
+            Pairing and revocation go through the control socket with rivet-pair.
+
+            Nothing listens without --listen, which needs --schema, --application-id and \
+            --backend; --backend takes the rest of the command line, so give it last:
+             rivetd --listen 127.0.0.1:7447 --schema rivet.rktd --application-id net.example.app --backend ./backend
+
+            SIGTERM stops rivetd gracefully (exit status 0).
+            """,
+        options: [
+            .value(
+                "listen", valueName: "ADDR:PORT", kind: .hostPort,
+                help: "Listen for devices on this numeric address and port (port 0 picks a free one)."),
+            .value("schema", kind: .file, help: "The schema whose device allowlists and scopes the gateway enforces."),
+            .value(
+                "application-id", valueName: "ID",
+                help: "The application devices pair with; devices of any other application are refused."),
+            .value(
+                "registry", valueName: "FILE", kind: .file,
+                help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3."),
+            .value(
+                "log-level", valueName: "LEVEL", kind: .choice(["error", "warn", "info", "debug"]),
+                help: "Log events at this level and above to standard error (default info)."),
+            .flag(
+                "fingerprint",
+                help: "Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed."),
+            .rest(
+                "backend", valueName: "CMD", kind: .command,
+                help: "Run CMD with the remaining arguments as the backend; give it last."),
+        ],
+        exclusiveGroups: [["fingerprint", "listen"]],
+        normalStopSignals: [SIGTERM]
+    )
+}

@@ -1,0 +1,153 @@
+import CommandLineKit
+import Foundation
+import RivetPairing
+import RivetSession
+import RivetTransport
+
+/// `--connect HOST:PORT`: the device side of pairing, for a Linux companion.
+enum CompanionCommand {
+    /// Pairs with the rivetd at `server`, asks this device's person to compare the code (on a
+    /// terminal) or reads one line from standard input (`y`/`yes` confirms), stores the
+    /// credential and the pin, and checks them with one pinned resume.
+    static func connect(
+        _ server: HostPort, deviceName: String?, applicationID: String?, credentialPath: String?, json: Bool
+    ) async throws -> ExitStatus {
+        guard let applicationID else {
+            throw UsageError("--connect needs --application-id ID (the application to pair with)", argument: "--connect")
+        }
+        let application: RivetApplicationID
+        let name: RivetDeviceName
+        do {
+            application = try RivetApplicationID(applicationID)
+            name = try RivetDeviceName(deviceName ?? hostName())
+        } catch {
+            throw UsageError("\(error.message)", argument: deviceName ?? applicationID)
+        }
+        let store: RivetCompanionCredentialStore
+        do {
+            store = try credentialPath.map(RivetCompanionCredentialStore.init(path:)) ?? RivetCompanionCredentialStore.standard()
+        } catch {
+            throw CompanionError(message: String(describing: error), exitStatus: .failure)
+        }
+        // A device paired with this application before re-pairs under its ID.
+        let existing = (try? store.load()).flatMap { $0.applicationID == application ? $0.deviceID : nil }
+        let credential = try await onThread {
+            try pair(server, application: application, name: name, existingDeviceID: existing)
+        }
+        do {
+            try store.save(credential)
+        } catch {
+            throw CompanionError(message: "paired, but the credential could not be stored: \(error.message)", exitStatus: .failure)
+        }
+        try await onThread { try verify(credential, server) }
+        if json {
+            try JSONOutput.write(PairedJSON(credential, file: store.path))
+        } else {
+            try StandardOutput.write("\(credential.deviceID.hex)\n")
+        }
+        Diagnostics.note("paired as device \(credential.deviceID.hex); credential and pin stored in \(store.path)")
+        return .ok
+    }
+
+    private static func pair(
+        _ server: HostPort, application: RivetApplicationID, name: RivetDeviceName, existingDeviceID: DeviceID?
+    ) throws -> RivetCompanionCredential {
+        let connector = RivetClientConnector()
+        do {
+            return try connector.pair(
+                host: server.host, port: server.port, applicationID: application, deviceName: name,
+                existingDeviceID: existingDeviceID
+            ) { prompt in
+                decide(prompt)
+            }
+        } catch {
+            throw classify(error, during: "pairing with \(server)")
+        }
+    }
+
+    /// Shows the code and the fingerprint on stderr and gets the person's answer.
+    private static func decide(_ prompt: RivetPairingPrompt) -> RivetPairingDecision {
+        let code = prompt.code.text
+        let lines = """
+            server \(prompt.serverAddress), fingerprint \(prompt.serverFingerprint.grouped)
+            code: \(code.prefix(3)) \(code.dropFirst(3))
+
+            """
+        try? OutputChannel.standardError.write(lines)
+        if isatty(STDIN_FILENO) == 1 {
+            try? OutputChannel.standardError.write("Does the desktop show the same code? [y/N] ")
+        }
+        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return answer == "y" || answer == "yes" ? .confirm : .reject
+    }
+
+    /// Resumes once over a connection pinned to the new fingerprint, so a stored credential is
+    /// known to work.
+    private static func verify(_ credential: RivetCompanionCredential, _ server: HostPort) throws {
+        do {
+            let session = try RivetClientConnector().resume(credential, host: server.host, port: server.port)
+            session.stream.close()
+            _ = session.stream.waitUntilClosed(deadline: .now + .seconds(5))
+        } catch {
+            throw classify(error, during: "resuming with the new credential")
+        }
+    }
+
+    static func classify(_ error: RivetClientError, during what: String) -> CompanionError {
+        switch error {
+        case .pinMismatch:
+            return CompanionError(
+                message: "\(what): the server presented another key than the one it paired with (reinstalled, or intercepted): \(error.message)",
+                exitStatus: .permanent)
+        case .credentialRejected:
+            return CompanionError(message: "\(what): the server refused the credential (revoked, or never valid)", exitStatus: .auth)
+        case .rejected(.rejectedByPerson), .pairingFailed:
+            return CompanionError(
+                message: "\(what): pairing was rejected (a person said no, or the codes differed); nothing was stored",
+                exitStatus: .auth)
+        case .rejected(.windowClosed):
+            return CompanionError(
+                message: "\(what): no pairing window is open on the desktop; run 'rivet-pair --open' there first",
+                exitStatus: .failure)
+        default:
+            return CompanionError(message: "\(what): \(error.message)", exitStatus: .failure)
+        }
+    }
+
+    private static func hostName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "linux companion" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? "linux companion" : String(name.prefix(128))
+    }
+
+    /// Runs blocking network work on a thread of its own, off Swift's cooperative threads.
+    private static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try body() }) }.start()
+        }
+    }
+}
+
+/// A failed companion pairing, with the exit status its class maps to.
+struct CompanionError: ToolError {
+    let message: String
+    let exitStatus: ExitStatus
+}
+
+/// What `--connect --json` prints: never the credential.
+struct PairedJSON: Encodable {
+    let device_id: String
+    let application_id: String
+    let server_address: String
+    let server_fingerprint: String
+    let credential_file: String
+
+    init(_ credential: RivetCompanionCredential, file: String) {
+        device_id = credential.deviceID.hex
+        application_id = credential.applicationID.value
+        server_address = credential.serverAddress
+        server_fingerprint = credential.serverFingerprint.hex
+        credential_file = file
+    }
+}

@@ -1,0 +1,103 @@
+import CommandLineKit
+import Foundation
+import RivetDaemon
+import RivetPairing
+import RivetTransport
+import ToolSpecs
+
+ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
+    let level = arguments.value("log-level").flatMap(RivetLogLevel.init(name:)) ?? .info
+    let log = RivetDaemonLog(level: level)
+    let stateDirectory: String
+    do {
+        stateDirectory = try RivetStatePaths.stateDirectory()
+    } catch {
+        throw StartError(message: String(describing: error))
+    }
+
+    if arguments.flag("fingerprint") {
+        for option in ["backend", "schema", "application-id"] where arguments.count(option) > 0 {
+            throw UsageError("--\(option) goes with --listen, not --fingerprint", argument: "--\(option)")
+        }
+        let identity: RivetServerIdentity
+        do {
+            identity = try RivetServerIdentity.loadOrProvision(stateDirectory: stateDirectory)
+        } catch {
+            throw StartError(message: String(describing: error))
+        }
+        try StandardOutput.write("\(identity.fingerprintHex)\n\(identity.fingerprintForPeople)\n")
+        return .ok
+    }
+
+    let configuration = try DaemonCommandLine.configuration(arguments, stateDirectory: stateDirectory)
+    let daemon = RivetDaemon(configuration: configuration, log: log)
+    do {
+        _ = try daemon.start()
+    } catch {
+        throw StartError(message: String(describing: error))
+    }
+    // Serve until SIGTERM (or SIGINT) cancels this task, then stop gracefully off the
+    // cooperative threads: stopping waits for sessions, threads and the backend.
+    while !Task.isCancelled {
+        try? await Task.sleep(for: .seconds(3600))
+    }
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        Thread {
+            daemon.stop()
+            continuation.resume()
+        }.start()
+    }
+    return .ok
+}
+
+/// The daemon's configuration from its command line.
+enum DaemonCommandLine {
+    static func configuration(_ arguments: ParsedArguments, stateDirectory: String) throws -> RivetDaemonConfiguration {
+        guard let listen = arguments.hostPort("listen") else {
+            throw UsageError(
+                "nothing to do: give --listen ADDR:PORT (with --schema, --application-id and --backend) or --fingerprint")
+        }
+        guard let schema = arguments.value("schema") else {
+            throw UsageError("--listen needs --schema FILE", argument: "--listen")
+        }
+        guard let application = arguments.value("application-id") else {
+            throw UsageError("--listen needs --application-id ID", argument: "--listen")
+        }
+        guard let backend = arguments.rest, !backend.isEmpty else {
+            throw UsageError("--listen needs --backend CMD [ARG...] (give it last)", argument: "--listen")
+        }
+        let applicationID: RivetApplicationID
+        do {
+            applicationID = try RivetApplicationID(application)
+        } catch {
+            throw UsageError("--application-id: \(error.message)", argument: application)
+        }
+        let runtime: String
+        do {
+            let directories = try XDGDirectories(appName: "rivet")
+            runtime = try directories.ensure(.runtime).path
+        } catch {
+            throw StartError(message: "cannot prepare the runtime directory for the control socket: \(error)")
+        }
+        let registry: String
+        if let path = arguments.value("registry") {
+            registry = path
+        } else {
+            do {
+                registry = try RivetStatePaths.registryPath()
+            } catch {
+                throw StartError(message: String(describing: error))
+            }
+        }
+        return RivetDaemonConfiguration(
+            listenHost: listen.host, listenPort: listen.port, backendCommand: backend, schemaPath: schema,
+            applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
+            controlSocketPath: RivetControlClient.socketPath(runtimeDirectory: runtime))
+    }
+}
+
+/// rivetd could not start; the message says which part failed and why.
+struct StartError: ToolError {
+    let message: String
+    var exitStatus: ExitStatus { .failure }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import Glibc
+import RivetDaemon
+import RivetPairing
+import Testing
+import ToolTestSupport
+
+/// rivetd's command line, start-up failures and control socket.
+@Suite(.serialized) struct DaemonTests {
+    @Test("--fingerprint creates the identity once (0600) and prints its hex and grouped forms")
+    func fingerprint() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let first = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        let second = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(first.status == 0 && second.status == 0)
+        #expect(first.stdout == second.stdout)
+        let lines = first.stdoutLines
+        #expect(lines.count == 2)
+        #expect(lines[0].count == 64 && lines[0].allSatisfy(\.isHexDigit))
+        #expect(lines[1].split(separator: " ").count == 16 && lines[1].replacingOccurrences(of: " ", with: "") == lines[0])
+        var info = stat()
+        #expect(stat(home.stateDirectory + "/server-key.pem", &info) == 0 && info.st_mode & 0o777 == 0o600)
+    }
+
+    @Test(
+        "usage errors exit 2 with one line naming the problem",
+        arguments: [
+            ([], "nothing to do"),
+            (["--listen", "127.0.0.1:0"], "--listen needs --schema FILE"),
+            (["--listen", "127.0.0.1:0", "--schema", "s"], "--listen needs --application-id ID"),
+            (["--listen", "127.0.0.1:0", "--schema", "s", "--application-id", "a"], "--listen needs --backend"),
+            (["--fingerprint", "--schema", "s"], "--schema goes with --listen"),
+            (["--fingerprint", "--listen", "127.0.0.1:0"], "--fingerprint"),
+            (["--listen", "localhost"], "--listen"),
+            (["--log-level", "loud", "--fingerprint"], "loud"),
+        ])
+    func usageErrors(arguments: [String], fragment: String) async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let run = try await offPool { try ToolProcess.run("rivetd", arguments, environment: home.environment) }
+        #expect(run.status == 2)
+        #expect(run.stderrLines.count == 1)
+        #expect(run.stderr.contains(fragment))
+    }
+
+    @Test("a schema that does not validate, a missing backend, a busy port and a second daemon stop rivetd with exit 1")
+    func startFailures() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        func rivetd(schema: String = exampleSchema, listen: String = "127.0.0.1:0", backend: String) async throws -> ToolRun {
+            try await offPool {
+                try ToolProcess.run(
+                    "rivetd", ["--listen", listen, "--schema", schema, "--application-id", testApplication, "--backend", backend],
+                    environment: home.environment, timeout: .seconds(30))
+            }
+        }
+        let bad = home.path + "/bad.rktd"
+        try "(rpc broken".write(toFile: bad, atomically: true, encoding: .utf8)
+        let badSchema = try await rivetd(schema: bad, backend: ToolProcess.path(of: "rivet-test-backend"))
+        #expect(badSchema.status == 1)
+        #expect(badSchema.stderr.contains("the schema does not validate: \(bad):1:"))
+
+        let missing = try await rivetd(backend: home.path + "/no-such-backend")
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("cannot start the backend"))
+        #expect(!FileManager.default.fileExists(atPath: home.socket))
+
+        let daemon = try await Daemon.start(home)
+        let busyPort = try await rivetd(listen: "127.0.0.1:\(daemon.port)", backend: ToolProcess.path(of: "rivet-test-backend"))
+        #expect(busyPort.status == 1)
+        #expect(busyPort.stderr.contains("another rivetd answers on \(home.socket)"))
+        #expect(try await daemon.stop() == 0)
+
+        // The socket is gone, so the second start gets as far as the listen address.
+        let blocker = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(blocker) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(blocker, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        listen(blocker, 1)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(blocker, $0, &length) }
+        }
+        let taken = UInt16(bigEndian: address.sin_port)
+        let inUse = try await rivetd(listen: "127.0.0.1:\(taken)", backend: ToolProcess.path(of: "rivet-test-backend"))
+        #expect(inUse.status == 1)
+        #expect(inUse.stderr.contains("cannot listen on 127.0.0.1:\(taken)"))
+        #expect(!FileManager.default.fileExists(atPath: home.socket))
+    }
+
+    @Test("malformed, unknown and overlong control requests get an error line and the connection stays usable")
+    func controlBadInput() async throws {
+        try await withDaemon(try Home()) { daemon in
+            let control = try daemon.control()
+            func code(_ line: [UInt8]) async -> String? {
+                do {
+                    _ = try await offPool { try control.sendLine(line) }
+                    return nil
+                } catch let error as RivetControlError {
+                    return error.code
+                } catch {
+                    return "\(error)"
+                }
+            }
+            func line(_ text: String) -> [UInt8] { Array((text + "\n").utf8) }
+            #expect(await code(line("not json")) == "malformed-request")
+            #expect(await code(line("[1,2]")) == "malformed-request")
+            #expect(await code(line(#"{"op":"fly"}"#)) == "unknown-op")
+            #expect(await code(line(#"{"op":"revoke","device_id":"zz"}"#)) == "invalid-argument")
+            #expect(await code(line(#"{"op":"revoke","device_id":"00000000000000000000000000000000"}"#)) == "unknown-device")
+            #expect(await code(line(#"{"op":"confirm","code":null,"scopes":[]}"#)) == "no-scopes")
+            #expect(await code(line(#"{"op":"confirm","code":"12","scopes":["viewer"]}"#)) == "invalid-argument")
+            #expect(await code(line(#"{"op":"confirm","code":null,"scopes":["ghost"]}"#)) == "unknown-scope")
+            #expect(await code(line(#"{"op":"confirm","code":null,"scopes":["viewer"]}"#)) == "window-closed")
+            #expect(await code(line(String(repeating: "[", count: 40)) ) == "malformed-request")
+            // A line of exactly 64 KiB is read; one byte more is discarded unread.
+            let request = #"{"op":"pending"}"#
+            let atLimit = request + String(repeating: " ", count: 65_536 - request.utf8.count)
+            #expect(await code(line(atLimit)) == nil)
+            #expect(await code(line(atLimit + " ")) == "line-too-long")
+            #expect(await code(line(request)) == nil)
+            #expect(try await offPool { try control.send(.open) }["seconds_left"]?.integer ?? 0 > 290)
+            #expect(await code(line(#"{"op":"open"}"#)) == "window-already-open")
+            #expect(await code(line(#"{"op":"reject"}"#)) == "no-attempt")
+            #expect(await code(line(#"{"op":"cancel"}"#)) == nil)
+            #expect(try await offPool { try control.send(.pending) }["closed_because"]?.string == "cancelled")
+        }
+    }
+
+    @Test("the control socket is 0600 in a 0700 directory and refuses a client running as another user")
+    func controlRefusesOtherUser() async throws {
+        try await withDaemon(try Home()) { daemon in
+            var info = stat()
+            #expect(lstat(daemon.home.socket, &info) == 0 && info.st_mode & 0o777 == 0o600)
+            #expect(stat(daemon.home.path + "/run/rivet", &info) == 0 && info.st_mode & 0o777 == 0o700)
+            let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            let client = try Spawned.start(
+                ToolProcess.path(of: "rivet-pair"), ["--sessions"], environment: daemon.home.environment,
+                directory: daemon.home.path, prefix: nobody)
+            #expect(try await client.wait() == 1)
+            #expect(client.stderr.contains("belongs to another user"))
+            #expect(try await daemon.request(.sessions)["ok"] == true)
+        }
+    }
+
+    @Test("a daemon running as another user answers this user's connection with one permission-denied line")
+    func peerCredentialsChecked() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        #expect(chown(home.path, 65534, 65534) == 0)
+        let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        try await withDaemon(home, prefix: nobody) { daemon in
+            // This test runs as root, which the socket's permissions do not stop; the peer check does.
+            let control = try daemon.control()
+            await #expect(throws: RivetControlError.permissionDenied) { try await offPool { try control.send(.sessions) } }
+            try await daemon.waitForLog("refused a control connection from uid \(getuid())")
+            #expect(try await daemon.stop() == 0)
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import Glibc
+import RivetDaemon
+import RivetDevice
+import RivetPairing
+import RivetSession
+import Testing
+import ToolTestSupport
+
+/// Pairing end to end: the real rivetd, the real rivet-pair on both sides, TLS on loopback.
+@Suite(.serialized) struct PairingTests {
+    /// Starts `rivet-pair --connect` for a device living in `deviceHome`, with its stdin a pipe.
+    static func connect(_ daemon: Daemon, deviceHome: Home, name: String = "Test Phone") throws -> Spawned {
+        try Spawned.start(
+            ToolProcess.path(of: "rivet-pair"),
+            [
+                "--connect", "127.0.0.1:\(daemon.port)", "--application-id", testApplication, "--device-name", name,
+                "--json",
+            ], environment: deviceHome.environment, directory: deviceHome.path, stdinPipe: true)
+    }
+
+    /// Waits until the device side shows its code and returns the six digits.
+    static func code(of connect: Spawned) async throws -> String {
+        var code = ""
+        try await eventually("the device to show its code") {
+            guard let line = connect.stderr.split(separator: "\n").first(where: { $0.hasPrefix("code: ") }) else { return false }
+            code = line.dropFirst(6).filter(\.isNumber)
+            return code.count == 6
+        }
+        return code
+    }
+
+    static func rivetPair(_ home: Home, _ arguments: [String]) throws -> Spawned {
+        try Spawned.start(ToolProcess.path(of: "rivet-pair"), arguments, environment: home.environment, directory: home.path)
+    }
+
+    @Test("a device pairs with confirmation on both sides, stores its credential and pin, and makes an allowed call")
+    func pairThenCall() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            let open = try Self.rivetPair(home, ["--open"])
+            #expect(try await open.wait() == 0)
+            #expect(open.stdout.hasPrefix("pairing window open for "))
+
+            let deviceHome = try home.device("phone")
+            let connect = try Self.connect(daemon, deviceHome: deviceHome)
+            let code = try await Self.code(of: connect)
+            #expect(connect.stderr.contains("fingerprint \(daemon.fingerprint.grouped)"))
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer", "--json"])
+            try await daemon.waitForLog("the desktop confirmed; waiting for the device")
+            connect.write("y\n")
+            #expect(try await connect.wait() == 0)
+            #expect(try await confirm.wait() == 0)
+
+            let paired = try JSONSerialization.jsonObject(with: Data(connect.stdout.utf8)) as? [String: Any]
+            let granted = try JSONSerialization.jsonObject(with: Data(confirm.stdout.utf8)) as? [String: Any]
+            let deviceID = try #require(paired?["device_id"] as? String)
+            #expect(granted?["device_id"] as? String == deviceID)
+            #expect(granted?["name"] as? String == "Test Phone")
+            #expect(granted?["scopes"] as? [String] == ["viewer"])
+            #expect(paired?["server_fingerprint"] as? String == daemon.fingerprint.hex)
+            #expect(confirm.stderr.contains("device \"Test Phone\" (\(testApplication)) asks to pair"))
+            #expect(confirm.stderr.contains("code: \(code.prefix(3)) \(code.dropFirst(3))"))
+
+            // The credential file is private and pinned to the daemon's key.
+            let file = deviceHome.path + "/state/rivet/companion-credential.json"
+            var info = stat()
+            #expect(stat(file, &info) == 0 && info.st_mode & 0o777 == 0o600)
+            let credential = try RivetCompanionCredentialStore(path: file).load()
+            #expect(credential.deviceID.hex == deviceID)
+            #expect(credential.serverFingerprint == daemon.fingerprint)
+
+            let session = try await daemon.companion(credential)
+            let score = try await session.client.send(CurrentScore(gameID: "final"))
+            #expect(score == Score(gameID: "final", home: 2, away: 1, period: "second", note: nil))
+            await session.close()
+
+            // Nothing secret reached the log: no credential, no code.
+            let log = daemon.log
+            #expect(!log.contains(credential.credential.bytes.map { String(format: "%02x", $0) }.joined()))
+            #expect(!log.contains(code))
+            #expect(log.contains("paired device \(deviceID) (Test Phone) with scopes [viewer]"))
+        }
+    }
+
+    @Test("on terminals both sides show the code and ask; y on each pairs the device")
+    func terminalsAsk() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            _ = try await daemon.request(.open)
+            let deviceHome = try home.device("phone")
+            let pairCommand = ToolProcess.path(of: "rivet-pair")
+            // script(1) gives each side a pseudo-terminal and forwards our pipe to it.
+            let device = try Spawned.start(
+                "/usr/bin/script",
+                ["-qfec", "\(pairCommand) --connect 127.0.0.1:\(daemon.port) --application-id \(testApplication) --device-name Desk", "/dev/null"],
+                environment: deviceHome.environment, directory: deviceHome.path, stdinPipe: true)
+            try await eventually("the device to ask") { device.stdout.contains("Does the desktop show the same code? [y/N]") }
+            let desktop = try Spawned.start(
+                "/usr/bin/script", ["-qfec", "\(pairCommand) --confirm --scope viewer --scope controller", "/dev/null"],
+                environment: home.environment, directory: home.path, stdinPipe: true)
+            try await eventually("the desktop to ask") { desktop.stdout.contains("Does the device show the same code? [y/N]") }
+            let deviceCode = try #require(device.stdout.split(whereSeparator: \.isNewline).first { $0.hasPrefix("code: ") })
+            let desktopCode = try #require(desktop.stdout.split(whereSeparator: \.isNewline).first { $0.hasPrefix("code: ") })
+            #expect(deviceCode == desktopCode)
+            #expect(desktop.stdout.contains("device \"Desk\" (\(testApplication)) asks to pair"))
+            desktop.write("y\n")
+            device.write("y\n")
+            #expect(try await device.wait() == 0)
+            #expect(try await desktop.wait() == 0)
+            #expect(desktop.stdout.contains("with scopes controller,viewer"))
+            let store = try RivetDevicePairingStore(path: home.registry)
+            defer { store.close() }
+            #expect(try store.list().map(\.displayName.value) == ["Desk"])
+        }
+    }
+
+    @Test("a device that answers no is not paired: --connect exits 5 and --confirm reports the ended attempt")
+    func deviceRejects() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            _ = try await daemon.request(.open)
+            let deviceHome = try home.device("phone")
+            let connect = try Self.connect(daemon, deviceHome: deviceHome)
+            let code = try await Self.code(of: connect)
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
+            try await daemon.waitForLog("the desktop confirmed; waiting for the device")
+            connect.write("n\n")
+            #expect(try await connect.wait() == 5)
+            #expect(connect.stderr.contains("pairing was rejected"))
+            #expect(try await confirm.wait() == 1)
+            #expect(confirm.stderr.contains("ended before both sides confirmed"))
+            #expect(!FileManager.default.fileExists(atPath: deviceHome.path + "/state/rivet/companion-credential.json"))
+            let store = try RivetDevicePairingStore(path: home.registry)
+            defer { store.close() }
+            #expect(try store.list().isEmpty)
+        }
+    }
+
+    @Test("a wrong typed code ends the attempt and counts as a failure; the device is refused too")
+    func wrongCode() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            _ = try await daemon.request(.open)
+            let deviceHome = try home.device("phone")
+            let connect = try Self.connect(daemon, deviceHome: deviceHome)
+            let code = try await Self.code(of: connect)
+            let wrong = String(format: "%06d", (Int(code)! + 1) % 1_000_000)
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", wrong, "--scope", "viewer"])
+            #expect(try await confirm.wait() == 1)
+            #expect(confirm.stderr.contains("code"))
+            connect.write("y\n")
+            #expect(try await connect.wait() == 5)
+            let pending = try await daemon.request(.pending)
+            #expect(pending["window"]?.string == "open")
+            #expect(pending["failures"]?.integer == 1)
+            #expect(pending["attempt"] == .null)
+        }
+    }
+
+    @Test("--confirm waits for a device, saying so, and --connect without an open window exits 1")
+    func waitingAndClosedWindow() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            let deviceHome = try home.device("phone")
+            let early = try Self.connect(daemon, deviceHome: deviceHome)
+            early.closeStdin()
+            #expect(try await early.wait() == 1)
+            #expect(early.stderr.contains("no pairing window is open"))
+
+            let closed = try Self.rivetPair(home, ["--confirm", "--code", "123456", "--scope", "viewer"])
+            #expect(try await closed.wait() == 1)
+            #expect(closed.stderr.contains("no pairing window is open; run 'rivet-pair --open' first"))
+
+            _ = try await daemon.request(.open)
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", "000000", "--scope", "nonexistent"])
+            try await eventually("--confirm to wait") { confirm.stderr.contains("waiting for a device to ask") }
+            let connect = try Self.connect(daemon, deviceHome: deviceHome)
+            _ = try await Self.code(of: connect)
+            #expect(try await confirm.wait() == 1)
+            #expect(confirm.stderr.contains("not declared"))
+            connect.write("n\n")
+            #expect(try await connect.wait() == 5)
+        }
+    }
+
+    @Test("a pairing attempt for another application is refused")
+    func otherApplication() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            _ = try await daemon.request(.open)
+            let deviceHome = try home.device("phone")
+            let connect = try Spawned.start(
+                ToolProcess.path(of: "rivet-pair"),
+                ["--connect", "127.0.0.1:\(daemon.port)", "--application-id", "org.example.other"],
+                environment: deviceHome.environment, directory: deviceHome.path, stdinPipe: true)
+            #expect(try await connect.wait() == 1)
+            #expect(daemon.log.contains("for application org.example.other: this gateway serves \(testApplication)"))
+        }
+    }
+}

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""bench/rpc: round trips per second and p50/p99 latency through rivetd to a trivial backend,
+for 1 and 8 sessions, against the same frames bounced by a minimal TLS echo (the same TLS 1.3
+listener and RVD1 resume, then the connection answers each call itself: the physical floor of
+TLS plus one hop); the ratio (target >= 0.5 of the echo's calls/s); and rivetd's memory per
+idle session.
+
+Usage: python3 bench/rpc/run.py [--seconds S] [--debug] [--skip-build] [--bin-dir DIR]
+Loopback (127.0.0.1) only. Builds release binaries unless --skip-build (or --debug).
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PRODUCTS = ["rivetd", "rivet-bench-rpc"]
+
+
+def build(configuration):
+    for product in PRODUCTS:
+        subprocess.run(["swift", "build", "-c", configuration, "--product", product], cwd=ROOT, check=True)
+    out = subprocess.run(["swift", "build", "-c", configuration, "--show-bin-path"], cwd=ROOT, check=True,
+                         capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def environment(home):
+    env = dict(os.environ)
+    env.update({"HOME": home, "XDG_STATE_HOME": home + "/state", "XDG_RUNTIME_DIR": home + "/run", "NO_COLOR": "1"})
+    return env
+
+
+def start_rivetd(bins, home, state):
+    log_path = os.path.join(home, "rivetd.log")
+    log = open(log_path, "w")
+    daemon = subprocess.Popen(
+        [os.path.join(bins, "rivetd"), "--listen", "127.0.0.1:0", "--schema",
+         os.path.join(ROOT, "examples/schema/rivet.rktd"), "--application-id", "net.example.scoreboard",
+         "--log-level", "warn", "--backend", os.path.join(bins, "rivet-bench-rpc"), "backend"],
+        env=environment(home), stderr=log)
+    # --log-level warn keeps per-session lines out of the measurement; the port comes from info,
+    # so read it from the control-free source: /proc's listening sockets of the daemon.
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        port = listening_port(daemon.pid)
+        if port:
+            return daemon, port
+        if daemon.poll() is not None:
+            raise RuntimeError("rivetd exited: " + open(log_path).read())
+        time.sleep(0.05)
+    raise RuntimeError("rivetd did not listen")
+
+
+def listening_port(pid):
+    """The TCP port the process listens on (state 0A) on 127.0.0.1, from /proc."""
+    try:
+        inodes = set()
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            match = re.match(r"socket:\[(\d+)\]", target)
+            if match:
+                inodes.add(match.group(1))
+        with open("/proc/net/tcp") as table:
+            for line in table.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes and fields[1].startswith("0100007F:"):
+                    return int(fields[1].split(":")[1], 16)
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    return None
+
+
+def load(bins, state, port, sessions, seconds):
+    out = subprocess.run([os.path.join(bins, "rivet-bench-rpc"), "load", state, str(port), str(sessions), str(seconds)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"load with {sessions} sessions failed: {out.stderr.strip()}")
+    calls, secs, p50, p99 = out.stdout.split()
+    return {"rate": int(calls) / int(secs), "p50": int(p50), "p99": int(p99)}
+
+
+def hold(bins, state, port, sessions):
+    holder = subprocess.Popen([os.path.join(bins, "rivet-bench-rpc"), "hold", state, str(port), str(sessions)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    if holder.stdout.readline().strip() != "ready":
+        raise RuntimeError("hold did not get ready")
+    return holder
+
+
+def stop(process):
+    if process.stdin:
+        process.stdin.close()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--debug", action="store_true", help="use the debug build")
+    parser.add_argument("--skip-build", action="store_true")
+    parser.add_argument("--bin-dir", help="take rivetd and rivet-bench-rpc from this directory (for A/B runs)")
+    args = parser.parse_args()
+    configuration = "debug" if args.debug else "release"
+    if args.bin_dir:
+        bins = args.bin_dir
+    elif args.skip_build:
+        bins = os.path.join(ROOT, ".build", configuration)
+    else:
+        bins = build(configuration)
+
+    home = tempfile.mkdtemp(prefix="rivet-bench-rpc-")
+    state = os.path.join(home, "state", "rivet")
+    os.makedirs(state, mode=0o700)
+    subprocess.run([os.path.join(bins, "rivet-bench-rpc"), "provision", state], check=True)
+
+    results = {}
+    daemon, port = start_rivetd(bins, home, state)
+    try:
+        time.sleep(0.5)
+        base = rss_kib(daemon.pid)
+        holder = hold(bins, state, port, 8)
+        time.sleep(0.5)
+        per_session = (rss_kib(daemon.pid) - base) / 8
+        stop(holder)
+        time.sleep(0.5)
+        for sessions in (1, 8):
+            results[("rivetd", sessions)] = load(bins, state, port, sessions, args.seconds)
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=20)
+
+    echo = subprocess.Popen([os.path.join(bins, "rivet-bench-rpc"), "echo", state], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        echo_port = int(echo.stdout.readline())
+        for sessions in (1, 8):
+            results[("echo", sessions)] = load(bins, state, echo_port, sessions, args.seconds)
+    finally:
+        stop(echo)
+
+    print(f"bench/rpc ({configuration} build, {args.seconds} s per run, loopback, {os.cpu_count()} cores)")
+    print(f"{'path':<8} {'sessions':>8} {'calls/s':>10} {'p50 us':>8} {'p99 us':>8}")
+    for (path, sessions), result in sorted(results.items()):
+        print(f"{path:<8} {sessions:>8} {result['rate']:>10.0f} {result['p50']:>8} {result['p99']:>8}")
+    for sessions in (1, 8):
+        ratio = results[("rivetd", sessions)]["rate"] / results[("echo", sessions)]["rate"]
+        print(f"ratio rivetd/echo, {sessions} session{'s' if sessions > 1 else ''}: {ratio:.2f} (target >= 0.5)")
+    print(f"rivetd memory per idle session: {per_session:.0f} KiB")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
