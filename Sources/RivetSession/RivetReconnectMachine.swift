@@ -23,14 +23,14 @@ public struct RivetReconnectMachine: Sendable {
         case permanentFailure(RivetClientError)
 
         /// The exit status a command-line companion uses: 0 when asked to stop, 1 for a
-        /// permanent failure, 5 for a refused credential (the toolkit's "auth" status), 8 for a
-        /// pin mismatch.
+        /// permanent failure, 5 for a refused credential (the toolkit's "auth" status), 6 for a
+        /// pin mismatch (the toolkit's "permanent" status: never retried), as `rivet-pair --connect` uses.
         public var exitStatus: Int32 {
             switch self {
             case .requested: 0
             case .permanentFailure: 1
             case .credentialRejected: 5
-            case .pinMismatch: 8
+            case .pinMismatch: 6
             }
         }
     }

@@ -300,7 +300,7 @@ func closes(_ actions: [RVD1ServerHandshake.Action]) -> Bool {
         #expect(loop.state == .stopped(.pinMismatch))
         #expect(loop.handle(.delayElapsed, at: .seconds(60)).isEmpty)
         #expect(loop.handle(.start, at: .seconds(60)).isEmpty)
-        #expect(RivetReconnectMachine.Stop.pinMismatch.exitStatus == 8)
+        #expect(RivetReconnectMachine.Stop.pinMismatch.exitStatus == 6)
     }
 
     @Test func aRefusedCredentialStopsWithItsOwnStatus() {

@@ -184,7 +184,7 @@ func openSession(_ server: TestServer, configuration: RivetClientConfiguration =
             connector: RivetClientConnector(), credential: wrongPin, host: "127.0.0.1", port: server.port,
             backoff: Self.quickBackoff)
         let reason = try await onThread { client.run { _ in Issue.record("no session may start") } }
-        #expect(reason == .pinMismatch && reason.exitStatus == 8)
+        #expect(reason == .pinMismatch && reason.exitStatus == 6)
         // Give a retry time to show up: there must be none.
         try await Task.sleep(for: .milliseconds(300))
         #expect(server.closedReasons().filter { $0.hasPrefix("TLS handshake failed") }.count == 1)
