@@ -7,5 +7,5 @@ public enum ToolSpecs {
     public static let version = "0.1.0"
 
     /// Every tool that exists, in the order the README lists them.
-    public static let all: [CommandSpec] = [rivetPair, rastrilloFetch, rastrilloDownload, rivetBrowse]
+    public static let all: [CommandSpec] = [rivetPair, rastrilloFetch, rastrilloStream, rastrilloDownload, rivetBrowse]
 }
