@@ -4,7 +4,7 @@ argv: PORT-FILE N. Writes the chosen port to PORT-FILE, then serves until killed
 import socket, sys, threading
 
 port_file, count = sys.argv[1], int(sys.argv[2])
-event = b"id: 00000000\ndata: " + b"x" * 72 + b"\n\n"  # 100 bytes
+event = b"id: 00000000\ndata: " + b"x" * 79 + b"\n\n"  # 100 bytes
 assert len(event) == 100
 block = event * 10_000
 head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
