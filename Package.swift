@@ -38,11 +38,14 @@ let package = Package(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
         // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
-        .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit"]),
+        .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams"]),
         .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo"]),
-        .target(name: "RastrilloCLI", dependencies: ["Rastrillo", "CommandLineKit"]),
+        .target(name: "RastrilloCLI", dependencies: ["Rastrillo", "RastrilloStreams", "CommandLineKit"]),
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+        .executableTarget(
+            name: "rastrillo-stream",
+            dependencies: ["Rastrillo", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
         .executableTarget(
             name: "rastrillo-download", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
 
@@ -123,11 +126,11 @@ let package = Package(
         .testTarget(
             name: "RastrilloToolTests",
             dependencies: [
-                "rastrillo-fetch", "rastrillo-download", "Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
+                "rastrillo-fetch", "rastrillo-download", "rastrillo-stream", "Rastrillo", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
                 "LoopbackHTTPServer", "OpenSSLKit",
             ]),
         .testTarget(
-            name: "RastrilloTests", dependencies: ["Rastrillo", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
+            name: "RastrilloTests", dependencies: ["Rastrillo", "RastrilloStreams", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
             resources: [.copy("Fixtures")]),

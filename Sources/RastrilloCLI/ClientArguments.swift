@@ -16,6 +16,11 @@ public struct ClientArguments {
     public let credential: NativeCredential?
     /// `--cacert`.
     public let caFile: String?
+    /// Where the credential came from, so a long-running tool can read it again.
+    public let credentialSource: CredentialSource?
+    /// `--credential-header`.
+    public let credentialHeader: String?
+    private let environment: [String: String]
 
     /// Reads the shared options of `arguments`.
     ///
@@ -33,22 +38,36 @@ public struct ClientArguments {
         }
         headers = try arguments.values("header").map(Self.header)
         let headerName = arguments.value("credential-header")
+        self.environment = environment
+        credentialHeader = headerName
         if let path = arguments.value("credential-file") {
-            credential = try CredentialSource.file(path).load(headerName: headerName, environment: environment)
+            credentialSource = .file(path)
         } else if let name = arguments.value("credential-env") {
-            credential = try CredentialSource.environment(name).load(headerName: headerName, environment: environment)
+            credentialSource = .environment(name)
         } else {
             if headerName != nil {
                 throw UsageError("--credential-header needs --credential-file or --credential-env", argument: headerName)
             }
-            credential = nil
+            credentialSource = nil
         }
+        credential = try credentialSource?.load(headerName: headerName, environment: environment)
         caFile = arguments.value("cacert")
+    }
+
+    /// The credential read again from its source (the file as it is now), or nil without one.
+    /// - Throws: what ``CredentialSource/load(headerName:environment:)`` throws.
+    public func reloadCredential() throws -> NativeCredential? {
+        try credentialSource?.load(headerName: credentialHeader, environment: environment)
     }
 
     /// The client these options describe.
     public func client() -> NativeHTTP {
-        NativeHTTP(origin: origin, credential: credential, options: NativeHTTP.Options(caFile: caFile))
+        client(credential: credential)
+    }
+
+    /// A client of the origin with `credential` and `observer`, and the options' CA file.
+    public func client(credential: NativeCredential?, observer: NativeTrafficObserver? = nil) -> NativeHTTP {
+        NativeHTTP(origin: origin, credential: credential, observer: observer, options: NativeHTTP.Options(caFile: caFile))
     }
 
     /// `NAME: VALUE` (or `NAME:VALUE`) as a header field.

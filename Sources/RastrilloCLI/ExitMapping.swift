@@ -1,5 +1,6 @@
 import CommandLineKit
 import Rastrillo
+import RastrilloStreams
 
 /// The exit statuses of the HTTP tools (design: "Command-line contract").
 public enum HTTPToolExit {
@@ -17,13 +18,16 @@ public enum HTTPToolExit {
     /// The status a failed run exits with: a `NativeClientError` by its retry class, except
     /// `invalidRequest` (refused before any I/O, so the command line was at fault: 2) and
     /// `requestBodyFailed` (a local file failed: 1); a usage error 2; any other error (a local
-    /// file, a download's destination, the output) 1.
+    /// file, a download's destination, the output) 1. An event stream's line or event over its
+    /// bound (`EventStreamError`) is permanent: 6.
     public static func status(for error: any Error) -> ExitStatus {
         switch error {
         case let client as NativeClientError:
             if client == .invalidRequest { return .usage }
             if client == .requestBodyFailed { return .failure }
             return status(for: client.retryClass)
+        case is EventStreamError:
+            return .permanent
         case is UsageError:
             return .usage
         case let tool as any ToolError:

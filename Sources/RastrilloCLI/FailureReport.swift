@@ -1,5 +1,6 @@
 import CommandLineKit
 import Rastrillo
+import RastrilloStreams
 
 /// How an HTTP tool tells its caller a run failed: one line on standard error, either
 /// `TOOL: message` or, with `--json`, one JSON object:
@@ -32,6 +33,12 @@ public struct FailureReport: Encodable, Equatable {
             retry_after = nil
             status = nil
             message = download.message
+        case let stream as EventStreamError:
+            self.error = stream == .lineTooLong ? "line_too_long" : "event_too_large"
+            retry_class = NativeRetryClass.permanent.rawValue
+            retry_after = nil
+            status = nil
+            message = stream.message
         case let usage as UsageError:
             self.error = "usage"
             retry_class = nil

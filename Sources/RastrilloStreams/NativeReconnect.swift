@@ -86,6 +86,20 @@ public final class NativeReconnect: Sendable {
         }
     }
 
+    /// What the next ``pause()`` will wait by its timer, worked out now (a pause with no
+    /// ``failed(_:)`` before it counts as an ended stream, as in ``pause()``): the remainder of
+    /// the `Retry-After` deadline, or the backoff delay. A path that is down waits longer; a
+    /// connectivity change cuts a backoff delay short.
+    public func plannedDelay() -> Duration {
+        let now = time.elapsed()
+        return state.withLock { state in
+            let pending = state.pending ?? Pending(delay: state.backoff.ended(at: now), retryDeadline: nil)
+            state.pending = pending
+            if let deadline = pending.retryDeadline { return max(deadline - now, .zero) }
+            return pending.delay
+        }
+    }
+
     /// Waits before the next attempt, by the rules above.
     /// - Throws: `CancellationError` when the calling task is cancelled; the loop should end.
     public func pause() async throws(CancellationError) {

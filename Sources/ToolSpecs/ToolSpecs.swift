@@ -7,5 +7,7 @@ public enum ToolSpecs {
     public static let version = "0.1.0"
 
     /// Every tool that exists, in the order the README lists them.
-    public static let all: [CommandSpec] = [rivetd, rivetPair, rivetBrowse, rastrilloFetch, rastrilloDownload]
+    public static let all: [CommandSpec] = [
+        rivetd, rivetPair, rivetBrowse, rastrilloFetch, rastrilloStream, rastrilloDownload,
+    ]
 }

@@ -1,0 +1,199 @@
+import Foundation
+import RastrilloStreams
+import Synchronization
+
+extension NativeClientError: RetryAfterProviding {}
+
+extension NativeConnectivity {
+    /// An observer that reports a client's traffic here: every response as
+    /// ``report(response:)``, every offline-class failure as ``report(offlineFailure:)``. Give
+    /// it to every client (`NativeHTTP(observer:)`) so ``serverReachable(_:)`` is learned
+    /// without probes.
+    public var trafficObserver: NativeTrafficObserver {
+        { [self] event in
+            switch event {
+            case .response(let origin, _):
+                if let server = try? ServerOrigin(origin.description) { report(response: server) }
+            case .offline(let origin, _):
+                if let server = try? ServerOrigin(origin.description) { report(offlineFailure: server) }
+            }
+        }
+    }
+}
+
+extension NativeOrigin {
+    /// The same origin as connectivity keys it.
+    public var serverOrigin: ServerOrigin {
+        // A NativeOrigin is always a valid http(s) origin, which ServerOrigin accepts.
+        try! ServerOrigin(description)
+    }
+}
+
+extension NativeHTTP {
+    /// Opens the event stream at `path` (a path or a URL of the origin) and delivers its lines
+    /// until the server ends it.
+    ///
+    /// - The response must be `200` with `Content-Type: text/event-stream` (parameters such as
+    ///   `; charset=utf-8` allowed); anything else is refused before any line.
+    /// - `onOpen` runs after that validation, with the status and headers (no body), and
+    ///   completes before any line is delivered: a server that subscribes before it sends its
+    ///   head lets `onOpen` fetch a snapshot without missing an event. An error it throws ends
+    ///   the stream with that error.
+    /// - `onLine` gets each UTF-8 line (CR, LF or CRLF ended, BOM dropped, invalid UTF-8 as
+    ///   U+FFFD) as soon as its terminator arrives, empty event delimiters included, on the
+    ///   transfer's thread. An error it throws ends the stream with that error.
+    /// - `onIdle` (optional) runs after the lines of each received piece were delivered, before
+    ///   waiting for more bytes: the place to flush output that `onLine` buffered.
+    /// - Same rules as every request: origin-bound credential, no redirect, nothing persisted;
+    ///   no body size cap (it is a stream), only `limits` on each line and event. An unfinished
+    ///   line at the end is dropped, never delivered.
+    ///
+    /// Returns when the server ends the stream (EOF).
+    /// - Throws: `CancellationError` when the calling task is cancelled; `NativeClientError`:
+    ///   the typed case of a status that is not 2xx, `rejected` for another 2xx (204) or a
+    ///   `Content-Type` that is not `text/event-stream`, `offline`/`transport` below HTTP,
+    ///   `invalidRequest` before any I/O; ``EventStreamError`` when a line or event crosses
+    ///   `limits`; whatever `onOpen`, `onLine` or `onIdle` throws.
+    public func stream(
+        _ path: String, headers: [NativeHeaderField] = [], limits: EventStreamLimits = .standard,
+        onOpen: (@Sendable (NativeResponse) async throws -> Void)? = nil,
+        onLine: @escaping (String) throws -> Void,
+        onIdle: (() throws -> Void)? = nil
+    ) async throws {
+        let streamRequest = NativeRequest(
+            method: "GET", path, headers: StreamReceiver.requestHeaders(headers), maxBytes: 0)
+        let receiver = StreamReceiver(limits: limits, onLine: onLine, onIdle: onIdle)
+        let opener = OpenBridge(onOpen)
+        try await withTaskCancellationHandler {
+            _ = try await exchange(
+                streamRequest,
+                onHead: { head in
+                    if let refusal = receiver.validate(head) { return refusal }
+                    return opener.runBlocking(
+                        NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt))
+                },
+                onBody: { receiver.append($0) })
+        } onCancel: {
+            opener.cancel()
+        }
+        try Task.checkCancellation()
+        receiver.finish()
+    }
+}
+
+/// Runs an async `onOpen` from the transfer's thread and blocks that thread until it is done,
+/// so no line is delivered before it completes. Cancelling the stream cancels `onOpen`.
+// @unchecked: the task handle is guarded by the mutex; the result is written before the
+// semaphore is signalled and read after it is waited on.
+private final class OpenBridge: @unchecked Sendable {
+    private let onOpen: (@Sendable (NativeResponse) async throws -> Void)?
+    private let task = Mutex<(task: Task<Void, Never>?, cancelled: Bool)>((nil, false))
+    private var failure: (any Error)?
+
+    init(_ onOpen: (@Sendable (NativeResponse) async throws -> Void)?) {
+        self.onOpen = onOpen
+    }
+
+    func runBlocking(_ response: NativeResponse) -> (any Error)? {
+        guard let onOpen else { return nil }
+        let done = DispatchSemaphore(value: 0)
+        let started = task.withLock { state -> Bool in
+            if state.cancelled { return false }
+            state.task = Task {
+                do {
+                    try await onOpen(response)
+                } catch {
+                    self.failure = error
+                }
+                done.signal()
+            }
+            return true
+        }
+        guard started else { return CancellationError() }
+        done.wait()
+        return failure
+    }
+
+    func cancel() {
+        let running = task.withLock { state -> Task<Void, Never>? in
+            state.cancelled = true
+            return state.task
+        }
+        running?.cancel()
+    }
+}
+
+/// The byte side of a stream, shared by `NativeHTTP` and `ScriptedTransport` so scripted
+/// streams go through the same validation and the same line splitter as real ones.
+package final class StreamReceiver {
+    private var splitter: EventStreamLineSplitter
+    private let onLine: (String) throws -> Void
+    private let onIdle: (() throws -> Void)?
+
+    /// A receiver enforcing `limits` and handing lines to `onLine`.
+    package init(limits: EventStreamLimits, onLine: @escaping (String) throws -> Void, onIdle: (() throws -> Void)?) {
+        splitter = EventStreamLineSplitter(limits: limits)
+        self.onLine = onLine
+        self.onIdle = onIdle
+    }
+
+    /// The caller's header fields plus `Accept: text/event-stream` and `Cache-Control: no-cache`
+    /// unless the caller set them.
+    package static func requestHeaders(_ headers: [NativeHeaderField]) -> [NativeHeaderField] {
+        var all = headers
+        let names = Set(headers.map { $0.name.lowercased() })
+        // Both fields are valid constants.
+        if !names.contains("accept") { all.append(try! NativeHeaderField(name: "Accept", value: "text/event-stream")) }
+        if !names.contains("cache-control") { all.append(try! NativeHeaderField(name: "Cache-Control", value: "no-cache")) }
+        return all
+    }
+
+    /// The refusal of a head that does not open an event stream, or nil.
+    package func validate(_ head: NativeHTTP.ResponseHead) -> NativeClientError? {
+        let response = NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt)
+        if let error = response.error { return error }
+        guard head.status == 200 else {
+            return NativeClientError(
+                .rejected(head.status),
+                "the server answered \(head.status) instead of 200: an event stream needs 200 and text/event-stream",
+                status: head.status, body: [])
+        }
+        let type = head.headers["Content-Type"] ?? ""
+        let mediaType = type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard mediaType == "text/event-stream" else {
+            let shown = type.isEmpty ? "no Content-Type" : "Content-Type \(String(type.prefix(100)))"
+            return NativeClientError(
+                .rejected(200), "the server answered 200 with \(shown), not text/event-stream: it is not an event stream",
+                status: 200, body: [])
+        }
+        return nil
+    }
+
+    /// Splits `piece` into lines and delivers them; the error that must stop the transfer, or
+    /// nil.
+    package func append(_ piece: UnsafeRawBufferPointer) -> (any Error)? {
+        var failure: (any Error)?
+        let onLine = self.onLine
+        do throws(EventStreamError) {
+            try splitter.append(piece.bindMemory(to: UInt8.self)) { line in
+                guard failure == nil else { return }
+                do { try onLine(line) } catch { failure = error }
+            }
+        } catch {
+            return failure ?? error
+        }
+        if let failure { return failure }
+        do {
+            try onIdle?()
+        } catch {
+            return error
+        }
+        return nil
+    }
+
+    /// Ends the stream: an unfinished line is dropped.
+    package func finish() {
+        splitter.finish()
+    }
+}

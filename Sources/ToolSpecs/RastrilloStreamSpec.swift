@@ -1,0 +1,49 @@
+import CommandLineKit
+
+extension ToolSpecs {
+    /// `rastrillo-stream`: follow one server-sent event stream, one JSON object per line.
+    public static let rastrilloStream = CommandSpec(
+        name: "rastrillo-stream",
+        version: version,
+        abstract: "Follow a server-sent event stream and print each event as one JSON line.",
+        discussion: """
+            rastrillo-stream opens the text/event-stream at URL and prints every event as one \
+            JSON object per line on standard output, flushed as soon as the event is complete, \
+            with open, snapshot, offline, online and reconnect lines of their own. When the \
+            stream ends or the connection fails it reconnects, sending Last-Event-ID, until \
+            interrupted. The credential is read again before every reconnect, so a rotated token \
+            is picked up. Redirects are never followed; the credential goes to the URL's origin \
+            only.
+
+            The exit status tells scripts what to do next: 3 offline and 4 transient (with \
+            --once), 5 auth (401, 403, 303), 6 permanent (404, not an event stream, a line over \
+            256 KiB or an event over 1 MiB), 7 conflict; 130 after SIGINT.
+
+            Examples:
+             rastrillo-stream https://api.example.com/v1/events --credential-env API_TOKEN | jq .
+             rastrillo-stream --snapshot /v1/state --credential-file ~/.token https://api.example.com/v1/events
+            """,
+        options: [
+            .value(
+                "header", short: "H", valueName: "NAME:VALUE", help: "Send this header field.",
+                repeatable: true),
+            .value(
+                "credential-file", valueName: "FILE", kind: .file,
+                help: "Read the credential from FILE, which only its owner may read; read again before every reconnect."),
+            .value(
+                "credential-env", valueName: "NAME", help: "Read the credential from the environment variable NAME."),
+            .value(
+                "credential-header", valueName: "NAME",
+                help: "Send the credential as the whole value of header NAME instead of 'Authorization: Bearer'."),
+            .value("cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE."),
+            .value(
+                "snapshot", valueName: "PATH",
+                help: "On every connection, fetch PATH (same origin) once the stream is open and print it before any event."),
+            .flag("raw", help: "Print the stream's validated lines as received instead of JSON."),
+            .flag("once", help: "Do not reconnect: exit when the first connection ends or fails."),
+        ],
+        positionals: [PositionalSpec("URL", help: "The http or https URL of the event stream.", kind: .url)],
+        exclusiveGroups: [["credential-file", "credential-env"]],
+        exitStatuses: ExitStatus.network
+    )
+}

@@ -1,0 +1,127 @@
+import CommandLineKit
+import Foundation
+import Rastrillo
+import RastrilloCLI
+import RastrilloStreams
+
+/// The reconnect loop of rastrillo-stream: opens the stream, turns its lines into events,
+/// reconnects with `Last-Event-ID` paced by `NativeReconnect`, and decides the exit status.
+struct StreamFollower {
+    let client: ClientArguments
+    let raw: Bool
+    let once: Bool
+    let snapshot: String?
+
+    /// Follows the stream until a permanent failure, `--once`'s first end, or cancellation.
+    /// - Throws: `CancellationError` when interrupted; output errors.
+    func run() async throws -> ExitStatus {
+        let connectivity = NativeConnectivity.shared
+        let server = client.origin.serverOrigin
+        let reconnect = NativeReconnect(connectivity: connectivity, origin: server)
+        let output = StreamOutput()
+        let json = !raw
+        let watcher = Task {
+            for await _ in connectivity.changes {
+                try? output.reachability(offline: connectivity.isOffline(server), json: json)
+            }
+        }
+        defer { watcher.cancel() }
+        var lastEventID = ""
+        var retryFloor: Duration?
+        var credential = client.credential
+        var firstAttempt = true
+        while true {
+            if !firstAttempt { credential = try client.reloadCredential() }
+            firstAttempt = false
+            let http = client.client(credential: credential, observer: connectivity.trafficObserver)
+            var headers = client.headers
+            if !lastEventID.isEmpty, let field = try? NativeHeaderField(name: "Last-Event-ID", value: lastEventID) {
+                headers.append(field)
+            }
+            let events = EventLines(lastEventID: lastEventID)
+            let snapshot = self.snapshot
+            let reason: String
+            do {
+                try await http.stream(
+                    client.target, headers: headers,
+                    onOpen: { response in
+                        reconnect.opened()
+                        try output.reachability(offline: false, json: json)
+                        if json { try output.open(status: response.status) }
+                        if let snapshot {
+                            let state = try await http.responseDetails(NativeRequest(snapshot))
+                            try state.requireSuccess()
+                            if json { try output.snapshot(state) }
+                        }
+                    },
+                    onLine: { line in
+                        if raw {
+                            try output.raw(line)
+                        } else if let event = events.consume(line) {
+                            try output.event(event)
+                        }
+                    },
+                    onIdle: { try output.flush() })
+                try output.flush()
+                reason = "the server ended the stream"
+            } catch {
+                if Task.isCancelled || error is CancellationError {
+                    output.discard()
+                    throw CancellationError()
+                }
+                if error is OutputClosed || error is OutputError { throw error }
+                try output.flush()
+                events.finish()
+                lastEventID = events.lastEventID
+                retryFloor = events.reconnectionTime ?? retryFloor
+                guard let failure = error as? NativeClientError,
+                    failure.retryClass == .offline || failure.retryClass == .transient
+                else {
+                    return FailureReport.emit(error, json: false)
+                }
+                try output.reachability(offline: connectivity.isOffline(server), json: json)
+                if once { return FailureReport.emit(error, json: false) }
+                reconnect.failed(failure)
+                try await pause(reconnect, floor: retryFloor, reason: failure.message, output: output, json: json)
+                continue
+            }
+            events.finish()
+            lastEventID = events.lastEventID
+            retryFloor = events.reconnectionTime ?? retryFloor
+            if once { return .ok }
+            try await pause(reconnect, floor: retryFloor, reason: reason, output: output, json: json)
+        }
+    }
+
+    /// Waits before the next attempt: the longer of the pacer's pause and the server's last
+    /// `retry:` value, announced by a reconnect line first.
+    private func pause(
+        _ reconnect: NativeReconnect, floor: Duration?, reason: String, output: StreamOutput, json: Bool
+    ) async throws {
+        let planned = reconnect.plannedDelay()
+        let wait = max(planned, floor ?? .zero)
+        if json { try output.reconnect(wait: wait, reason: reason) }
+        let start = ContinuousClock.now
+        try await reconnect.pause()
+        if let floor {
+            let rest = floor - (ContinuousClock.now - start)
+            if rest > .zero { try await Task.sleep(for: rest) }
+        }
+    }
+}
+
+/// The event side of one connection: an `EventStreamAssembler` fed on the transfer's thread.
+// @unchecked: used by one connection at a time; its lines arrive on the transfer's thread and
+// the loop reads it only after the stream call returned.
+final class EventLines: @unchecked Sendable {
+    private var assembler: EventStreamAssembler
+
+    init(lastEventID: String) {
+        assembler = EventStreamAssembler(lastEventID: lastEventID)
+    }
+
+    func consume(_ line: String) -> ServerSentEvent? { assembler.consume(line) }
+    func finish() { assembler.finish() }
+    var lastEventID: String { assembler.lastEventID }
+    var reconnectionTime: Duration? { assembler.reconnectionTime }
+}

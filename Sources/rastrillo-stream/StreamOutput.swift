@@ -1,0 +1,169 @@
+import CommandLineKit
+import Rastrillo
+import RastrilloStreams
+import Synchronization
+
+/// Standard output of rastrillo-stream: JSON Lines (or raw lines with `--raw`), shapes
+/// documented in rastrillo-stream(1), keys sorted. Event lines gather in a buffer that is
+/// written whenever the stream has no more bytes at hand (``flush()``), so each event reaches
+/// the reader before the tool waits for the network again; every other line is written at once.
+/// Lines are whole on every write: an interrupted run never leaves half a line.
+final class StreamOutput: Sendable {
+    private struct State {
+        var buffer: [UInt8] = []
+        var offline = false
+    }
+
+    private let state = Mutex(State())
+    private let channel = OutputChannel.standardOutput
+    /// Write the buffer at once past this many bytes, so memory stays bounded.
+    private static let flushThreshold = 1 << 16
+
+    /// One event: `{"data":…,"event":…,"id":…|null,"type":"event"}`.
+    func event(_ event: ServerSentEvent) throws {
+        try append { line in
+            line += Array(#"{"data":"#.utf8)
+            JSONText.appendString(event.data, to: &line)
+            line += Array(#","event":"#.utf8)
+            JSONText.appendString(event.type, to: &line)
+            line += Array(#","id":"#.utf8)
+            if event.id.isEmpty { line += Array("null".utf8) } else { JSONText.appendString(event.id, to: &line) }
+            line += Array(#","type":"event"}"#.utf8)
+            line.append(0x0A)
+        }
+    }
+
+    /// One raw line of the stream, as validated.
+    func raw(_ text: String) throws {
+        try append { line in
+            line += Array(text.utf8)
+            line.append(0x0A)
+        }
+    }
+
+    /// `{"status":200,"type":"open"}`.
+    func open(status: Int) throws {
+        try immediate(#"{"status":\#(status),"type":"open"}"#)
+    }
+
+    /// `{"body":…,"body_encoding":"utf8"|"base64","status":N,"type":"snapshot"}`.
+    func snapshot(_ response: NativeResponse) throws {
+        var line = Array(#"{"body":"#.utf8)
+        if let text = String(validating: response.body, as: UTF8.self) {
+            JSONText.appendString(text, to: &line)
+            line += Array(#","body_encoding":"utf8""#.utf8)
+        } else {
+            JSONText.appendString(JSONText.base64(response.body), to: &line)
+            line += Array(#","body_encoding":"base64""#.utf8)
+        }
+        line += Array(#","status":\#(response.status),"type":"snapshot"}"#.utf8)
+        try immediate(String(decoding: line, as: UTF8.self))
+    }
+
+    /// `{"reason":…,"type":"reconnect","wait_seconds":S}`.
+    func reconnect(wait: Duration, reason: String) throws {
+        let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
+        let rounded = (seconds * 1000).rounded() / 1000
+        var line = Array(#"{"reason":"#.utf8)
+        JSONText.appendString(reason, to: &line)
+        line += Array(#","type":"reconnect","wait_seconds":\#(rounded)}"#.utf8)
+        try immediate(String(decoding: line, as: UTF8.self))
+    }
+
+    /// `{"type":"offline"}` or `{"type":"online"}` when reachability changed since the last
+    /// such line (the run starts as online, printing nothing).
+    func reachability(offline: Bool, json: Bool) throws {
+        let changed = state.withLock { state -> Bool in
+            defer { state.offline = offline }
+            return state.offline != offline
+        }
+        guard changed, json else { return }
+        try immediate(offline ? #"{"type":"offline"}"# : #"{"type":"online"}"#)
+    }
+
+    /// Writes the buffered event lines.
+    func flush() throws {
+        try state.withLock { state in
+            guard !state.buffer.isEmpty else { return }
+            defer { state.buffer.removeAll(keepingCapacity: state.buffer.capacity <= Self.flushThreshold * 2) }
+            try channel.write(state.buffer)
+        }
+    }
+
+    /// Drops buffered event lines (an ending connection's unflushed lines are still whole
+    /// events, but a run that is being interrupted prints nothing more).
+    func discard() {
+        state.withLock { $0.buffer.removeAll() }
+    }
+
+    private func append(_ build: (inout [UInt8]) -> Void) throws {
+        try state.withLock { state in
+            build(&state.buffer)
+            if state.buffer.count >= Self.flushThreshold {
+                defer { state.buffer.removeAll(keepingCapacity: true) }
+                try channel.write(state.buffer)
+            }
+        }
+    }
+
+    private func immediate(_ line: String) throws {
+        try state.withLock { state in
+            if !state.buffer.isEmpty {
+                defer { state.buffer.removeAll(keepingCapacity: true) }
+                try channel.write(state.buffer)
+            }
+            try channel.write(line + "\n")
+        }
+    }
+}
+
+/// JSON text pieces (RFC 8259) written straight into bytes.
+enum JSONText {
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    /// `text` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\r`, `\t` or
+    /// `\u00XX`, everything else (slashes, non-ASCII) as is.
+    static func appendString(_ text: String, to output: inout [UInt8]) {
+        output.append(0x22)
+        var text = text
+        text.withUTF8 { bytes in
+            var start = 0
+            for index in 0..<bytes.count {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
+                if index > start { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index])) }
+                start = index + 1
+                switch byte {
+                case 0x22: output += [0x5C, 0x22]
+                case 0x5C: output += [0x5C, 0x5C]
+                case 0x0A: output += [0x5C, UInt8(ascii: "n")]
+                case 0x0D: output += [0x5C, UInt8(ascii: "r")]
+                case 0x09: output += [0x5C, UInt8(ascii: "t")]
+                default:
+                    output += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+                }
+            }
+            if bytes.count > start { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
+        }
+        output.append(0x22)
+    }
+
+    /// Standard Base64 (RFC 4648 §4) with padding.
+    static func base64(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var output = [UInt8]()
+        var index = 0
+        while index < bytes.count {
+            let count = min(3, bytes.count - index)
+            var value = UInt32(bytes[index]) << 16
+            if count > 1 { value |= UInt32(bytes[index + 1]) << 8 }
+            if count > 2 { value |= UInt32(bytes[index + 2]) }
+            output.append(alphabet[Int(value >> 18 & 63)])
+            output.append(alphabet[Int(value >> 12 & 63)])
+            output.append(count > 1 ? alphabet[Int(value >> 6 & 63)] : UInt8(ascii: "="))
+            output.append(count > 2 ? alphabet[Int(value & 63)] : UInt8(ascii: "="))
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+}

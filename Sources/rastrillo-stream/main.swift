@@ -1,0 +1,27 @@
+import CommandLineKit
+import Foundation
+import Rastrillo
+import RastrilloCLI
+import ToolSpecs
+
+ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
+    do {
+        let client = try ClientArguments(arguments)
+        let snapshot = try arguments.value("snapshot").map { path in
+            do {
+                return try client.origin.target(for: path)
+            } catch {
+                throw UsageError("--snapshot: \(error)", argument: path)
+            }
+        }
+        let follower = StreamFollower(
+            client: client, raw: arguments.flag("raw"), once: arguments.flag("once"), snapshot: snapshot)
+        return try await follower.run()
+    } catch let error as UsageError {
+        throw error
+    } catch let error where error is CancellationError || error is OutputClosed || error is OutputError {
+        throw error
+    } catch {
+        return FailureReport.emit(error, json: false)
+    }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import LoopbackHTTPServer
+import Rastrillo
+import RastrilloStreams
+import Synchronization
+import Testing
+
+/// A head that opens an event stream, with Connection: close and no length (the body runs to EOF).
+func eventStreamHead(_ type: String = "text/event-stream") -> [UInt8] {
+    LoopbackHTTPResponse.headBytes(
+        status: 200, headers: [LoopbackHTTPHeader("Content-Type", type), LoopbackHTTPHeader("Connection", "close")])
+}
+
+/// Collects what a stream delivered, in order, from the transfer's thread.
+final class StreamLog: Sendable {
+    private let entries = Mutex<[String]>([])
+    func add(_ entry: String) { entries.withLock { $0.append(entry) } }
+    var all: [String] { entries.withLock { $0 } }
+}
+
+@Suite struct StreamTests {
+    @Test func linesArriveWithDelimitersAfterOnOpen() async throws {
+        let server = try server(
+            LoopbackHTTPResponse(steps: [
+                .send(eventStreamHead("text/event-stream; charset=utf-8")), .send(bytes("id: 1\r\ndata: a\r")),
+                .pause(.milliseconds(20)), .send(bytes("\n\r\n:c\ndata: caf\u{E9}\n\ndata: unfinished")),
+            ]))
+        let log = StreamLog()
+        try await client(server).stream(
+            "/events",
+            onOpen: { response in
+                try await Task.sleep(for: .milliseconds(50))
+                log.add("open \(response.status)")
+            },
+            onLine: { log.add("line \($0)") })
+        #expect(
+            log.all == [
+                "open 200", "line id: 1", "line data: a", "line ", "line :c", "line data: caf\u{E9}", "line ",
+            ])
+        let request = try #require(server.requests.first)
+        #expect(request.target == "/events")
+        #expect(request.firstValue(forName: "accept") == "text/event-stream")
+    }
+
+    @Test func aNoContentResponseIsRefused() async throws {
+        let server = try server(.fixed(status: 204))
+        let log = StreamLog()
+        let error = await caught { try await client(server).stream("/", onOpen: { _ in log.add("open") }, onLine: { log.add($0) }) }
+        let refusal = try #require(error as? NativeClientError)
+        #expect(refusal == .rejected(status: 204, body: []))
+        #expect(refusal.retryClass == .permanent)
+        #expect(refusal.message.contains("204"))
+        #expect(log.all.isEmpty)
+    }
+
+    @Test func anotherContentTypeIsRefused() async throws {
+        let server = try server(.fixed(headers: [LoopbackHTTPHeader("Content-Type", "text/plain")], body: bytes("data: x\n\n")))
+        let log = StreamLog()
+        let error = await caught { try await client(server).stream("/", onOpen: { _ in log.add("open") }, onLine: { log.add($0) }) }
+        let refusal = try #require(error as? NativeClientError)
+        #expect(refusal.retryClass == .permanent)
+        #expect(refusal.message.contains("text/plain"))
+        #expect(log.all.isEmpty)
+    }
+
+    @Test func statusesMapToTheirTypedErrors() async throws {
+        for (status, expected) in [(401, NativeClientError.unauthorized), (404, .notFound), (500, .server(status: 500))] {
+            let server = try server(.fixed(status: status))
+            let error = await caught { try await client(server).stream("/", onLine: { _ in }) }
+            #expect(error as? NativeClientError == expected)
+        }
+    }
+
+    @Test func retryAfterReachesTheReconnectPacer() async throws {
+        let server = try server(.fixed(status: 503, headers: [LoopbackHTTPHeader("Retry-After", "7")]))
+        let error = await caught { try await client(server).stream("/", onLine: { _ in }) }
+        let provider = try #require(error as? any RetryAfterProviding)
+        #expect(provider.retryAfter == .seconds(7))
+    }
+
+    @Test func aLineAtTheBoundPassesAndOneByteMoreIsRefused() async throws {
+        let limits = try EventStreamLimits(maxLineBytes: 1000, maxEventBytes: 4000)
+        let atBound = try server(
+            LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data:") + Array(repeating: 0x61, count: 995) + bytes("\n\n"))]))
+        let log = StreamLog()
+        try await client(atBound).stream("/", limits: limits, onLine: { log.add($0) })
+        #expect(log.all.count == 2)
+        let over = try server(
+            LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data:") + Array(repeating: 0x61, count: 996) + bytes("\n\n"))]))
+        let error = await caught { try await client(over).stream("/", limits: limits, onLine: { _ in }) }
+        #expect(error as? EventStreamError == .lineTooLong)
+    }
+
+    @Test func theDefaultBoundsAreTheSpec() async throws {
+        let line = bytes("data:") + Array(repeating: 0x61, count: EventStreamLimits.defaultMaxLineBytes - 4) + bytes("\n\n")
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + line)]))
+        let error = await caught { try await client(server).stream("/", onLine: { _ in }) }
+        #expect(error as? EventStreamError == .lineTooLong)
+    }
+
+    @Test func cancellationEndsAStreamThatIsStillOpen() async throws {
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data: a\n\n")), .hangUntilStopped]))
+        let log = StreamLog()
+        let http = try client(server)
+        let task = Task { try await http.stream("/", onLine: { log.add($0) }) }
+        #expect(await waitUntil { log.all.count == 2 })
+        task.cancel()
+        let result = await task.result
+        #expect(throws: CancellationError.self) { try result.get() }
+    }
+
+    @Test func cancellationReachesOnOpen() async throws {
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead()), .hangUntilStopped]))
+        let log = StreamLog()
+        let http = try client(server)
+        let task = Task {
+            try await http.stream(
+                "/",
+                onOpen: { _ in
+                    log.add("open")
+                    try await Task.sleep(for: .seconds(3600))
+                }, onLine: { log.add($0) })
+        }
+        #expect(await waitUntil { log.all == ["open"] })
+        task.cancel()
+        let result = await task.result
+        #expect(throws: CancellationError.self) { try result.get() }
+    }
+
+    @Test func theCredentialGoesWithTheStream() async throws {
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead())]))
+        try await client(server, credential: try .bearer("tok")).stream("/", onLine: { _ in })
+        #expect(server.requests.first?.firstValue(forName: "authorization") == "Bearer tok")
+    }
+
+    @Test func connectivityLearnsFromTrafficWithoutProbes() async throws {
+        let connectivity = NativeConnectivity(path: .satisfied)
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead())]))
+        let origin = try NativeOrigin(server.baseURL)
+        #expect(connectivity.serverReachable(origin.serverOrigin) == nil)
+        try await NativeHTTP(origin: origin, observer: connectivity.trafficObserver).stream("/", onLine: { _ in })
+        #expect(connectivity.serverReachable(origin.serverOrigin) == true)
+        let closed = try NativeOrigin("http://127.0.0.1:\(try LoopbackHTTPServer.closedPort())")
+        let error = await caught {
+            try await NativeHTTP(origin: closed, observer: connectivity.trafficObserver).stream("/", onLine: { _ in })
+        }
+        #expect((error as? NativeClientError)?.retryClass == .offline)
+        #expect(connectivity.serverReachable(closed.serverOrigin) == false)
+        #expect(connectivity.isOffline(closed.serverOrigin))
+    }
+}
+
+/// Polls `condition` every 5 ms for up to 10 s.
+func waitUntil(_ condition: () -> Bool) async -> Bool {
+    for _ in 0..<2000 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}

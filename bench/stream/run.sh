@@ -1,0 +1,39 @@
+#!/bin/sh
+# Benchmark of rastrillo-stream on loopback (see README in this directory):
+# one local server sends EVENTS events of 100 bytes; in the same run rastrillo-stream writes
+# JSON Lines to /dev/null, curl -sN writes the raw stream to /dev/null, and sseclient-py (from
+# PyPI, installed into a temporary venv) parses the same stream. Prints events/s and ratios,
+# then peak RSS of rastrillo-stream on a 1 GB stream (10,000,000 events).
+# Usage: bench/stream/run.sh [EVENTS]   (default 1000000); build first: swift build -c release --product rastrillo-stream
+set -eu
+EVENTS=${1:-1000000}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TOOL=${TOOL:-$ROOT/.build/release/rastrillo-stream}
+WORK=$(mktemp -d)
+trap 'kill $SERVER $BIGSERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT INT TERM
+python3 "$ROOT/bench/stream/server.py" "$WORK/port" "$EVENTS" & SERVER=$!
+python3 "$ROOT/bench/stream/server.py" "$WORK/bigport" 10000000 & BIGSERVER=$!
+while [ ! -s "$WORK/port" ] || [ ! -s "$WORK/bigport" ]; do sleep 0.05; done
+URL="http://127.0.0.1:$(cat "$WORK/port")/events"
+BIGURL="http://127.0.0.1:$(cat "$WORK/bigport")/events"
+python3 -m venv "$WORK/venv" >/dev/null
+"$WORK/venv/bin/pip" install -q sseclient-py >/dev/null
+
+seconds() { # command...: wall seconds of the command
+    start=$(date +%s.%N); "$@"; end=$(date +%s.%N); echo "$end - $start" | bc -l
+}
+t_tool=$(seconds sh -c "'$TOOL' --once '$URL' > /dev/null")
+t_curl=$(seconds sh -c "curl -sN '$URL' > /dev/null")
+t_py=$(seconds sh -c "'$WORK/venv/bin/python' '$ROOT/bench/stream/parse.py' '$URL' > '$WORK/pycount'")
+[ "$(cat "$WORK/pycount")" = "$EVENTS" ] || { echo "sseclient-py saw $(cat "$WORK/pycount") events" >&2; exit 1; }
+lines=$("$TOOL" --once "$URL" | wc -l)
+[ "$lines" = $((EVENTS + 1)) ] || { echo "rastrillo-stream printed $lines lines" >&2; exit 1; }
+rate() { echo "$EVENTS / $1" | bc -l | xargs printf '%.0f'; }
+printf 'events: %d of 100 bytes\n' "$EVENTS"
+printf 'rastrillo-stream (JSON Lines): %10s events/s  (%.3f s)\n' "$(rate "$t_tool")" "$t_tool"
+printf 'curl -sN (raw bytes):          %10s events/s  (%.3f s)\n' "$(rate "$t_curl")" "$t_curl"
+printf 'sseclient-py:                  %10s events/s  (%.3f s)\n' "$(rate "$t_py")" "$t_py"
+printf 'ratio to curl:   %.2fx  (target >= 0.5)\n' "$(echo "$t_curl / $t_tool" | bc -l)"
+printf 'ratio to python: %.2fx  (target >= 10)\n' "$(echo "$t_py / $t_tool" | bc -l)"
+rss=$( { /usr/bin/time -f '%M' "$TOOL" --once "$BIGURL" > /dev/null; } 2>&1 | tail -n 1)
+printf 'peak RSS on a 1 GB stream: %d KiB (target <= 32768)\n' "$rss"
