@@ -87,7 +87,7 @@ let package = Package(
             name: "RivetDaemon",
             dependencies: [
                 "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
-                "RivetPairing", "OpenSSLKit", "Backoff",
+                "RivetPairing", "OpenSSLKit", "Backoff", "RivetDiscovery",
             ]),
         .executableTarget(
             name: "rivetd", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),

@@ -172,7 +172,7 @@ private func entries(_ directory: String) throws -> [String] {
     @Test func savedPairingAuthenticatesAfterReload() throws {
         let dir = try TemporaryDirectory()
         let registry = try RivetDevicePairingStore(path: dir.file("server/pairing.sqlite3"))
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint)
+        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
         let (completion, credential) = try pairDevice(&coordinator)
         try registry.save(completion)
         let companion = RivetCompanionCredentialStore(path: dir.file("device/companion-credential.json"))
