@@ -109,7 +109,7 @@ let package = Package(
             name: "RivetdTests",
             dependencies: [
                 "rivetd", "rivet-pair", "rivet-test-backend", "RivetDaemon", "RivetDevice", "RivetWire", "RivetTransport",
-                "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport",
+                "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
