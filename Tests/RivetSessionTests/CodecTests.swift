@@ -261,9 +261,12 @@ import Testing
     @Test func textFormsNeverShowTheCredential() {
         let credentialHex = hex(testCredential.bytes)
         let accepted = RVD1Message.pairAccepted(RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential, discoverySecret: testDiscoverySecret))
+        let secretHex = hex(testDiscoverySecret.bytes)
         for message in [resume, accepted] {
             #expect(!message.description.contains(credentialHex))
             #expect(!String(describing: message).contains(credentialHex))
+            #expect(!message.description.contains(secretHex))
+            #expect(!String(reflecting: message).contains(secretHex))
             #expect(message.description.contains("redacted"))
         }
     }
