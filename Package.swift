@@ -90,7 +90,7 @@ let package = Package(
             name: "RivetDaemon",
             dependencies: [
                 "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
-                "RivetPairing", "OpenSSLKit", "Backoff",
+                "RivetPairing", "OpenSSLKit", "Backoff", "RivetDiscovery",
             ]),
         .executableTarget(
             name: "rivetd", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),
@@ -112,7 +112,7 @@ let package = Package(
             name: "RivetdTests",
             dependencies: [
                 "rivetd", "rivet-pair", "rivet-test-backend", "RivetDaemon", "RivetDevice", "RivetWire", "RivetTransport",
-                "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport",
+                "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),

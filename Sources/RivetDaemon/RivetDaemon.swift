@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import RivetDiscovery
 import RivetGateway
 import RivetPairing
 import RivetSchema
@@ -35,6 +36,10 @@ public struct RivetDaemonConfiguration: Sendable {
     public var limits: RivetDeviceGatewayLimits = .default
     /// The listener's admission bounds and stream buffers.
     public var listener = RivetListener.Configuration()
+    /// Whether to advertise the listener through avahi-daemon (`--no-advertise` turns it off).
+    public var advertise = true
+    /// Where and how to advertise (`_rivet._tcp` on every interface avahi-daemon uses).
+    public var advertiser = RivetAdvertiser.Configuration()
 
     /// A configuration with the default bounds.
     public init(
@@ -82,10 +87,12 @@ public final class RivetDaemon: Sendable {
         self.log = log
     }
 
-    /// Reads the schema, loads (or creates) the server identity, opens the registry, creates
-    /// the control socket, starts the backend and listens.
+    /// Reads the schema, loads (or creates) the server identity and the discovery secret, opens
+    /// the registry, creates the control socket, starts the backend, listens, and then (unless
+    /// `advertise` is off) advertises the bound port as `_rivet._tcp`. An absent avahi-daemon
+    /// does not stop the daemon: the advertiser waits for it in the background.
     /// - Throws: ``RivetDaemonError`` naming the part that failed (`schemaFailed`,
-    ///   `identityFailed`, `registryFailed`, `controlSocketFailed`, `alreadyRunning`,
+    ///   `identityFailed`, `discoverySecretFailed`, `registryFailed`, `controlSocketFailed`, `alreadyRunning`,
     ///   `backendFailed`, `listenFailed`, `invalidConfiguration`); everything started before
     ///   is stopped again.
     public func start() throws(RivetDaemonError) -> Started {
@@ -100,6 +107,17 @@ public final class RivetDaemon: Sendable {
         } catch {
             throw RivetDaemonError.identityFailed.with(error.message)
         }
+        let discoverySecret: RivetDiscoverySecret
+        let pairedSecret: PairingDiscoverySecret
+        do {
+            discoverySecret = try RivetDiscoverySecret.loadOrCreate(stateDirectory: configuration.stateDirectory)
+        } catch {
+            throw RivetDaemonError.discoverySecretFailed.with(error.message)
+        }
+        // Both types hold exactly 32 bytes.
+        pairedSecret = PairingDiscoverySecret(bytes: discoverySecret.bytes)!
+        let advertising: DaemonAdvertising? =
+            configuration.advertise ? try DaemonAdvertising(configuration: configuration.advertiser, log: log) : nil
         let store: RivetDevicePairingStore
         let authenticator: RivetDeviceSessionAuthenticator
         do {
@@ -115,7 +133,8 @@ public final class RivetDaemon: Sendable {
         }
         let log = self.log
         let desk = PairingDesk(
-            serverFingerprint: identity.fingerprint, store: store, applicationID: configuration.applicationID, log: log)
+            serverFingerprint: identity.fingerprint, store: store, applicationID: configuration.applicationID,
+            discoverySecret: pairedSecret, log: log)
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, backendCommand: configuration.backendCommand,
             applicationID: configuration.applicationID, log: log, tick: { desk.tick() })
@@ -143,16 +162,23 @@ public final class RivetDaemon: Sendable {
         do {
             port = try listener.start(host: configuration.listenHost, port: configuration.listenPort)
         } catch {
+            advertising?.listenerFailed()
             control.stop()
             core.stopBackend(deadline: .now + .seconds(7))
             store.close()
             throw RivetDaemonError.listenFailed.with(
                 "cannot listen on \(Self.join(configuration.listenHost, configuration.listenPort)): \(error.message)")
         }
-        parts.set(Running(listener: listener, control: control, core: core, desk: desk, store: store))
+        parts.set(
+            Running(listener: listener, control: control, core: core, desk: desk, store: store, advertising: advertising))
         log.info("control socket at \(configuration.controlSocketPath)")
         log.info("server fingerprint \(identity.fingerprint.hex)")
         log.info("listening on \(Self.join(configuration.listenHost, port)) for application \(configuration.applicationID)")
+        if let advertising {
+            advertising.start(port: port, secret: discoverySecret)
+        } else {
+            log.info("not advertising (--no-advertise)")
+        }
         return Started(port: port, fingerprint: identity.fingerprint, backendPID: core.backendPID ?? 0)
     }
 
@@ -160,7 +186,8 @@ public final class RivetDaemon: Sendable {
     /// Safe to call more than once; later calls return at once.
     public func stop() {
         guard let running = parts.take() else { return }
-        log.info("stopping: closing sessions, the listener, the control socket and the backend")
+        log.info("stopping: withdrawing the advertisement, closing sessions, the listener, the control socket and the backend")
+        running.advertising?.stop()
         try? running.desk.cancel()
         running.core.closeAllSessions(timeout: .seconds(2))
         running.listener.stop()
@@ -219,6 +246,7 @@ private struct Running: Sendable {
     let core: GatewayCore
     let desk: PairingDesk
     let store: RivetDevicePairingStore
+    let advertising: DaemonAdvertising?
 }
 
 /// Holds the running parts; `take` hands them to exactly one `stop`.

@@ -4,7 +4,7 @@
 /// never carry a credential or key.
 public struct RivetDaemonError: Error, Equatable, Sendable, CustomStringConvertible {
     private enum Code: Equatable, Sendable {
-        case invalidConfiguration, schemaFailed, identityFailed, registryFailed, listenFailed
+        case invalidConfiguration, schemaFailed, identityFailed, discoverySecretFailed, registryFailed, listenFailed
         case controlSocketFailed, alreadyRunning, backendFailed
     }
 
@@ -23,6 +23,9 @@ public struct RivetDaemonError: Error, Equatable, Sendable, CustomStringConverti
     public static let schemaFailed = Self(.schemaFailed, "the schema cannot be used")
     /// The server identity cannot be loaded or created.
     public static let identityFailed = Self(.identityFailed, "the server identity cannot be used")
+    /// The discovery secret (`discovery-secret` in the state directory) cannot be loaded or
+    /// created.
+    public static let discoverySecretFailed = Self(.discoverySecretFailed, "the discovery secret cannot be used")
     /// The pairing registry cannot be opened.
     public static let registryFailed = Self(.registryFailed, "the pairing registry cannot be used")
     /// The listen address cannot be bound.

@@ -43,22 +43,27 @@ public struct RivetDevicePairReveal: Sendable, Equatable {
     public init(nonce: Nonce) { self.nonce = nonce }
 }
 
-/// `PairAccepted`: sent once, after both people confirmed, with the device's ID and credential.
-/// Its text forms never show the credential.
+/// `PairAccepted`: sent once, after both people confirmed, with the device's ID, its credential
+/// and the gateway's discovery secret. Its text forms never show the credential or the secret.
 public struct RivetDevicePairAccepted: Sendable, Equatable, CustomStringConvertible {
     /// The device's ID (a fresh one, or the existing one on a re-pairing).
     public let deviceID: DeviceID
     /// The device's new credential `K`.
     public let credential: PairingCredential
+    /// The gateway's discovery secret `S`, with which the device recognises its advertisement.
+    public let discoverySecret: PairingDiscoverySecret
 
     /// Assembles the message.
-    public init(deviceID: DeviceID, credential: PairingCredential) {
+    public init(deviceID: DeviceID, credential: PairingCredential, discoverySecret: PairingDiscoverySecret) {
         self.deviceID = deviceID
         self.credential = credential
+        self.discoverySecret = discoverySecret
     }
 
-    /// The device ID and a redacted credential.
-    public var description: String { "PairAccepted(deviceID: \(deviceID), credential: redacted)" }
+    /// The device ID, a redacted credential and a redacted secret.
+    public var description: String {
+        "PairAccepted(deviceID: \(deviceID), credential: redacted, discoverySecret: redacted)"
+    }
 }
 
 /// A paired device as the registry lists it. It holds no credential and no verifier, so it can

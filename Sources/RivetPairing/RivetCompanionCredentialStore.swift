@@ -2,8 +2,8 @@ import Foundation
 import OpenSSLKit
 
 /// What a Linux companion keeps after pairing: its device ID, its credential `K`, the pinned
-/// server fingerprint (`F_seen`), the application ID and the server address. Its text forms never
-/// show the credential.
+/// server fingerprint (`F_seen`), the application ID, the server address and the gateway's
+/// discovery secret `S`. Its text forms never show the credential or the secret.
 public struct RivetCompanionCredential: Sendable, Equatable, CustomStringConvertible {
     /// The ID the server gave this device.
     public let deviceID: DeviceID
@@ -15,24 +15,31 @@ public struct RivetCompanionCredential: Sendable, Equatable, CustomStringConvert
     public let applicationID: RivetApplicationID
     /// Where the server was reached (host and port as the transport writes them).
     public let serverAddress: String
+    /// The gateway's discovery secret, received in `PairAccepted`: with it the device recognises
+    /// the desktop's `_rivet._tcp` advertisement (`RivetDiscoverySecret.recognizes`). `nil` in a
+    /// file written before pairing carried it (or a credential made without it): such a device
+    /// still connects to the address it stored, but cannot recognise the desktop among
+    /// advertised gateways until it pairs again.
+    public let discoverySecret: PairingDiscoverySecret?
 
     /// Assembles a credential.
     /// - Throws: `RivetDevicePairingValueError.invalidServerAddress` for an empty address, one
     ///   longer than 255 bytes of UTF-8, or one with a control character.
     public init(
         deviceID: DeviceID, credential: PairingCredential, serverFingerprint: SPKIFingerprint,
-        applicationID: RivetApplicationID, serverAddress: String
+        applicationID: RivetApplicationID, serverAddress: String, discoverySecret: PairingDiscoverySecret? = nil
     ) throws(RivetDevicePairingValueError) {
         try validateServerAddress(serverAddress)
         self.init(
             deviceID: deviceID, credential: credential, serverFingerprint: serverFingerprint,
-            applicationID: applicationID, validatedServerAddress: serverAddress)
+            applicationID: applicationID, validatedServerAddress: serverAddress, discoverySecret: discoverySecret)
     }
 
     init(
         deviceID: DeviceID, credential: PairingCredential, serverFingerprint: SPKIFingerprint,
-        applicationID: RivetApplicationID, validatedServerAddress: String
+        applicationID: RivetApplicationID, validatedServerAddress: String, discoverySecret: PairingDiscoverySecret?
     ) {
+        self.discoverySecret = discoverySecret
         self.deviceID = deviceID
         self.credential = credential
         self.serverFingerprint = serverFingerprint
@@ -42,7 +49,7 @@ public struct RivetCompanionCredential: Sendable, Equatable, CustomStringConvert
 
     /// Everything but the credential, which reads `redacted`.
     public var description: String {
-        "RivetCompanionCredential(deviceID: \(deviceID), credential: redacted, serverFingerprint: \(serverFingerprint), applicationID: \(applicationID), serverAddress: \(serverAddress))"
+        "RivetCompanionCredential(deviceID: \(deviceID), credential: redacted, serverFingerprint: \(serverFingerprint), applicationID: \(applicationID), serverAddress: \(serverAddress), discoverySecret: \(discoverySecret == nil ? "none" : "redacted"))"
     }
 }
 
@@ -52,9 +59,12 @@ public struct RivetCompanionCredential: Sendable, Equatable, CustomStringConvert
 ///
 /// The file (format version 1):
 /// ```json
-/// {"applicationID":"…","credential":"<64 hex>","deviceID":"<32 hex>",
+/// {"applicationID":"…","credential":"<64 hex>","deviceID":"<32 hex>","discoverySecret":"<64 hex>",
 ///  "serverAddress":"…","serverFingerprint":"<64 hex>","version":1}
 /// ```
+/// `discoverySecret` is absent from files written before pairing delivered it; such a file
+/// still loads (with `discoverySecret` nil): the device connects as before but cannot recognise
+/// the desktop's advertisement until it pairs again.
 public struct RivetCompanionCredentialStore: Sendable {
     /// The largest file `load()` reads (16 KiB).
     public static let maximumFileSize = 16 * 1024
@@ -83,7 +93,8 @@ public struct RivetCompanionCredentialStore: Sendable {
         let file = CredentialFile(
             version: Self.formatVersion, deviceID: credential.deviceID.hex,
             credential: credential.credential.hexForStorage, serverFingerprint: credential.serverFingerprint.hex,
-            applicationID: credential.applicationID.value, serverAddress: credential.serverAddress)
+            applicationID: credential.applicationID.value, serverAddress: credential.serverAddress,
+            discoverySecret: credential.discoverySecret?.hexForStorage)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         var bytes: [UInt8]
@@ -136,6 +147,13 @@ public struct RivetCompanionCredentialStore: Sendable {
         guard let fingerprint = SPKIFingerprint(hex: file.serverFingerprint) else {
             throw invalid("\"serverFingerprint\" is not 64 hex digits")
         }
+        var discoverySecret: PairingDiscoverySecret?
+        if let hex = file.discoverySecret {
+            guard let secret = PairingDiscoverySecret(hex: hex) else {
+                throw invalid("\"discoverySecret\" is not 64 hex digits")
+            }
+            discoverySecret = secret
+        }
         let applicationID: RivetApplicationID
         do {
             applicationID = try RivetApplicationID(file.applicationID)
@@ -145,7 +163,7 @@ public struct RivetCompanionCredentialStore: Sendable {
         do {
             return try RivetCompanionCredential(
                 deviceID: deviceID, credential: credential, serverFingerprint: fingerprint,
-                applicationID: applicationID, serverAddress: file.serverAddress)
+                applicationID: applicationID, serverAddress: file.serverAddress, discoverySecret: discoverySecret)
         } catch {
             throw invalid("\"serverAddress\" is not a valid server address")
         }
@@ -179,6 +197,7 @@ private struct CredentialFile: Codable {
     let serverFingerprint: String
     let applicationID: String
     let serverAddress: String
+    let discoverySecret: String?
 }
 
 /// Why the companion's credential file could not be saved, loaded or removed. Messages name the

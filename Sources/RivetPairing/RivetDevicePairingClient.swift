@@ -142,7 +142,8 @@ public struct RivetDevicePairingClient: Sendable {
     }
 
     /// Accepts `PairAccepted` after this device confirmed, and returns the credential to store:
-    /// device ID, `K`, the pin `F_seen`, the application ID and the server address.
+    /// device ID, `K`, the pin `F_seen`, the application ID, the server address and the
+    /// discovery secret `S`.
     /// - Throws: `.unexpectedMessage` if this device has not confirmed (a server may not issue a
     ///   credential before both confirmations), `.exchangeOver`.
     public mutating func receive(_ message: RivetDevicePairAccepted) throws(RivetDevicePairingClientError)
@@ -154,7 +155,8 @@ public struct RivetDevicePairingClient: Sendable {
         phase = .paired
         return RivetCompanionCredential(
             deviceID: message.deviceID, credential: message.credential, serverFingerprint: serverFingerprintSeen,
-            applicationID: applicationID, validatedServerAddress: serverAddress)
+            applicationID: applicationID, validatedServerAddress: serverAddress,
+            discoverySecret: message.discoverySecret)
     }
 
     /// The server ended the attempt (its rejection carried `refusal`); the exchange fails with

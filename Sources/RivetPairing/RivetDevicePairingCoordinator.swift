@@ -117,6 +117,8 @@ public struct RivetDevicePairingCoordinator: Sendable {
 
     /// The server's own SPKI fingerprint `F`, bound into every code.
     public let serverFingerprint: SPKIFingerprint
+    /// The gateway's discovery secret, sent to each device in `PairAccepted`.
+    public let discoverySecret: PairingDiscoverySecret
     private let clock: any RivetPairingClock
     private let randomness: any RivetPairingRandomness
     private var phase: Phase = .closed(nil)
@@ -145,12 +147,15 @@ public struct RivetDevicePairingCoordinator: Sendable {
         case awaitingConfirmation(code: ConfirmationCode, deviceConfirmed: Bool, grantedScopes: Set<RivetDeviceScope>?)
     }
 
-    /// A closed coordinator for the server whose SPKI fingerprint is `serverFingerprint`.
+    /// A closed coordinator for the server whose SPKI fingerprint is `serverFingerprint` and
+    /// whose discovery secret (sent in `PairAccepted`) is `discoverySecret`.
     public init(
-        serverFingerprint: SPKIFingerprint, clock: any RivetPairingClock = RivetSystemPairingClock(),
+        serverFingerprint: SPKIFingerprint, discoverySecret: PairingDiscoverySecret,
+        clock: any RivetPairingClock = RivetSystemPairingClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness()
     ) {
         self.serverFingerprint = serverFingerprint
+        self.discoverySecret = discoverySecret
         self.clock = clock
         self.randomness = randomness
     }
@@ -404,7 +409,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
             created: attempt.replacing?.created ?? clock.wallClockNow(), lastSeen: attempt.replacing?.lastSeen)
         let completion = RivetDevicePairingCompletion(
             connection: attempt.connection,
-            accepted: RivetDevicePairAccepted(deviceID: deviceID, credential: credential),
+            accepted: RivetDevicePairAccepted(deviceID: deviceID, credential: credential, discoverySecret: discoverySecret),
             record: record, verifier: credential.verifier, replacing: attempt.replacing)
         phase = .closed(.paired)
         step.actions.append(.complete(completion))
@@ -474,7 +479,7 @@ public struct RivetDevicePairingPendingAttempt: Equatable, Sendable {
 public struct RivetDevicePairingCompletion: Equatable, Sendable, CustomStringConvertible {
     /// The device's connection, where `accepted` goes.
     public let connection: RivetPairingConnectionID
-    /// `PairAccepted { deviceID, K }`, sent after storing.
+    /// `PairAccepted { deviceID, K, S }`, sent after storing.
     public let accepted: RivetDevicePairAccepted
     /// The registry record to store.
     public let record: RivetDevicePairedDevice

@@ -32,7 +32,7 @@ public enum RVD1MessageType: UInt8, Sendable, CaseIterable {
     case pairConfirm = 0x05
     /// C→S: the device's person rejected the code.
     case pairReject = 0x06
-    /// S→C: the device's ID and credential; ends the pairing connection.
+    /// S→C: the device's ID, its credential and the discovery secret; ends the pairing connection.
     case pairAccepted = 0x07
     /// S→C: the device is authenticated; the RVT1 stream starts with the next byte.
     case accept = 0x08
@@ -54,7 +54,7 @@ public enum RVD1MessageType: UInt8, Sendable, CaseIterable {
         case .pairBegin: 1 + 1 + 1 + 1 + 1 + RivetDevicePairingCommitment.byteCount
         case .pairServerNonce, .pairReveal: Nonce.byteCount
         case .pairConfirm, .pairReject, .accept: 0
-        case .pairAccepted: DeviceID.byteCount + PairingCredential.byteCount
+        case .pairAccepted: DeviceID.byteCount + PairingCredential.byteCount + PairingDiscoverySecret.byteCount
         case .reject: 1
         }
     }

@@ -89,6 +89,7 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
         case .pairAccepted(let message):
             out += message.deviceID.bytes
             out += message.credential.bytes
+            out += message.discoverySecret.bytes
         case .reject(let reason): out = [reason.rawValue]
         }
         return out
@@ -143,7 +144,10 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
         case .pairAccepted:
             let deviceID = DeviceID(bytes: try cursor.take(DeviceID.byteCount, "deviceID"))!
             let credential = PairingCredential(bytes: try cursor.take(PairingCredential.byteCount, "credential"))!
-            message = .pairAccepted(RivetDevicePairAccepted(deviceID: deviceID, credential: credential))
+            let discoverySecret = PairingDiscoverySecret(
+                bytes: try cursor.take(PairingDiscoverySecret.byteCount, "discoverySecret"))!
+            message = .pairAccepted(
+                RivetDevicePairAccepted(deviceID: deviceID, credential: credential, discoverySecret: discoverySecret))
         case .accept: message = .accept
         case .reject: message = .reject(RVD1RejectReason(rawValue: try cursor.byte("reason")))
         }

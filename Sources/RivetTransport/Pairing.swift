@@ -87,19 +87,21 @@ public final class RivetPairingService: RivetPairingHost {
     private let channels = Locked<[RivetPairingConnectionID: RivetPairingChannel]>([:])
     private let desktopEvents: @Sendable (DesktopEvent) -> Void
 
-    /// A service for the server whose fingerprint is `serverFingerprint`.
+    /// A service for the server whose fingerprint is `serverFingerprint` and whose discovery
+    /// secret, sent to each paired device in `PairAccepted`, is `discoverySecret`.
     /// - Parameters:
     ///   - desktopEvents: called (on the thread of the input that caused it) with what the
     ///     desktop should show; it must return promptly.
     public init(
-        serverFingerprint: SPKIFingerprint, store: RivetDevicePairingStore,
+        serverFingerprint: SPKIFingerprint, discoverySecret: PairingDiscoverySecret, store: RivetDevicePairingStore,
         clock: any RivetPairingClock = RivetSystemPairingClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness(),
         desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }
     ) {
         self.store = store
         self.coordinator = Locked(
-            RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, clock: clock, randomness: randomness))
+            RivetDevicePairingCoordinator(
+                serverFingerprint: serverFingerprint, discoverySecret: discoverySecret, clock: clock, randomness: randomness))
         self.desktopEvents = desktopEvents
     }
 

@@ -19,7 +19,12 @@ extension ToolSpecs {
             --backend; --backend takes the rest of the command line, so give it last:
              rivetd --listen 127.0.0.1:7447 --schema rivet.rktd --application-id net.example.app --backend ./backend
 
-            SIGTERM stops rivetd gracefully (exit status 0).
+            While it listens, rivetd advertises the listener as _rivet._tcp through avahi-daemon, \
+            under a random name with a TXT hint only paired devices recognise; when avahi-daemon \
+            is not running it logs one warning, keeps serving and retries in the background. \
+            --no-advertise turns advertising off.
+
+            SIGTERM withdraws the advertisement and stops rivetd gracefully (exit status 0).
             """,
         options: [
             .value(
@@ -36,13 +41,16 @@ extension ToolSpecs {
                 "log-level", valueName: "LEVEL", kind: .choice(["error", "warn", "info", "debug"]),
                 help: "Log events at this level and above to standard error (default info)."),
             .flag(
+                "no-advertise",
+                help: "Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address)."),
+            .flag(
                 "fingerprint",
                 help: "Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed."),
             .rest(
                 "backend", valueName: "CMD", kind: .command,
                 help: "Run CMD with the remaining arguments as the backend; give it last."),
         ],
-        exclusiveGroups: [["fingerprint", "listen"]],
+        exclusiveGroups: [["fingerprint", "listen"], ["fingerprint", "no-advertise"]],
         normalStopSignals: [SIGTERM]
     )
 }

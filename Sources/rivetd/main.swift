@@ -89,10 +89,12 @@ enum DaemonCommandLine {
                 throw StartError(message: String(describing: error))
             }
         }
-        return RivetDaemonConfiguration(
+        var configuration = RivetDaemonConfiguration(
             listenHost: listen.host, listenPort: listen.port, backendCommand: backend, schemaPath: schema,
             applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
             controlSocketPath: RivetControlClient.socketPath(runtimeDirectory: runtime))
+        configuration.advertise = !arguments.flag("no-advertise")
+        return configuration
     }
 }
 

@@ -8,7 +8,7 @@ private let c1 = RivetPairingConnectionID(1)
 
 @Suite struct ClientTests {
     @Test func bothMachinesPairInMemory() throws {
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint)
+        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
         let (completion, credential) = try pairDevice(&coordinator, granting: scopes("events"))
         #expect(credential.deviceID == completion.record.deviceID)
         #expect(credential.credential == completion.accepted.credential)
@@ -45,7 +45,7 @@ private let c1 = RivetPairingConnectionID(1)
 
     @Test func outOfOrderMessagesFailTheExchange() throws {
         let ns = RivetDevicePairServerNonce(nonce: try Nonce.random(using: RivetSystemRandomness()))
-        let accepted = RivetDevicePairAccepted(deviceID: randomID(), credential: randomCredential())
+        let accepted = RivetDevicePairAccepted(deviceID: randomID(), credential: randomCredential(), discoverySecret: testDiscoverySecret)
 
         var early = makeClient()
         #expect(throws: RivetDevicePairingClientError.unexpectedMessage) { try early.receive(ns) }
@@ -121,7 +121,7 @@ private let c1 = RivetPairingConnectionID(1)
     }
 
     @Test func deviceRejectReachesTheCoordinator() throws {
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint)
+        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
         _ = coordinator.handle(.open)
         var (client, _) = try runToCodes(&coordinator, connection: c1)
         try client.reject()

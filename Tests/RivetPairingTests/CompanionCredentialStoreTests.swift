@@ -157,6 +157,59 @@ private func entries(_ directory: String) throws -> [String] {
         }
     }
 
+    @Test func discoverySecretIsStoredAsHexAndLoadsBack() throws {
+        let dir = try TemporaryDirectory()
+        let store = RivetCompanionCredentialStore(path: dir.file("c.json"))
+        let secret = try #require(PairingDiscoverySecret(bytes: try SecureRandom.bytes(32)))
+        let credential = try RivetCompanionCredential(
+            deviceID: randomID(), credential: randomCredential(), serverFingerprint: serverFingerprint,
+            applicationID: appID, serverAddress: "127.0.0.1:7443", discoverySecret: secret)
+        try store.save(credential)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(fileBytes(store.path)!)) as? [String: Any])
+        #expect(object["discoverySecret"] as? String == Hex.encode(secret.bytes))
+        let loaded = try store.load()
+        #expect(loaded == credential)
+        #expect(loaded.discoverySecret == secret)
+        #expect(!loaded.description.contains(Hex.encode(secret.bytes)))
+        #expect(!String(reflecting: secret).contains(Hex.encode(secret.bytes)))
+        #expect(loaded.description.contains("discoverySecret: redacted"))
+    }
+
+    /// A file written before pairing carried the secret still loads; the device then cannot
+    /// recognise the desktop's advertisement until it pairs again.
+    @Test func olderFileWithoutDiscoverySecretLoadsWithoutIt() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("old.json")
+        let credential = try sampleCredential()
+        try writeFile(
+            path,
+            #"{"applicationID":"\#(appID.value)","credential":"\#(Hex.encode(credential.credential.bytes))","deviceID":"\#(credential.deviceID.hex)","serverAddress":"[::1]:7443","serverFingerprint":"\#(serverFingerprint.hex)","version":1}"#
+        )
+        let loaded = try RivetCompanionCredentialStore(path: path).load()
+        #expect(loaded.discoverySecret == nil)
+        #expect(loaded.deviceID == credential.deviceID)
+        #expect(loaded.description.contains("discoverySecret: none"))
+    }
+
+    @Test func malformedDiscoverySecretIsRefusedWithoutShowingIt() throws {
+        let dir = try TemporaryDirectory()
+        let credential = try sampleCredential()
+        let secret = Hex.encode(try SecureRandom.bytes(32))
+        let prefix =
+            #"{"applicationID":"\#(appID.value)","credential":"\#(Hex.encode(credential.credential.bytes))","deviceID":"\#(credential.deviceID.hex)","serverAddress":"h","serverFingerprint":"\#(serverFingerprint.hex)","version":1,"discoverySecret":"#
+        // 63 and 65 digits (one short, one past), a non-hex digit, a number.
+        let values = [#""\#(secret.dropLast())""#, #""\#(secret)0""#, #""\#(secret.dropLast())g""#, "7"]
+        for (index, value) in values.enumerated() {
+            let path = dir.file("bad-\(index).json")
+            try writeFile(path, prefix + value + "}")
+            let error = #expect(throws: RivetCompanionCredentialStoreError.invalidContents) {
+                try RivetCompanionCredentialStore(path: path).load()
+            }
+            #expect(error?.message.contains("discoverySecret") == true, "case \(index): \(error?.message ?? "")")
+            #expect(error?.message.contains(String(secret.prefix(16))) == false, "case \(index) leaked the secret")
+        }
+    }
+
     @Test func newerFormatIsRefused() throws {
         let dir = try TemporaryDirectory()
         let store = RivetCompanionCredentialStore(path: dir.file("c.json"))
@@ -172,7 +225,7 @@ private func entries(_ directory: String) throws -> [String] {
     @Test func savedPairingAuthenticatesAfterReload() throws {
         let dir = try TemporaryDirectory()
         let registry = try RivetDevicePairingStore(path: dir.file("server/pairing.sqlite3"))
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint)
+        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
         let (completion, credential) = try pairDevice(&coordinator)
         try registry.save(completion)
         let companion = RivetCompanionCredentialStore(path: dir.file("device/companion-credential.json"))

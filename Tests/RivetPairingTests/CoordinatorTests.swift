@@ -13,7 +13,7 @@ private let c2 = RivetPairingConnectionID(2)
 private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestClock, SeededRandomness) {
     let clock = TestClock()
     let randomness = SeededRandomness(seed)
-    return (Coordinator(serverFingerprint: serverFingerprint, clock: clock, randomness: randomness), clock, randomness)
+    return (Coordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: clock, randomness: randomness), clock, randomness)
 }
 
 @Suite struct CoordinatorWindowTests {
@@ -349,7 +349,7 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestCl
 
     @Test func failingRandomnessRefusesWithoutCountingAFailure() throws {
         var coordinator = Coordinator(
-            serverFingerprint: serverFingerprint, clock: TestClock(), randomness: FailingRandomness(successes: 1))
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: TestClock(), randomness: FailingRandomness(successes: 1))
         _ = coordinator.handle(.open)
         var (client, _) = try runToCodes(&coordinator, connection: c1)
         try client.confirm()

@@ -14,7 +14,7 @@ import Testing
 
     private func coordinator(_ seed: String) -> RivetDevicePairingCoordinator {
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, clock: TestClock(), randomness: SeededRandomness(seed))
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: TestClock(), randomness: SeededRandomness(seed))
         _ = coordinator.handle(.open)
         return coordinator
     }

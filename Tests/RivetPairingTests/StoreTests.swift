@@ -230,7 +230,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let path = dir.file("pairing.sqlite3")
         let store = try RivetDevicePairingStore(path: path)
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint)
+        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
         var credentials: [PairingCredential] = []
         var verifiers: [PairingVerifier] = []
         for index in 0..<12 {

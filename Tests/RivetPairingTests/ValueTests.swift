@@ -35,7 +35,7 @@ import Testing
         var dumped = ""
         dump(credential, to: &dumped)
         var dumpedMessage = ""
-        let accepted = RivetDevicePairAccepted(deviceID: randomID(), credential: credential)
+        let accepted = RivetDevicePairAccepted(deviceID: randomID(), credential: credential, discoverySecret: testDiscoverySecret)
         dump(accepted, to: &dumpedMessage)
         let companion = try RivetCompanionCredential(
             deviceID: randomID(), credential: credential, serverFingerprint: serverFingerprint, applicationID: appID,

@@ -34,7 +34,9 @@ import Testing
         case "pair-confirm": return .pairConfirm
         case "pair-reject": return .pairReject
         case "pair-accepted":
-            return .pairAccepted(RivetDevicePairAccepted(deviceID: try id("deviceID"), credential: try credential()))
+            let secret = try #require(PairingDiscoverySecret(bytes: bytes(hex: try text("discoverySecret"))))
+            return .pairAccepted(
+                RivetDevicePairAccepted(deviceID: try id("deviceID"), credential: try credential(), discoverySecret: secret))
         case "accept": return .accept
         default:
             let reason = try #require(f["reason"]?.number)
@@ -258,10 +260,13 @@ import Testing
 
     @Test func textFormsNeverShowTheCredential() {
         let credentialHex = hex(testCredential.bytes)
-        let accepted = RVD1Message.pairAccepted(RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential))
+        let accepted = RVD1Message.pairAccepted(RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential, discoverySecret: testDiscoverySecret))
+        let secretHex = hex(testDiscoverySecret.bytes)
         for message in [resume, accepted] {
             #expect(!message.description.contains(credentialHex))
             #expect(!String(describing: message).contains(credentialHex))
+            #expect(!message.description.contains(secretHex))
+            #expect(!String(reflecting: message).contains(secretHex))
             #expect(message.description.contains("redacted"))
         }
     }

@@ -88,7 +88,7 @@ func closes(_ actions: [RVD1ServerHandshake.Action]) -> Bool {
         #expect(machine.state == .awaitingDeviceDecision && machine.wait == .person)
         #expect(machine.handle(.received(.pairConfirm)) == [.forwardToPairingHost(.confirm)])
         #expect(machine.state == .awaitingAcceptance && machine.wait == .person)
-        let accepted = RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential)
+        let accepted = RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential, discoverySecret: testDiscoverySecret)
         let actions = machine.handle(.pairingReply(.accepted(accepted)))
         #expect(actions.prefix(2) == [.send(.pairAccepted(accepted)), .pairingConnectionEnded])
         #expect(closes(actions) && machine.state == .closed)
@@ -145,7 +145,7 @@ func closes(_ actions: [RVD1ServerHandshake.Action]) -> Bool {
     @Test func aHostReplyOutOfOrderIsAServerError() {
         var machine = RVD1ServerHandshake()
         _ = machine.handle(.received(.pairBegin(beginMessage)))
-        let accepted = RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential)
+        let accepted = RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential, discoverySecret: testDiscoverySecret)
         #expect(machine.handle(.pairingReply(.accepted(accepted))).first == .send(.reject(.serverError)))
 
         var resume = RVD1ServerHandshake()
@@ -204,7 +204,7 @@ func closes(_ actions: [RVD1ServerHandshake.Action]) -> Bool {
         ).code
         #expect(outcome == .showCode(expectedCode, send: RVD1Message.pairReveal(RivetDevicePairReveal(nonce: testNonceC)).encoded))
         #expect(try machine.confirm(typedCode: expectedCode.description) == RVD1Message.pairConfirm.encoded)
-        guard case .paired(let stored) = machine.receive(.pairAccepted(RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential))) else {
+        guard case .paired(let stored) = machine.receive(.pairAccepted(RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential, discoverySecret: testDiscoverySecret))) else {
             Issue.record("PairAccepted after confirming must pair")
             return
         }
@@ -220,7 +220,7 @@ func closes(_ actions: [RVD1ServerHandshake.Action]) -> Bool {
         var early = try pairingClient()
         _ = try early.start()
         _ = early.receive(.pairServerNonce(RivetDevicePairServerNonce(nonce: testNonceS)))
-        guard case .failed(let error) = early.receive(.pairAccepted(RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential))) else {
+        guard case .failed(let error) = early.receive(.pairAccepted(RivetDevicePairAccepted(deviceID: testDeviceID, credential: testCredential, discoverySecret: testDiscoverySecret))) else {
             Issue.record("PairAccepted before PairConfirm must fail")
             return
         }

@@ -140,7 +140,9 @@ final class TestServer: Sendable {
         directory = try TemporaryDirectory()
         identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.file("state"))
         store = try RivetDevicePairingStore(path: directory.file("state/pairing.sqlite3"))
-        service = RivetPairingService(serverFingerprint: identity.fingerprint, store: store)
+        service = RivetPairingService(
+            serverFingerprint: identity.fingerprint, discoverySecret: PairingDiscoverySecret(bytes: Array(0x60..<0x80))!,
+            store: store)
         var configuration = RivetListener.Configuration()
         configure(&configuration)
         let log = self.log

@@ -180,7 +180,15 @@ struct Home {
         chmod(path, 0o755)
     }
 
-    var environment: [String: String] { ToolProcess.environment(home: path) }
+    /// The tools' environment: this home, and the test run's system bus (where avahi-daemon
+    /// answers) when one is set.
+    var environment: [String: String] {
+        var environment = ToolProcess.environment(home: path)
+        if let bus = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] {
+            environment["DBUS_SYSTEM_BUS_ADDRESS"] = bus
+        }
+        return environment
+    }
     var stateDirectory: String { path + "/state/rivet" }
     var registry: String { stateDirectory + "/pairing.sqlite3" }
     var socket: String { path + "/run/rivet/control.sock" }
@@ -215,7 +223,7 @@ final class Daemon: Sendable {
     /// listens.
     static func start(
         _ home: Home, backendEnvironment: [String: String] = [:], logLevel: String = "debug",
-        environment: [String: String]? = nil, prefix: [String] = []
+        environment: [String: String]? = nil, prefix: [String] = [], arguments: [String] = []
     ) async throws -> Daemon {
         var env = environment ?? home.environment
         for (key, value) in backendEnvironment { env[key] = value }
@@ -223,8 +231,8 @@ final class Daemon: Sendable {
             ToolProcess.path(of: "rivetd"),
             [
                 "--listen", "127.0.0.1:0", "--schema", exampleSchema, "--application-id", testApplication,
-                "--log-level", logLevel, "--backend", ToolProcess.path(of: "rivet-test-backend"),
-            ], environment: env, directory: home.path, prefix: prefix)
+                "--log-level", logLevel,
+            ] + arguments + ["--backend", ToolProcess.path(of: "rivet-test-backend")], environment: env, directory: home.path, prefix: prefix)
         var listening: (UInt16, SPKIFingerprint)?
         try await eventually("rivetd to listen") {
             if let status = process.poll() {
@@ -430,12 +438,13 @@ extension RVT1Frame {
 /// Starts rivetd in `home`, runs `body` with it, and stops it and removes the home afterwards,
 /// whether `body` returns or throws.
 func withDaemon<T>(
-    _ home: Home, backendEnvironment: [String: String] = [:], prefix: [String] = [],
-    _ body: (Daemon) async throws -> T
+    _ home: Home, backendEnvironment: [String: String] = [:], environment: [String: String]? = nil,
+    prefix: [String] = [], arguments: [String] = [], _ body: (Daemon) async throws -> T
 ) async throws -> T {
     let daemon: Daemon
     do {
-        daemon = try await Daemon.start(home, backendEnvironment: backendEnvironment, prefix: prefix)
+        daemon = try await Daemon.start(
+            home, backendEnvironment: backendEnvironment, environment: environment, prefix: prefix, arguments: arguments)
     } catch {
         home.remove()
         throw error

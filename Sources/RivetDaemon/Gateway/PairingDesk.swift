@@ -19,12 +19,15 @@ final class PairingDesk: RivetPairingHost {
     /// How long `confirm` waits for the paired record once the coordinator has completed.
     static let completionGrace: Duration = .seconds(2)
 
-    init(serverFingerprint: SPKIFingerprint, store: RivetDevicePairingStore, applicationID: RivetApplicationID, log: RivetDaemonLog) {
+    init(
+        serverFingerprint: SPKIFingerprint, store: RivetDevicePairingStore, applicationID: RivetApplicationID,
+        discoverySecret: PairingDiscoverySecret, log: RivetDaemonLog
+    ) {
         let state = DeskState()
         self.state = state
         self.applicationID = applicationID
         self.log = log
-        service = RivetPairingService(serverFingerprint: serverFingerprint, store: store) { event in
+        service = RivetPairingService(serverFingerprint: serverFingerprint, discoverySecret: discoverySecret, store: store) { event in
             state.record(event, log: log)
         }
     }

@@ -50,6 +50,7 @@ DEVICE_ID = seq(0x00, 16)
 CREDENTIAL = seq(0x20, 32)
 NC = seq(0x20, 32)
 NS = seq(0x40, 32)
+DISCOVERY_SECRET = seq(0x60, 32)
 APP = "org.example.rivet"
 
 valid = []
@@ -75,8 +76,9 @@ add("pair-server-nonce", "serverToClient", {"nonce": NS.hex()}, message(3, [(NS,
 add("pair-reveal", "clientToServer", {"nonce": NC.hex()}, message(4, [(NC, "Nc")]))
 add("pair-confirm", "clientToServer", {}, message(5, []))
 add("pair-reject", "clientToServer", {}, message(6, []))
-add("pair-accepted", "serverToClient", {"deviceID": DEVICE_ID.hex(), "credential": CREDENTIAL.hex()},
-    message(7, [(DEVICE_ID, "deviceID"), (CREDENTIAL, "credential K")]))
+add("pair-accepted", "serverToClient",
+    {"deviceID": DEVICE_ID.hex(), "credential": CREDENTIAL.hex(), "discoverySecret": DISCOVERY_SECRET.hex()},
+    message(7, [(DEVICE_ID, "deviceID"), (CREDENTIAL, "credential K"), (DISCOVERY_SECRET, "discovery secret S")]))
 add("accept", "serverToClient", {}, message(8, []))
 for code, reason in enumerate(REASONS, start=1):
     add(f"reject-{reason}", "serverToClient", {"reason": code}, message(9, [(bytes([code]), f"reason {reason}")]))
@@ -115,6 +117,13 @@ refuse("nonce-too-short", "serverToClient",
        "malformed", 5)
 refuse("nonce-too-long", "serverToClient",
        [(b"\x03", "type 0x03 PairServerNonce"), (struct.pack(">I", 33), "length 33 (limit 32)"), (NS + b"\x00", "33 bytes")],
+       "oversized", 5)
+refuse("pair-accepted-without-discovery-secret", "serverToClient",
+       [(b"\x07", "type 0x07 PairAccepted"), (struct.pack(">I", 48), "length 48 (needs 80)"), (DEVICE_ID, "deviceID"),
+        (CREDENTIAL, "credential K")], "malformed", 5)
+refuse("pair-accepted-one-byte-too-long", "serverToClient",
+       [(b"\x07", "type 0x07 PairAccepted"), (struct.pack(">I", 81), "length 81 (limit 80)"), (DEVICE_ID, "deviceID"),
+        (CREDENTIAL, "credential K"), (DISCOVERY_SECRET, "discovery secret S"), (b"\x00", "trailing byte")],
        "oversized", 5)
 refuse("confirm-with-body", "clientToServer",
        M + [(b"\x05", "type 0x05 PairConfirm"), (struct.pack(">I", 1), "length 1 (limit 0)"), (b"\x00", "body")],

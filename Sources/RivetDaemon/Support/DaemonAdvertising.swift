@@ -1,0 +1,98 @@
+import Foundation
+import RivetDiscovery
+import Synchronization
+
+/// The daemon's `_rivet._tcp` advertisement: a `RivetAdvertiser` started once the listener is
+/// ready, and a task that logs what it does (the instance name and port, never the secret or
+/// the hint's key).
+///
+/// When avahi-daemon is absent the advertiser waits for it in the background; after
+/// ``warnAfter`` without a publication this logs one warning, and again only after a later
+/// publication was lost. The daemon keeps serving either way.
+final class DaemonAdvertising: Sendable {
+    /// How long the advertiser may wait for avahi-daemon before the warning.
+    static let warnAfter: Duration = .seconds(3)
+
+    private let advertiser: RivetAdvertiser
+    private let serviceType: String
+    private let log: RivetDaemonLog
+    private let observer = Mutex<Task<Void, Never>?>(nil)
+    private let warned = Mutex(false)
+
+    /// An advertiser for `configuration`, not started.
+    /// - Throws: `RivetDaemonError.invalidConfiguration` for a malformed service type.
+    init(configuration: RivetAdvertiser.Configuration, log: RivetDaemonLog) throws(RivetDaemonError) {
+        do {
+            advertiser = try RivetAdvertiser(configuration: configuration)
+        } catch {
+            throw RivetDaemonError.invalidConfiguration.with("cannot advertise: \(error.message)")
+        }
+        serviceType = configuration.serviceType
+        self.log = log
+    }
+
+    /// Publishes the listener on `port` and starts logging the advertiser's progress.
+    func start(port: UInt16, secret: RivetDiscoverySecret) {
+        let updates = advertiser.stateUpdates()
+        advertiser.start(port: port, secret: secret)
+        let advertiser = self.advertiser
+        let log = self.log
+        let type = serviceType
+        let task = Task { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    var published = false
+                    for await state in updates {
+                        switch state {
+                        case .published(let advertisement):
+                            published = true
+                            self.warned.withLock { $0 = false }
+                            log.info("advertising \(type) as \"\(advertisement.name)\" on port \(advertisement.port)")
+                        case .waiting where published:
+                            published = false
+                            log.warn("the \(type) advertisement was lost (avahi-daemon stopped or restarted); publishing again when it runs")
+                        case .waiting, .publishing, .stopped, .listenerDown:
+                            break
+                        }
+                    }
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: Self.warnAfter)
+                        guard !Task.isCancelled, case .waiting = advertiser.state else { continue }
+                        let first = self.warned.withLock { value in
+                            defer { value = true }
+                            return !value
+                        }
+                        guard first else { continue }
+                        let reason = advertiser.lastError.map { ": \($0.message)" } ?? ""
+                        log.warn(
+                            "not advertising \(type) yet, avahi-daemon is not reachable\(reason); serving anyway and retrying in the background (--no-advertise turns this off)"
+                        )
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        observer.withLock { $0 = task }
+    }
+
+    /// The listener failed: withdraws the advertisement at once.
+    func listenerFailed() {
+        advertiser.listenerFailed()
+        observer.withLock { $0?.cancel() }
+    }
+
+    /// Withdraws the advertisement (gone from avahi-daemon when this returns) and stops logging.
+    func stop() {
+        let wasAdvertising: Bool
+        switch advertiser.state {
+        case .stopped, .listenerDown: wasAdvertising = false
+        case .waiting, .publishing, .published: wasAdvertising = true
+        }
+        observer.withLock { $0?.cancel() }
+        advertiser.stop()
+        if wasAdvertising { log.info("withdrew the \(serviceType) advertisement") }
+    }
+}
