@@ -291,11 +291,22 @@ public final class SQLiteDatabase {
                 throw SQLiteError.from(rc == SQLITE_OK ? SQLITE_ERROR : rc, db: db, context: "enable \(name)")
             }
         }
-        // Reads the header and schema: a file that is not a database fails here, at open.
-        _ = try query("SELECT count(*) FROM sqlite_schema")
-        if !isReadOnly {
-            let mode = try query("PRAGMA journal_mode=WAL").first?[0].text ?? ""
-            guard mode.lowercased() == "wal" else { throw SQLiteError.journalModeRejected(mode) }
+        // SQLite answers SQLITE_BUSY at once, without its busy handler, when another connection
+        // is switching a fresh file to WAL or recovering it; the open-time reads are retried
+        // here until the busy timeout, so two processes opening one new file both succeed.
+        let deadline = ContinuousClock.now + .milliseconds(Int(busyTimeoutMilliseconds))
+        while true {
+            do {
+                // Reads the header and schema: a file that is not a database fails here, at open.
+                _ = try query("SELECT count(*) FROM sqlite_schema")
+                if !isReadOnly {
+                    let mode = try query("PRAGMA journal_mode=WAL").first?[0].text ?? ""
+                    guard mode.lowercased() == "wal" else { throw SQLiteError.journalModeRejected(mode) }
+                }
+                break
+            } catch let error as SQLiteError where error.isBusy && ContinuousClock.now < deadline {
+                usleep(2_000)
+            }
         }
         try execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON")
         guard try query("PRAGMA foreign_keys").first?[0].integer == 1 else {
