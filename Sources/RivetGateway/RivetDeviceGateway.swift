@@ -6,7 +6,7 @@ import RivetWire
 /// decoded RVT1 frames and connection events and carries out the ``RivetDeviceGatewayAction``s
 /// each input returns, in order. Use it from one owner (an actor or one task).
 ///
-/// Rules it keeps (`docs/protocol-rvt1.md`, "Gateway error codes"):
+/// Rules it keeps (`docs/protocol.md (RVT1 part)`, "Gateway error codes"):
 /// - A session may call an RPC, read or write a state key only when its scopes grant that name
 ///   (``RivetDeviceGatewayPolicy``); an unknown or ungranted name gets the same
 ///   `rivet.forbidden` frame, so a device cannot enumerate the backend's API. Only names in the

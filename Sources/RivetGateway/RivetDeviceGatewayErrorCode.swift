@@ -1,5 +1,5 @@
 /// The stable codes the gateway writes into RVT1 error frames and close reasons, defined once
-/// here and specified in `docs/protocol-rvt1.md`, "Gateway error codes". Clients branch on
+/// here and specified in `docs/protocol.md (RVT1 part)`, "Gateway error codes". Clients branch on
 /// codes, never on messages.
 ///
 /// Request errors — an error frame carrying the request's ID; the session stays open:

@@ -1,7 +1,7 @@
 import RivetPairing
 
 /// The RVD1 preface: what a device and `rivetd` say inside TLS 1.3 between the handshake and the
-/// RVT1 stream (see `docs/protocol-rvd1.md`).
+/// RVT1 stream (see `docs/protocol.md (RVD1 part)`).
 ///
 /// The client's first four bytes are the magic `RVD1`; then both sides exchange messages framed
 /// as `type (u8) ‖ length (u32 big-endian) ‖ body (length bytes)`. Every type has its own

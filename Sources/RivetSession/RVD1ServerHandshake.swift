@@ -32,7 +32,7 @@ public enum RivetPairingReply: Sendable, Equatable {
 /// after `Resume` stay in the connection for the stream.
 ///
 /// Resume: `Resume` → `authenticate` → (`admit` → `Accept` → stream) or `Reject`.
-/// Pairing (docs/protocol-pairing.md): `PairBegin` → host → `PairServerNonce` → `PairReveal` →
+/// Pairing (docs/protocol.md (pairing part)): `PairBegin` → host → `PairServerNonce` → `PairReveal` →
 /// `PairConfirm` | `PairReject` → host → `PairAccepted` | `Reject`. The host may refuse at any
 /// step. Anything out of order, any malformed byte, a timeout or the peer closing ends the
 /// connection; a pairing connection that ends tells the host (`pairingConnectionEnded`).

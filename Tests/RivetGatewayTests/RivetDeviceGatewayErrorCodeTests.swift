@@ -35,10 +35,13 @@ import Testing
         #expect(RivetDeviceGatewayErrorCode.protocolViolation == RivetRemoteError.Codes.protocolViolation)
     }
 
-    /// Every code is specified in docs/protocol-rvt1.md, section 12.
+    /// Every code is specified in docs/protocol.md (RVT1 part), section 12.
     @Test func everyCodeIsDocumented() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let doc = try String(contentsOf: root.appendingPathComponent("docs/protocol-rvt1.md"), encoding: .utf8)
+        let whole = try String(contentsOf: root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let part = try #require(whole.range(of: "<!-- part: rvt1 -->"))
+        let partEnd = whole.range(of: "<!-- part:", range: part.upperBound..<whole.endIndex)?.lowerBound ?? whole.endIndex
+        let doc = String(whole[part.upperBound..<partEnd])
         let section = try #require(doc.range(of: "## 12. Gateway error codes")).upperBound
         let text = doc[section...]
         for code in Self.all {

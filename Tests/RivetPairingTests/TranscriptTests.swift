@@ -51,7 +51,7 @@ let goldenVectors: [GoldenVector] = {
     @Test func protocolDocumentPublishesTheSameVectors() throws {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs")
-        let candidates = ["protocol.md", "protocol-pairing.md"].map { docs.appendingPathComponent($0) }
+        let candidates = ["protocol.md"].map { docs.appendingPathComponent($0) }
         let texts = candidates.compactMap { try? String(contentsOf: $0, encoding: .utf8) }
         let text = try #require(texts.first { $0.contains("rivet-pairing-code-v1") }, "no protocol document describes pairing")
         for vector in goldenVectors {

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// The control socket: a Unix stream socket (mode 0600, in a directory of mode 0700) speaking
-/// JSON Lines, one response line per request line (`docs/protocol-control.md`).
+/// JSON Lines, one response line per request line (`docs/protocol.md (control part)`).
 ///
 /// Threads: one accept thread, one thread per connection (at most `maximumConnections`; one
 /// more is told `busy` and closed). Every connection's peer credentials (`SO_PEERCRED`) are

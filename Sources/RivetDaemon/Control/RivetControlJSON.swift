@@ -1,6 +1,6 @@
 import Foundation
 
-/// A JSON value of the control protocol (`docs/protocol-control.md`): requests and responses
+/// A JSON value of the control protocol (`docs/protocol.md (control part)`): requests and responses
 /// are one JSON object per line.
 public enum RivetControlJSON: Sendable, Equatable, Codable {
     /// `null`.

@@ -57,7 +57,7 @@ public struct RivetControlError: Error, Equatable, Sendable, CustomStringConvert
     /// The registry failed.
     public static let registryFailed = Self("registry-failed", "the pairing registry failed")
 
-    // Pairing refusals (docs/protocol-pairing.md).
+    // Pairing refusals (docs/protocol.md (pairing part)).
     /// No pairing window is open.
     public static let windowClosed = Self("window-closed", "no pairing window is open")
     /// `open` while a window is open.
@@ -105,7 +105,7 @@ public struct RivetControlError: Error, Equatable, Sendable, CustomStringConvert
     }
 }
 
-/// One request of the control protocol (`docs/protocol-control.md`).
+/// One request of the control protocol (`docs/protocol.md (control part)`).
 public enum RivetControlRequest: Sendable, Equatable {
     /// Opens the pairing window.
     case open

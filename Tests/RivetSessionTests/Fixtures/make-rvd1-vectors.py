@@ -2,7 +2,7 @@
 """Golden RVD1 preface vectors from an encoder written independently of the Swift code.
 
 Usage: python3 make-rvd1-vectors.py > rvd1-vectors.json
-       python3 make-rvd1-vectors.py --markdown   (the vector listings of docs/protocol-rvd1.md)
+       python3 make-rvd1-vectors.py --markdown   (the vector listings of docs/protocol.md (RVD1 part))
 
 A valid vector lists its fields and the exact bytes (hex) of one whole message: type (u8),
 length (u32 big-endian), body. The client's magic is not part of any message vector.
