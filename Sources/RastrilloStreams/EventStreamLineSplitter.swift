@@ -52,7 +52,7 @@ public struct EventStreamLineSplitter: Sendable {
         if let failure { throw failure }
         let outcome: EventStreamError?? = chunk.withContiguousStorageIfAvailable { buffer -> EventStreamError? in
             do throws(EventStreamError) {
-                try split(buffer, onLine: onLine)
+                try appendBytes(buffer) { onLine(String(decoding: $0, as: UTF8.self)) }
                 return nil
             } catch {
                 return error
@@ -64,6 +64,21 @@ public struct EventStreamLineSplitter: Sendable {
         case .some(.none):
             return
         case .some(.some(let error)):
+            throw error
+        }
+    }
+
+    /// Splits `chunk` like ``append(_:onLine:)`` but hands out each line's bytes as received,
+    /// not yet decoded: valid only during the call, and possibly not UTF-8 (decode them with
+    /// `String(decoding:as:)`, or copy them where UTF-8 is proven, to get the same text).
+    /// - Throws: as ``append(_:onLine:)``.
+    public mutating func appendBytes(
+        _ chunk: UnsafeBufferPointer<UInt8>, onLine: (UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(EventStreamError) {
+        if let failure { throw failure }
+        do throws(EventStreamError) {
+            try split(chunk, onLine: onLine)
+        } catch {
             failure = error
             line = []
             bomMatched = 0
@@ -82,7 +97,9 @@ public struct EventStreamLineSplitter: Sendable {
         return discarded
     }
 
-    private mutating func split(_ bytes: UnsafeBufferPointer<UInt8>, onLine: (String) -> Void) throws(EventStreamError) {
+    private mutating func split(
+        _ bytes: UnsafeBufferPointer<UInt8>, onLine: (UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(EventStreamError) {
         var index = 0
         let count = bytes.count
         while index < count {
@@ -109,39 +126,80 @@ public struct EventStreamLineSplitter: Sendable {
                 bomMatched = 0
                 if prefix > 0 { try take(Self.bom[0..<prefix]) }
             }
-            var end = index
-            while end < count, bytes[end] != Self.cr, bytes[end] != Self.lf { end += 1 }
-            if end > index { try take(UnsafeBufferPointer(rebasing: bytes[index..<end])) }
-            guard end < count else { return }
+            let end = Self.terminator(in: bytes, from: index)
+            let piece = UnsafeBufferPointer(rebasing: bytes[index..<end])
+            guard end < count else {
+                if !piece.isEmpty { try take(piece) }
+                return
+            }
             afterCR = bytes[end] == Self.cr
-            emit(onLine)
             index = end + 1
+            if line.isEmpty {
+                // The whole line is in this chunk: hand it out without buffering it.
+                try check(piece.count)
+                emit(piece, onLine)
+            } else {
+                if !piece.isEmpty { try take(piece) }
+                var buffered: [UInt8] = []
+                swap(&buffered, &line)
+                buffered.withUnsafeBufferPointer { emit($0, onLine) }
+                if buffered.capacity <= 65_536 {
+                    buffered.removeAll(keepingCapacity: true)
+                    line = buffered
+                }
+            }
+        }
+    }
+
+    /// The index of the first CR or LF at or after `start`, or `bytes.count`; eight bytes at a
+    /// time while none of them is one.
+    private static func terminator(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        var index = start
+        let count = bytes.count
+        if let base = bytes.baseAddress {
+            let raw = UnsafeRawPointer(base)
+            while index + 8 <= count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                if hasZeroByte(word ^ 0x0A0A_0A0A_0A0A_0A0A) || hasZeroByte(word ^ 0x0D0D_0D0D_0D0D_0D0D) { break }
+                index += 8
+            }
+        }
+        while index < count, bytes[index] != cr, bytes[index] != lf { index += 1 }
+        return index
+    }
+
+    /// True when a byte of `word` is zero.
+    @inline(__always)
+    private static func hasZeroByte(_ word: UInt64) -> Bool {
+        (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 != 0
+    }
+
+    /// Checks that `count` more bytes fit the current line under both bounds. The error names
+    /// the bound the first excess byte breaks (the line bound when it breaks both), so how the
+    /// bytes were chunked never changes the error.
+    private func check(_ count: Int) throws(EventStreamError) {
+        let lineRoom = limits.maxLineBytes - line.count
+        let eventRoom = limits.maxEventBytes - eventBytes - line.count
+        if count > min(lineRoom, eventRoom) {
+            if lineRoom <= eventRoom { throw .lineTooLong(limit: limits.maxLineBytes) }
+            throw .eventTooLarge(limit: limits.maxEventBytes)
         }
     }
 
     /// Adds bytes to the current line after checking both bounds, so nothing is buffered past
-    /// a bound. The error names the bound the first excess byte breaks (the line bound when it
-    /// breaks both), so how the bytes were chunked never changes the error.
+    /// a bound.
     private mutating func take<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(EventStreamError) {
-        let lineRoom = limits.maxLineBytes - line.count
-        let eventRoom = limits.maxEventBytes - eventBytes - line.count
-        if bytes.count > min(lineRoom, eventRoom) {
-            if lineRoom <= eventRoom { throw .lineTooLong(limit: limits.maxLineBytes) }
-            throw .eventTooLarge(limit: limits.maxEventBytes)
-        }
+        try check(bytes.count)
         line.append(contentsOf: bytes)
     }
 
-    private mutating func emit(_ onLine: (String) -> Void) {
+    private mutating func emit(_ bytes: UnsafeBufferPointer<UInt8>, _ onLine: (UnsafeBufferPointer<UInt8>) -> Void) {
         bomChecked = true
-        if line.isEmpty {
+        if bytes.isEmpty {
             eventBytes = 0
-            onLine("")
-            return
+        } else {
+            eventBytes += bytes.count
         }
-        eventBytes += line.count
-        let text = String(decoding: line, as: UTF8.self)
-        line.removeAll(keepingCapacity: line.capacity <= 65_536)
-        onLine(text)
+        onLine(bytes)
     }
 }

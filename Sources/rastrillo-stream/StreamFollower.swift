@@ -54,11 +54,11 @@ struct StreamFollower {
                             if json { try output.snapshot(state) }
                         }
                     },
-                    onLine: { line in
+                    onLineBytes: { line in
                         if raw {
                             try output.raw(line)
-                        } else if let event = events.consume(line) {
-                            try output.event(event)
+                        } else {
+                            try events.consume(line, into: output)
                         }
                     },
                     onIdle: { try output.flush() })
@@ -120,7 +120,15 @@ final class EventLines: @unchecked Sendable {
         assembler = EventStreamAssembler(lastEventID: lastEventID)
     }
 
-    func consume(_ line: String) -> ServerSentEvent? { assembler.consume(line) }
+    /// Feeds one line's bytes; writes the event it dispatches to `output`.
+    func consume(_ line: UnsafeBufferPointer<UInt8>, into output: StreamOutput) throws {
+        var failure: (any Error)?
+        assembler.consume(line) { type, data, id in
+            do { try output.event(type: type, data: data, id: id) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
     func finish() { assembler.finish() }
     var lastEventID: String { assembler.lastEventID }
     var reconnectionTime: Duration? { assembler.reconnectionTime }

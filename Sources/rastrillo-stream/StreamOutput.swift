@@ -19,24 +19,32 @@ final class StreamOutput: Sendable {
     /// Write the buffer at once past this many bytes, so memory stays bounded.
     private static let flushThreshold = 1 << 16
 
-    /// One event: `{"data":…,"event":…,"id":…|null,"type":"event"}`.
-    func event(_ event: ServerSentEvent) throws {
+    /// One event: `{"data":…,"event":…,"id":…|null,"type":"event"}`, from the bytes of its
+    /// fields as received (not UTF-8 sequences become U+FFFD, as `String(decoding:as:)` does).
+    func event(
+        type: UnsafeBufferPointer<UInt8>, data: UnsafeBufferPointer<UInt8>, id: UnsafeBufferPointer<UInt8>
+    ) throws {
         try append { line in
-            line += Array(#"{"data":"#.utf8)
-            JSONText.appendString(event.data, to: &line)
-            line += Array(#","event":"#.utf8)
-            JSONText.appendString(event.type, to: &line)
-            line += Array(#","id":"#.utf8)
-            if event.id.isEmpty { line += Array("null".utf8) } else { JSONText.appendString(event.id, to: &line) }
-            line += Array(#","type":"event"}"#.utf8)
+            JSONText.append(#"{"data":"#, to: &line)
+            JSONText.appendDecoding(data, to: &line)
+            JSONText.append(#","event":"#, to: &line)
+            JSONText.appendDecoding(type, to: &line)
+            JSONText.append(#","id":"#, to: &line)
+            if id.isEmpty { JSONText.append("null", to: &line) } else { JSONText.appendDecoding(id, to: &line) }
+            JSONText.append(#","type":"event"}"#, to: &line)
             line.append(0x0A)
         }
     }
 
-    /// One raw line of the stream, as validated.
-    func raw(_ text: String) throws {
+    /// One raw line of the stream, from its bytes as received (not UTF-8 sequences become
+    /// U+FFFD, as `String(decoding:as:)` does).
+    func raw(_ bytes: UnsafeBufferPointer<UInt8>) throws {
         try append { line in
-            line += Array(text.utf8)
+            if JSONText.isASCII(bytes) {
+                line.append(contentsOf: bytes)
+            } else {
+                line.append(contentsOf: String(decoding: bytes, as: UTF8.self).utf8)
+            }
             line.append(0x0A)
         }
     }
@@ -124,28 +132,89 @@ enum JSONText {
     /// `text` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\r`, `\t` or
     /// `\u00XX`, everything else (slashes, non-ASCII) as is.
     static func appendString(_ text: String, to output: inout [UInt8]) {
-        output.append(0x22)
         var text = text
         text.withUTF8 { bytes in
-            var start = 0
-            for index in 0..<bytes.count {
-                let byte = bytes[index]
-                guard byte < 0x20 || byte == 0x22 || byte == 0x5C else { continue }
-                if index > start { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index])) }
-                start = index + 1
-                switch byte {
-                case 0x22: output += [0x5C, 0x22]
-                case 0x5C: output += [0x5C, 0x5C]
-                case 0x0A: output += [0x5C, UInt8(ascii: "n")]
-                case 0x0D: output += [0x5C, UInt8(ascii: "r")]
-                case 0x09: output += [0x5C, UInt8(ascii: "t")]
-                default:
-                    output += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            output.append(0x22)
+            _ = appendEscaped(bytes, to: &output, stopAtNonASCII: false)
+            output.append(0x22)
+        }
+    }
+
+    /// The bytes as a JSON string, as ``appendString(_:to:)`` writes `String(decoding: bytes,
+    /// as: UTF8.self)`: ASCII is escaped straight from the bytes, anything else is decoded first
+    /// so a sequence that is not UTF-8 becomes U+FFFD.
+    static func appendDecoding(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        let start = output.count
+        output.append(0x22)
+        if appendEscaped(bytes, to: &output, stopAtNonASCII: true) {
+            output.append(0x22)
+        } else {
+            output.removeSubrange(start...)
+            appendString(String(decoding: bytes, as: UTF8.self), to: &output)
+        }
+    }
+
+    /// Literal text, as is.
+    static func append(_ text: StaticString, to output: inout [UInt8]) {
+        text.withUTF8Buffer { output.append(contentsOf: $0) }
+    }
+
+    /// True when every byte is ASCII.
+    static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var any: UInt8 = 0
+        for byte in bytes { any |= byte }
+        return any < 0x80
+    }
+
+    /// Escapes `bytes` into `output` (no quotes); false, with part written, when
+    /// `stopAtNonASCII` and a byte is not ASCII.
+    private static func appendEscaped(
+        _ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8], stopAtNonASCII: Bool
+    ) -> Bool {
+        var start = 0
+        var index = 0
+        let count = bytes.count
+        let raw = UnsafeRawPointer(bytes.baseAddress)
+        while index < count {
+            if let raw, index + 8 <= count {
+                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                if !needsAttention(word) {
+                    index += 8
+                    continue
                 }
             }
-            if bytes.count > start { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
+            let byte = bytes[index]
+            index += 1
+            guard byte < 0x20 || byte == 0x22 || byte == 0x5C || (byte >= 0x80 && stopAtNonASCII) else { continue }
+            if byte >= 0x80 { return false }
+            if index - 1 > start { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<index - 1])) }
+            start = index
+            switch byte {
+            case 0x22: output += [0x5C, 0x22]
+            case 0x5C: output += [0x5C, 0x5C]
+            case 0x0A: output += [0x5C, UInt8(ascii: "n")]
+            case 0x0D: output += [0x5C, UInt8(ascii: "r")]
+            case 0x09: output += [0x5C, UInt8(ascii: "t")]
+            default:
+                output += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]]
+            }
         }
-        output.append(0x22)
+        if bytes.count > start { output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }
+        return true
+    }
+
+    /// True when a byte of `word` may need escaping or decoding: below 0x20, `"`, `\`, or not
+    /// ASCII (never false for such a byte).
+    @inline(__always)
+    private static func needsAttention(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let below20 = (word &- ones &* 0x20) & ~word & highs
+        let quote = word ^ (ones &* 0x22)
+        let backslash = word ^ (ones &* 0x5C)
+        let isQuote = (quote &- ones) & ~quote & highs
+        let isBackslash = (backslash &- ones) & ~backslash & highs
+        return (below20 | isQuote | isBackslash | (word & highs)) != 0
     }
 
     /// Standard Base64 (RFC 4648 §4) with padding.
