@@ -25,13 +25,17 @@ final class StreamOutput: Sendable {
         type: UnsafeBufferPointer<UInt8>, data: UnsafeBufferPointer<UInt8>, id: UnsafeBufferPointer<UInt8>
     ) throws {
         try append { line in
-            JSONText.append(#"{"data":"#, to: &line)
-            JSONText.appendDecoding(data, to: &line)
-            JSONText.append(#","event":"#, to: &line)
-            JSONText.appendDecoding(type, to: &line)
-            JSONText.append(#","id":"#, to: &line)
-            if id.isEmpty { JSONText.append("null", to: &line) } else { JSONText.appendDecoding(id, to: &line) }
-            JSONText.append(#","type":"event"}"#, to: &line)
+            JSONText.append(#"{"data":""#, to: &line)
+            JSONText.appendDecodingContent(data, to: &line)
+            JSONText.append(#"","event":""#, to: &line)
+            JSONText.appendDecodingContent(type, to: &line)
+            if id.isEmpty {
+                JSONText.append(#"","id":null,"type":"event"}"#, to: &line)
+            } else {
+                JSONText.append(#"","id":""#, to: &line)
+                JSONText.appendDecodingContent(id, to: &line)
+                JSONText.append(#"","type":"event"}"#, to: &line)
+            }
             line.append(0x0A)
         }
     }
@@ -144,13 +148,18 @@ enum JSONText {
     /// as: UTF8.self)`: ASCII is escaped straight from the bytes, anything else is decoded first
     /// so a sequence that is not UTF-8 becomes U+FFFD.
     static func appendDecoding(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        let start = output.count
         output.append(0x22)
-        if appendEscaped(bytes, to: &output, stopAtNonASCII: true) {
-            output.append(0x22)
-        } else {
+        appendDecodingContent(bytes, to: &output)
+        output.append(0x22)
+    }
+
+    /// What ``appendDecoding(_:to:)`` writes between the quotes.
+    static func appendDecodingContent(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        let start = output.count
+        if !appendEscaped(bytes, to: &output, stopAtNonASCII: true) {
             output.removeSubrange(start...)
-            appendString(String(decoding: bytes, as: UTF8.self), to: &output)
+            var text = String(decoding: bytes, as: UTF8.self)
+            text.withUTF8 { _ = appendEscaped($0, to: &output, stopAtNonASCII: false) }
         }
     }
 
