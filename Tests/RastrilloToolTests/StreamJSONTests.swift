@@ -14,7 +14,7 @@ import Testing
     ]
 
     func eventLine(type: [UInt8], data: [UInt8], id: [UInt8]) -> [UInt8] {
-        var line: [UInt8] = []
+        var line = ByteBuffer()
         JSONText.append(#"{"data":"#, to: &line)
         data.withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &line) }
         JSONText.append(#","event":"#, to: &line)
@@ -22,7 +22,7 @@ import Testing
         JSONText.append(#","id":"#, to: &line)
         id.withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &line) }
         JSONText.append(#","type":"event"}"#, to: &line)
-        return line
+        return line.withBytes { Array($0) }
     }
 
     /// JSONEncoder's sorted-keys text of the event, with the two spellings it differs in
@@ -39,11 +39,11 @@ import Testing
             for other in ["message", "t\"\u{1}\u{2028}"] {
                 let ours = eventLine(type: Array(other.utf8), data: Array(data.utf8), id: Array(data.utf8))
                 #expect(ours == (try encoderLine(type: other, data: data, id: data)), "\(data.debugDescription)")
-                var viaString: [UInt8] = []
+                var viaString = ByteBuffer()
                 JSONText.appendString(data, to: &viaString)
-                var viaBytes: [UInt8] = []
+                var viaBytes = ByteBuffer()
                 Array(data.utf8).withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &viaBytes) }
-                #expect(viaString == viaBytes)
+                #expect(viaString.withBytes { Array($0) } == viaBytes.withBytes { Array($0) })
             }
         }
     }
