@@ -48,6 +48,8 @@ public struct EventStreamAssembler: Sendable {
 
     private var lastEventIDBytes: [UInt8]
     private var lastEventIDBuffer: [UInt8]
+    /// True when an `id` field set the buffer since the last dispatch or ``finish()``.
+    private var idSeen = false
     private var dataBuffer: [UInt8] = []
     private var eventTypeBuffer: [UInt8] = []
 
@@ -109,12 +111,11 @@ public struct EventStreamAssembler: Sendable {
             dataBuffer.append(contentsOf: value)
             dataBuffer.append(0x0A)
         } else if Self.equals(name, "event") {
-            eventTypeBuffer.removeAll(keepingCapacity: true)
-            eventTypeBuffer.append(contentsOf: value)
+            Self.replace(&eventTypeBuffer, with: value)
         } else if Self.equals(name, "id") {
             if !value.contains(0) {
-                lastEventIDBuffer.removeAll(keepingCapacity: true)
-                lastEventIDBuffer.append(contentsOf: value)
+                Self.replace(&lastEventIDBuffer, with: value)
+                idSeen = true
             }
         } else if Self.equals(name, "retry") {
             if let milliseconds = Self.milliseconds(value) { reconnectionTime = .milliseconds(milliseconds) }
@@ -130,13 +131,17 @@ public struct EventStreamAssembler: Sendable {
         dataBuffer = []
         eventTypeBuffer = []
         lastEventIDBuffer = lastEventIDBytes
+        idSeen = false
         return discarded
     }
 
     private mutating func dispatch(
         _ onEvent: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
     ) {
-        if lastEventIDBytes != lastEventIDBuffer { lastEventIDBytes = lastEventIDBuffer }
+        if idSeen {
+            lastEventIDBuffer.withUnsafeBufferPointer { Self.replace(&lastEventIDBytes, with: $0) }
+            idSeen = false
+        }
         defer {
             Self.clear(&dataBuffer)
             Self.clear(&eventTypeBuffer)
@@ -148,6 +153,17 @@ public struct EventStreamAssembler: Sendable {
             dataBuffer.withUnsafeBufferPointer { data in
                 lastEventIDBytes.withUnsafeBufferPointer { id in onEvent(type, data, id) }
             }
+        }
+    }
+
+    /// Makes `buffer` hold `bytes`, copying in place when the lengths match.
+    private static func replace(_ buffer: inout [UInt8], with bytes: UnsafeBufferPointer<UInt8>) {
+        if buffer.count == bytes.count {
+            guard let source = bytes.baseAddress else { return }
+            buffer.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: source, count: bytes.count) }
+        } else {
+            buffer.removeAll(keepingCapacity: buffer.capacity <= keptCapacity)
+            buffer.append(contentsOf: bytes)
         }
     }
 

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Splits the bytes of one event stream into lines, incrementally: feed it chunks of any size
 /// as they arrive and it hands out every complete line.
 ///
@@ -102,6 +104,9 @@ public struct EventStreamLineSplitter: Sendable {
     ) throws(EventStreamError) {
         var index = 0
         let count = bytes.count
+        // The first CR at or after `index` (or `count`): found once and reused while `index`
+        // stays before it, so lines are located with memchr's vector search.
+        var nextCR = -1
         while index < count {
             if afterCR {
                 afterCR = false
@@ -126,7 +131,8 @@ public struct EventStreamLineSplitter: Sendable {
                 bomMatched = 0
                 if prefix > 0 { try take(Self.bom[0..<prefix]) }
             }
-            let end = Self.terminator(in: bytes, from: index)
+            if nextCR < index { nextCR = Self.find(Self.cr, in: bytes, from: index, to: count) }
+            let end = Self.find(Self.lf, in: bytes, from: index, to: nextCR)
             let piece = UnsafeBufferPointer(rebasing: bytes[index..<end])
             guard end < count else {
                 if !piece.isEmpty { try take(piece) }
@@ -151,27 +157,11 @@ public struct EventStreamLineSplitter: Sendable {
         }
     }
 
-    /// The index of the first CR or LF at or after `start`, or `bytes.count`; eight bytes at a
-    /// time while none of them is one.
-    private static func terminator(in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
-        var index = start
-        let count = bytes.count
-        if let base = bytes.baseAddress {
-            let raw = UnsafeRawPointer(base)
-            while index + 8 <= count {
-                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                if hasZeroByte(word ^ 0x0A0A_0A0A_0A0A_0A0A) || hasZeroByte(word ^ 0x0D0D_0D0D_0D0D_0D0D) { break }
-                index += 8
-            }
-        }
-        while index < count, bytes[index] != cr, bytes[index] != lf { index += 1 }
-        return index
-    }
-
-    /// True when a byte of `word` is zero.
-    @inline(__always)
-    private static func hasZeroByte(_ word: UInt64) -> Bool {
-        (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 != 0
+    /// The index of the first `byte` in `bytes[start..<end]`, or `end`.
+    private static func find(_ byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
+        guard start < end, let base = bytes.baseAddress else { return end }
+        guard let found = memchr(base + start, Int32(byte), end - start) else { return end }
+        return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
     }
 
     /// Checks that `count` more bytes fit the current line under both bounds. The error names
