@@ -171,6 +171,7 @@ enum JSONText {
     }
 
     /// Literal text, as is.
+    @inline(__always)
     static func append(_ text: StaticString, to output: inout ByteBuffer) {
         text.withUTF8Buffer { output.append($0) }
     }
@@ -192,10 +193,17 @@ enum JSONText {
         let count = bytes.count
         let raw = UnsafeRawPointer(bytes.baseAddress)
         while index < count {
-            if let raw, index + 8 <= count {
-                let word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            if let raw {
+                var word: UInt64
+                if index + 8 <= count {
+                    word = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                } else {
+                    // The last bytes, padded with "a" (which needs nothing).
+                    word = 0x6161_6161_6161_6161
+                    withUnsafeMutableBytes(of: &word) { $0.baseAddress!.copyMemory(from: raw + index, byteCount: count - index) }
+                }
                 if !needsAttention(word) {
-                    index += 8
+                    index = min(index + 8, count)
                     continue
                 }
             }
