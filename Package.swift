@@ -39,7 +39,7 @@ let package = Package(
 
         // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
         .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams"]),
-        .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo"]),
+        .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo", "RastrilloStreams"]),
         .target(name: "RastrilloCLI", dependencies: ["Rastrillo", "RastrilloStreams", "CommandLineKit"]),
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),

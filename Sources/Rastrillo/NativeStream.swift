@@ -60,9 +60,33 @@ extension NativeHTTP {
         onLine: @escaping (String) throws -> Void,
         onIdle: (() throws -> Void)? = nil
     ) async throws {
+        try await stream(
+            path, headers: headers, onOpen: onOpen,
+            receiver: StreamReceiver(limits: limits, onLine: onLine, onIdle: onIdle))
+    }
+
+    /// Opens the event stream at `path` like ``stream(_:headers:limits:onOpen:onLine:onIdle:)``,
+    /// but hands `onLineBytes` each line's bytes as received, without decoding them: valid only
+    /// during the call, possibly not UTF-8 (`String(decoding:as:)` gives the line `onLine`
+    /// would get). For consumers that work on bytes and must not pay for a `String` per line.
+    /// - Throws: as ``stream(_:headers:limits:onOpen:onLine:onIdle:)``.
+    public func stream(
+        _ path: String, headers: [NativeHeaderField] = [], limits: EventStreamLimits = .standard,
+        onOpen: (@Sendable (NativeResponse) async throws -> Void)? = nil,
+        onLineBytes: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void,
+        onIdle: (() throws -> Void)? = nil
+    ) async throws {
+        try await stream(
+            path, headers: headers, onOpen: onOpen,
+            receiver: StreamReceiver(limits: limits, onLineBytes: onLineBytes, onIdle: onIdle))
+    }
+
+    private func stream(
+        _ path: String, headers: [NativeHeaderField], onOpen: (@Sendable (NativeResponse) async throws -> Void)?,
+        receiver: StreamReceiver
+    ) async throws {
         let streamRequest = NativeRequest(
             method: "GET", path, headers: StreamReceiver.requestHeaders(headers), maxBytes: 0)
-        let receiver = StreamReceiver(limits: limits, onLine: onLine, onIdle: onIdle)
         let opener = OpenBridge(onOpen)
         try await withTaskCancellationHandler {
             _ = try await exchange(
@@ -127,13 +151,23 @@ private final class OpenBridge: @unchecked Sendable {
 /// streams go through the same validation and the same line splitter as real ones.
 package final class StreamReceiver {
     private var splitter: EventStreamLineSplitter
-    private let onLine: (String) throws -> Void
+    private let onLine: (UnsafeBufferPointer<UInt8>) throws -> Void
     private let onIdle: (() throws -> Void)?
 
     /// A receiver enforcing `limits` and handing lines to `onLine`.
-    package init(limits: EventStreamLimits, onLine: @escaping (String) throws -> Void, onIdle: (() throws -> Void)?) {
+    package convenience init(
+        limits: EventStreamLimits, onLine: @escaping (String) throws -> Void, onIdle: (() throws -> Void)?
+    ) {
+        self.init(limits: limits, onLineBytes: { try onLine(String(decoding: $0, as: UTF8.self)) }, onIdle: onIdle)
+    }
+
+    /// A receiver enforcing `limits` and handing each line's undecoded bytes to `onLineBytes`.
+    package init(
+        limits: EventStreamLimits, onLineBytes: @escaping (UnsafeBufferPointer<UInt8>) throws -> Void,
+        onIdle: (() throws -> Void)?
+    ) {
         splitter = EventStreamLineSplitter(limits: limits)
-        self.onLine = onLine
+        self.onLine = onLineBytes
         self.onIdle = onIdle
     }
 
@@ -176,7 +210,7 @@ package final class StreamReceiver {
         var failure: (any Error)?
         let onLine = self.onLine
         do throws(EventStreamError) {
-            try splitter.append(piece.bindMemory(to: UInt8.self)) { line in
+            try splitter.appendBytes(piece.bindMemory(to: UInt8.self)) { line in
                 guard failure == nil else { return }
                 do { try onLine(line) } catch { failure = error }
             }

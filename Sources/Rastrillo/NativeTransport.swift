@@ -1,3 +1,5 @@
+import RastrilloStreams
+
 /// What real traffic proved about an origin, reported to a client's observer so connectivity
 /// can be learned without probing.
 public enum NativeTrafficEvent: Sendable, Hashable {
@@ -28,6 +30,19 @@ public protocol NativeTransport: Sendable {
     ///   transport failure (`offline`, `transport`), a body over `request.maxBytes`
     ///   (`tooLarge`) or a failed body source (`requestBodyFailed`). A status is not an error.
     func responseDetails(_ request: NativeRequest) async throws -> NativeResponse
+
+    /// Opens the event stream at `path` and delivers its lines until the server ends it, as
+    /// `NativeHTTP.stream` documents: `200` with `text/event-stream` required, `onOpen` before
+    /// any line, each line (bounded by `limits`) to `onLine`, `onIdle` after each received
+    /// piece. `NativeHTTP` and `ScriptedTransport` give every parameter but `onLine` a default.
+    /// - Throws: `CancellationError`, `NativeClientError`, ``EventStreamError`` or what a
+    ///   callback throws, as `NativeHTTP.stream` documents.
+    func stream(
+        _ path: String, headers: [NativeHeaderField], limits: EventStreamLimits,
+        onOpen: (@Sendable (NativeResponse) async throws -> Void)?,
+        onLine: @escaping (String) throws -> Void,
+        onIdle: (() throws -> Void)?
+    ) async throws
 }
 
 extension NativeTransport {

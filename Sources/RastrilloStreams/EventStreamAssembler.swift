@@ -41,53 +41,85 @@ public struct ServerSentEvent: Sendable, Hashable, CustomStringConvertible {
 public struct EventStreamAssembler: Sendable {
     /// The last event ID committed by a blank line: what a reconnect sends as `Last-Event-ID`.
     /// An `id` field of an event that never got its blank line is never committed.
-    public private(set) var lastEventID: String
+    public var lastEventID: String { String(decoding: lastEventIDBytes, as: UTF8.self) }
     /// The reconnection time the server last asked for with a valid `retry` field, or `nil`.
     /// Kept across ``finish()``: it belongs to the event source, not to one connection.
     public private(set) var reconnectionTime: Duration?
 
-    private var lastEventIDBuffer: String
-    private var dataBuffer = ""
-    private var eventTypeBuffer = ""
+    private var lastEventIDBytes: [UInt8]
+    private var lastEventIDBuffer: [UInt8]
+    /// True when an `id` field set the buffer since the last dispatch or ``finish()``.
+    private var idSeen = false
+    private var dataBuffer: [UInt8] = []
+    private var eventTypeBuffer: [UInt8] = []
+
+    private static let message = Array("message".utf8)
+    /// Buffers up to this capacity are kept for the next event instead of freed.
+    private static let keptCapacity = 65_536
 
     /// An assembler for a stream resuming after `lastEventID` (empty for a first connection).
     public init(lastEventID: String = "") {
-        self.lastEventID = lastEventID
-        self.lastEventIDBuffer = lastEventID
+        lastEventIDBytes = Array(lastEventID.utf8)
+        lastEventIDBuffer = lastEventIDBytes
     }
 
     /// True when fields of an event are waiting for their blank line.
     public var hasUnfinishedEvent: Bool {
-        !dataBuffer.isEmpty || !eventTypeBuffer.isEmpty || lastEventIDBuffer != lastEventID
+        !dataBuffer.isEmpty || !eventTypeBuffer.isEmpty
+            || String(decoding: lastEventIDBuffer, as: UTF8.self) != lastEventID
     }
 
     /// Interprets one line (without its terminator).
     /// - Returns: the event a blank line dispatches, or `nil`.
     public mutating func consume(_ line: String) -> ServerSentEvent? {
-        let bytes = line.utf8
-        guard let first = bytes.first else { return dispatch() }
-        if first == UInt8(ascii: ":") { return nil }
-        let name: Substring.UTF8View
-        var value: Substring.UTF8View
-        if let colon = bytes.firstIndex(of: UInt8(ascii: ":")) {
-            name = bytes[..<colon]
-            value = bytes[bytes.index(after: colon)...]
-            if value.first == UInt8(ascii: " ") { value = value.dropFirst() }
-        } else {
-            name = bytes[...]
-            value = bytes[bytes.endIndex...]
+        var line = line
+        return line.withUTF8 { bytes in
+            var event: ServerSentEvent?
+            consume(bytes) { type, data, id in
+                event = ServerSentEvent(
+                    type: String(decoding: type, as: UTF8.self), data: String(decoding: data, as: UTF8.self),
+                    id: String(decoding: id, as: UTF8.self))
+            }
+            return event
         }
-        if name.elementsEqual("data".utf8) {
-            dataBuffer += String(decoding: value, as: UTF8.self)
-            dataBuffer += "\n"
-        } else if name.elementsEqual("event".utf8) {
-            eventTypeBuffer = String(decoding: value, as: UTF8.self)
-        } else if name.elementsEqual("id".utf8) {
-            if !value.contains(0) { lastEventIDBuffer = String(decoding: value, as: UTF8.self) }
-        } else if name.elementsEqual("retry".utf8) {
+    }
+
+    /// Interprets one line given as its bytes (without its terminator), as
+    /// ``consume(_:)-(String)`` does, and hands the event a blank line dispatches to `onEvent`
+    /// as the bytes of its type, data and ID, valid only during that call. The rules look only
+    /// at ASCII bytes, so bytes that are not UTF-8 pass through as received: decoding each
+    /// field with `String(decoding:as:)` gives the event ``consume(_:)-(String)`` gives for the
+    /// decoded line.
+    public mutating func consume(
+        _ line: UnsafeBufferPointer<UInt8>,
+        onEvent: (_ type: UnsafeBufferPointer<UInt8>, _ data: UnsafeBufferPointer<UInt8>, _ id: UnsafeBufferPointer<UInt8>) -> Void
+    ) {
+        guard let first = line.first else { return dispatch(onEvent) }
+        if first == UInt8(ascii: ":") { return }
+        let name: UnsafeBufferPointer<UInt8>
+        let value: UnsafeBufferPointer<UInt8>
+        if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+            name = UnsafeBufferPointer(rebasing: line[..<colon])
+            var start = colon + 1
+            if start < line.count, line[start] == UInt8(ascii: " ") { start += 1 }
+            value = UnsafeBufferPointer(rebasing: line[start...])
+        } else {
+            name = line
+            value = UnsafeBufferPointer(rebasing: line[line.count...])
+        }
+        if Self.equals(name, "data") {
+            dataBuffer.append(contentsOf: value)
+            dataBuffer.append(0x0A)
+        } else if Self.equals(name, "event") {
+            Self.replace(&eventTypeBuffer, with: value)
+        } else if Self.equals(name, "id") {
+            if !value.contains(0) {
+                Self.replace(&lastEventIDBuffer, with: value)
+                idSeen = true
+            }
+        } else if Self.equals(name, "retry") {
             if let milliseconds = Self.milliseconds(value) { reconnectionTime = .milliseconds(milliseconds) }
         }
-        return nil
     }
 
     /// Ends the stream: an event without its blank line is discarded, its `id` included;
@@ -96,25 +128,55 @@ public struct EventStreamAssembler: Sendable {
     @discardableResult
     public mutating func finish() -> Bool {
         let discarded = hasUnfinishedEvent
-        dataBuffer = ""
-        eventTypeBuffer = ""
-        lastEventIDBuffer = lastEventID
+        dataBuffer = []
+        eventTypeBuffer = []
+        lastEventIDBuffer = lastEventIDBytes
+        idSeen = false
         return discarded
     }
 
-    private mutating func dispatch() -> ServerSentEvent? {
-        lastEventID = lastEventIDBuffer
-        defer {
-            dataBuffer = ""
-            eventTypeBuffer = ""
+    private mutating func dispatch(
+        _ onEvent: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
+    ) {
+        if idSeen {
+            lastEventIDBuffer.withUnsafeBufferPointer { Self.replace(&lastEventIDBytes, with: $0) }
+            idSeen = false
         }
-        if dataBuffer.isEmpty { return nil }
-        if dataBuffer.utf8.last == UInt8(ascii: "\n") { dataBuffer.removeLast() }
-        return ServerSentEvent(
-            type: eventTypeBuffer.isEmpty ? "message" : eventTypeBuffer, data: dataBuffer, id: lastEventID)
+        defer {
+            Self.clear(&dataBuffer)
+            Self.clear(&eventTypeBuffer)
+        }
+        if dataBuffer.isEmpty { return }
+        if dataBuffer.last == 0x0A { dataBuffer.removeLast() }
+        let type = eventTypeBuffer.isEmpty ? Self.message : eventTypeBuffer
+        type.withUnsafeBufferPointer { type in
+            dataBuffer.withUnsafeBufferPointer { data in
+                lastEventIDBytes.withUnsafeBufferPointer { id in onEvent(type, data, id) }
+            }
+        }
     }
 
-    private static func milliseconds(_ digits: Substring.UTF8View) -> Int64? {
+    /// Makes `buffer` hold `bytes`, copying in place when the lengths match.
+    private static func replace(_ buffer: inout [UInt8], with bytes: UnsafeBufferPointer<UInt8>) {
+        if buffer.count == bytes.count {
+            guard let source = bytes.baseAddress else { return }
+            buffer.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: source, count: bytes.count) }
+        } else {
+            buffer.removeAll(keepingCapacity: buffer.capacity <= keptCapacity)
+            buffer.append(contentsOf: bytes)
+        }
+    }
+
+    private static func clear(_ buffer: inout [UInt8]) {
+        buffer.removeAll(keepingCapacity: buffer.capacity <= keptCapacity)
+    }
+
+    private static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+        bytes.count == name.utf8CodeUnitCount
+            && name.withUTF8Buffer { bytes.elementsEqual($0) }
+    }
+
+    private static func milliseconds(_ digits: UnsafeBufferPointer<UInt8>) -> Int64? {
         guard !digits.isEmpty else { return nil }
         var total: Int64 = 0
         for byte in digits {

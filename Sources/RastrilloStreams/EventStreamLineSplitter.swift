@@ -1,3 +1,5 @@
+import Glibc
+
 /// Splits the bytes of one event stream into lines, incrementally: feed it chunks of any size
 /// as they arrive and it hands out every complete line.
 ///
@@ -52,7 +54,7 @@ public struct EventStreamLineSplitter: Sendable {
         if let failure { throw failure }
         let outcome: EventStreamError?? = chunk.withContiguousStorageIfAvailable { buffer -> EventStreamError? in
             do throws(EventStreamError) {
-                try split(buffer, onLine: onLine)
+                try appendBytes(buffer) { onLine(String(decoding: $0, as: UTF8.self)) }
                 return nil
             } catch {
                 return error
@@ -64,6 +66,21 @@ public struct EventStreamLineSplitter: Sendable {
         case .some(.none):
             return
         case .some(.some(let error)):
+            throw error
+        }
+    }
+
+    /// Splits `chunk` like ``append(_:onLine:)`` but hands out each line's bytes as received,
+    /// not yet decoded: valid only during the call, and possibly not UTF-8 (decode them with
+    /// `String(decoding:as:)`, or copy them where UTF-8 is proven, to get the same text).
+    /// - Throws: as ``append(_:onLine:)``.
+    public mutating func appendBytes(
+        _ chunk: UnsafeBufferPointer<UInt8>, onLine: (UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(EventStreamError) {
+        if let failure { throw failure }
+        do throws(EventStreamError) {
+            try split(chunk, onLine: onLine)
+        } catch {
             failure = error
             line = []
             bomMatched = 0
@@ -82,9 +99,14 @@ public struct EventStreamLineSplitter: Sendable {
         return discarded
     }
 
-    private mutating func split(_ bytes: UnsafeBufferPointer<UInt8>, onLine: (String) -> Void) throws(EventStreamError) {
+    private mutating func split(
+        _ bytes: UnsafeBufferPointer<UInt8>, onLine: (UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(EventStreamError) {
         var index = 0
         let count = bytes.count
+        // The first CR at or after `index` (or `count`): found once and reused while `index`
+        // stays before it, so lines are located with memchr's vector search.
+        var nextCR = -1
         while index < count {
             if afterCR {
                 afterCR = false
@@ -109,39 +131,65 @@ public struct EventStreamLineSplitter: Sendable {
                 bomMatched = 0
                 if prefix > 0 { try take(Self.bom[0..<prefix]) }
             }
-            var end = index
-            while end < count, bytes[end] != Self.cr, bytes[end] != Self.lf { end += 1 }
-            if end > index { try take(UnsafeBufferPointer(rebasing: bytes[index..<end])) }
-            guard end < count else { return }
+            if nextCR < index { nextCR = Self.find(Self.cr, in: bytes, from: index, to: count) }
+            let end = Self.find(Self.lf, in: bytes, from: index, to: nextCR)
+            let piece = UnsafeBufferPointer(rebasing: bytes[index..<end])
+            guard end < count else {
+                if !piece.isEmpty { try take(piece) }
+                return
+            }
             afterCR = bytes[end] == Self.cr
-            emit(onLine)
             index = end + 1
+            if line.isEmpty {
+                // The whole line is in this chunk: hand it out without buffering it.
+                try check(piece.count)
+                emit(piece, onLine)
+            } else {
+                if !piece.isEmpty { try take(piece) }
+                var buffered: [UInt8] = []
+                swap(&buffered, &line)
+                buffered.withUnsafeBufferPointer { emit($0, onLine) }
+                if buffered.capacity <= 65_536 {
+                    buffered.removeAll(keepingCapacity: true)
+                    line = buffered
+                }
+            }
+        }
+    }
+
+    /// The index of the first `byte` in `bytes[start..<end]`, or `end`.
+    private static func find(_ byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
+        guard start < end, let base = bytes.baseAddress else { return end }
+        guard let found = memchr(base + start, Int32(byte), end - start) else { return end }
+        return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
+    }
+
+    /// Checks that `count` more bytes fit the current line under both bounds. The error names
+    /// the bound the first excess byte breaks (the line bound when it breaks both), so how the
+    /// bytes were chunked never changes the error.
+    private func check(_ count: Int) throws(EventStreamError) {
+        let lineRoom = limits.maxLineBytes - line.count
+        let eventRoom = limits.maxEventBytes - eventBytes - line.count
+        if count > min(lineRoom, eventRoom) {
+            if lineRoom <= eventRoom { throw .lineTooLong(limit: limits.maxLineBytes) }
+            throw .eventTooLarge(limit: limits.maxEventBytes)
         }
     }
 
     /// Adds bytes to the current line after checking both bounds, so nothing is buffered past
-    /// a bound. The error names the bound the first excess byte breaks (the line bound when it
-    /// breaks both), so how the bytes were chunked never changes the error.
+    /// a bound.
     private mutating func take<Bytes: Collection<UInt8>>(_ bytes: Bytes) throws(EventStreamError) {
-        let lineRoom = limits.maxLineBytes - line.count
-        let eventRoom = limits.maxEventBytes - eventBytes - line.count
-        if bytes.count > min(lineRoom, eventRoom) {
-            if lineRoom <= eventRoom { throw .lineTooLong(limit: limits.maxLineBytes) }
-            throw .eventTooLarge(limit: limits.maxEventBytes)
-        }
+        try check(bytes.count)
         line.append(contentsOf: bytes)
     }
 
-    private mutating func emit(_ onLine: (String) -> Void) {
+    private mutating func emit(_ bytes: UnsafeBufferPointer<UInt8>, _ onLine: (UnsafeBufferPointer<UInt8>) -> Void) {
         bomChecked = true
-        if line.isEmpty {
+        if bytes.isEmpty {
             eventBytes = 0
-            onLine("")
-            return
+        } else {
+            eventBytes += bytes.count
         }
-        eventBytes += line.count
-        let text = String(decoding: line, as: UTF8.self)
-        line.removeAll(keepingCapacity: line.capacity <= 65_536)
-        onLine(text)
+        onLine(bytes)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Rastrillo
+import RastrilloStreams
 import Synchronization
 
 /// A `NativeTransport` that answers each request from a script instead of a server, for tests
@@ -10,7 +11,10 @@ import Synchronization
 /// before the script is consulted; a scripted body goes through the same bounded collector in
 /// network-sized pieces, so an oversized body fails with `tooLarge` at the same byte; the
 /// observer sees every response and every offline-class failure; cancellation throws
-/// `CancellationError`.
+/// `CancellationError`. A ``stream(_:headers:limits:onOpen:onLine:onIdle:)`` consumes a reply too:
+/// its head gets the same validation and its bytes the same receiver and line splitter as
+/// `NativeHTTP.stream`, so a scripted stream yields the same lines and the same errors as a
+/// server sending the same bytes.
 public final class ScriptedTransport: NativeTransport {
     /// One scripted answer.
     public enum Reply: Sendable {
@@ -25,7 +29,29 @@ public final class ScriptedTransport: NativeTransport {
         /// The server applies the request (it is recorded in ``committed``), but its response is
         /// lost on the way back: throws `offline(.networkConnectionLost)`.
         case commitThenLoseResponse
+        /// Answers a stream with this status and headers, then delivers `chunks` one received
+        /// piece each (so `onIdle` runs after each), then ends as `end` says. To a
+        /// `responseDetails` request it is a response whose body is the chunks joined (when
+        /// `end` is `.eof`).
+        case stream(
+            status: Int = 200, headers: [NativeHeaderField] = ScriptedTransport.eventStreamHeaders,
+            chunks: [[UInt8]], end: StreamEnd = .eof)
     }
+
+    /// How a scripted stream ends after its chunks.
+    public enum StreamEnd: Sendable {
+        /// The server closes the stream: an unfinished line is dropped and the call returns.
+        case eof
+        /// The connection fails with `NativeClientError.offline(code)` (or `.transport(code)`).
+        case fail(NativeNetworkCode)
+        /// The stream stays open until the calling task is cancelled, then throws
+        /// `CancellationError`.
+        case hangUntilCancelled
+    }
+
+    /// `Content-Type: text/event-stream`: the head of a stream a client accepts.
+    // A valid constant field.
+    public static let eventStreamHeaders = [try! NativeHeaderField(name: "Content-Type", value: "text/event-stream")]
 
     /// Why a scripted transport could not answer.
     public struct ScriptError: Error, CustomStringConvertible {
@@ -76,28 +102,98 @@ public final class ScriptedTransport: NativeTransport {
             throw NativeClientError.invalidRequest
         }
         try Task.checkCancellation()
-        let reply = try state.withLock { state throws -> Reply in
+        switch try nextReply(for: request) {
+        case .respond(let status, let headers, let body):
+            return try deliver(status: status, headers: headers, body: body, request: request)
+        case .stream(let status, let headers, let chunks, let end):
+            switch end {
+            case .eof: return try deliver(status: status, headers: headers, body: chunks.flatMap { $0 }, request: request)
+            case .fail(let code): throw failure(code)
+            case .hangUntilCancelled: try await hang()
+            }
+        case .fail(let code):
+            throw failure(code)
+        case .hangUntilCancelled:
+            try await hang()
+        case .commitThenLoseResponse:
+            throw commit(request)
+        }
+    }
+
+    /// Consumes the next reply of the script as a stream: see `NativeHTTP.stream` for the
+    /// rules. A `.respond` reply is a stream whose body arrives in 16 KiB pieces, then EOF.
+    /// - Throws: as `NativeHTTP.stream`; `ScriptError` when the script has no reply left.
+    public func stream(
+        _ path: String, headers: [NativeHeaderField] = [], limits: EventStreamLimits = .standard,
+        onOpen: (@Sendable (NativeResponse) async throws -> Void)? = nil,
+        onLine: @escaping (String) throws -> Void,
+        onIdle: (() throws -> Void)? = nil
+    ) async throws {
+        let request = NativeRequest(method: "GET", path, headers: StreamReceiver.requestHeaders(headers), maxBytes: 0)
+        _ = try origin.target(for: request.target)
+        try Task.checkCancellation()
+        let status: Int
+        let responseHeaders: [NativeHeaderField]
+        let chunks: [[UInt8]]
+        let end: StreamEnd
+        switch try nextReply(for: request) {
+        case .respond(let code, let fields, let body):
+            (status, responseHeaders, end) = (code, fields, .eof)
+            chunks = stride(from: 0, to: body.count, by: 16_384).map { Array(body[$0..<min($0 + 16_384, body.count)]) }
+        case .stream(let code, let fields, let pieces, let ending):
+            (status, responseHeaders, chunks, end) = (code, fields, pieces, ending)
+        case .fail(let code):
+            throw failure(code)
+        case .hangUntilCancelled:
+            try await hang()
+        case .commitThenLoseResponse:
+            throw commit(request)
+        }
+        let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(responseHeaders), receivedAt: now())
+        observer?(.response(origin, status: status))
+        let receiver = StreamReceiver(limits: limits, onLine: onLine, onIdle: onIdle)
+        if let refusal = receiver.validate(head) { throw refusal }
+        try await onOpen?(NativeResponse(status: status, headers: head.headers, receivedAt: head.receivedAt))
+        for chunk in chunks {
+            try Task.checkCancellation()
+            if let error = chunk.withUnsafeBytes({ receiver.append($0) }) { throw error }
+        }
+        switch end {
+        case .eof:
+            try Task.checkCancellation()
+            receiver.finish()
+        case .fail(let code):
+            throw failure(code)
+        case .hangUntilCancelled:
+            try await hang()
+        }
+    }
+
+    private func nextReply(for request: NativeRequest) throws -> Reply {
+        try state.withLock { state throws -> Reply in
             guard !state.replies.isEmpty else {
                 throw ScriptError(description: "the script has no reply left for \(request.method) \(request.target)")
             }
             state.requests.append(request)
             return state.replies.removeFirst()
         }
-        switch reply {
-        case .respond(let status, let headers, let body):
-            return try deliver(status: status, headers: headers, body: body, request: request)
-        case .fail(let code):
-            let error: NativeClientError = code.isOffline ? .offline(code) : .transport(code)
-            if code.isOffline { observer?(.offline(origin, error)) }
-            throw error
-        case .hangUntilCancelled:
-            while true { try await Task.sleep(for: .seconds(3600)) }
-        case .commitThenLoseResponse:
-            state.withLock { $0.committed.append(request) }
-            let error = NativeClientError.offline(.networkConnectionLost)
-            observer?(.offline(origin, error))
-            throw error
-        }
+    }
+
+    private func failure(_ code: NativeNetworkCode) -> NativeClientError {
+        let error: NativeClientError = code.isOffline ? .offline(code) : .transport(code)
+        if code.isOffline { observer?(.offline(origin, error)) }
+        return error
+    }
+
+    private func hang() async throws -> Never {
+        while true { try await Task.sleep(for: .seconds(3600)) }
+    }
+
+    private func commit(_ request: NativeRequest) -> NativeClientError {
+        state.withLock { $0.committed.append(request) }
+        let error = NativeClientError.offline(.networkConnectionLost)
+        observer?(.offline(origin, error))
+        return error
     }
 
     /// Feeds the body through the client's own collector in 16 KiB pieces.

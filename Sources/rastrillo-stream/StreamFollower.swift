@@ -54,11 +54,11 @@ struct StreamFollower {
                             if json { try output.snapshot(state) }
                         }
                     },
-                    onLine: { line in
+                    onLineBytes: { line in
                         if raw {
                             try output.raw(line)
-                        } else if let event = events.consume(line) {
-                            try output.event(event)
+                        } else {
+                            try events.consume(line, into: output)
                         }
                     },
                     onIdle: { try output.flush() })
@@ -114,14 +114,30 @@ struct StreamFollower {
 // @unchecked: used by one connection at a time; its lines arrive on the transfer's thread and
 // the loop reads it only after the stream call returned.
 final class EventLines: @unchecked Sendable {
-    private var assembler: EventStreamAssembler
+    /// Held through a pointer, not a stored `var`: a class's stored `var` gets a dynamic
+    /// exclusivity check on every line, a measurable share of the tool's time.
+    private let assembler: UnsafeMutablePointer<EventStreamAssembler>
 
     init(lastEventID: String) {
-        assembler = EventStreamAssembler(lastEventID: lastEventID)
+        assembler = .allocate(capacity: 1)
+        assembler.initialize(to: EventStreamAssembler(lastEventID: lastEventID))
     }
 
-    func consume(_ line: String) -> ServerSentEvent? { assembler.consume(line) }
-    func finish() { assembler.finish() }
-    var lastEventID: String { assembler.lastEventID }
-    var reconnectionTime: Duration? { assembler.reconnectionTime }
+    deinit {
+        assembler.deinitialize(count: 1)
+        assembler.deallocate()
+    }
+
+    /// Feeds one line's bytes; writes the event it dispatches to `output`.
+    func consume(_ line: UnsafeBufferPointer<UInt8>, into output: StreamOutput) throws {
+        var failure: (any Error)?
+        assembler.pointee.consume(line) { type, data, id in
+            do { try output.event(type: type, data: data, id: id) } catch { failure = error }
+        }
+        if let failure { throw failure }
+    }
+
+    func finish() { assembler.pointee.finish() }
+    var lastEventID: String { assembler.pointee.lastEventID }
+    var reconnectionTime: Duration? { assembler.pointee.reconnectionTime }
 }

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+@testable import rastrillo_stream
+
+/// The hand-written event JSON of rastrillo-stream against Foundation's JSONEncoder.
+@Suite struct StreamJSONTests {
+    /// Quotes, backslashes, every control character, DEL, slashes, U+2028/U+2029, non-BMP,
+    /// and an empty string.
+    static let tricky: [String] = [
+        "", "plain", "say \"hi\"", #"back\slash \\ \""#, "a/b</script>", "line\nbreak\r\n\ttab",
+        String((0..<0x20).map { Character(Unicode.Scalar($0)!) }), "\u{7F}", "sep\u{2028}para\u{2029}",
+        "caf\u{E9} \u{1F600} \u{10FFFF}", String(repeating: "x\"", count: 20), "0123456\"89abcdef\\",
+    ]
+
+    func eventLine(type: [UInt8], data: [UInt8], id: [UInt8]) -> [UInt8] {
+        var line = ByteBuffer()
+        JSONText.append(#"{"data":"#, to: &line)
+        data.withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &line) }
+        JSONText.append(#","event":"#, to: &line)
+        type.withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &line) }
+        JSONText.append(#","id":"#, to: &line)
+        id.withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &line) }
+        JSONText.append(#","type":"event"}"#, to: &line)
+        return line.withBytes { Array($0) }
+    }
+
+    /// JSONEncoder's sorted-keys text of the event, with the two spellings it differs in
+    /// (`\/` and `\b`, `\f`) rewritten to ours (`/`, `\u0008`, `\u000c`).
+    func encoderLine(type: String, data: String, id: String) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let text = String(decoding: try encoder.encode(["data": data, "event": type, "id": id, "type": "event"]), as: UTF8.self)
+        return Array(text.replacingOccurrences(of: #"\b"#, with: #"\u0008"#).replacingOccurrences(of: #"\f"#, with: #"\u000c"#).utf8)
+    }
+
+    @Test func eventJSONMatchesJSONEncoderOverTrickyStrings() throws {
+        for data in Self.tricky {
+            for other in ["message", "t\"\u{1}\u{2028}"] {
+                let ours = eventLine(type: Array(other.utf8), data: Array(data.utf8), id: Array(data.utf8))
+                #expect(ours == (try encoderLine(type: other, data: data, id: data)), "\(data.debugDescription)")
+                var viaString = ByteBuffer()
+                JSONText.appendString(data, to: &viaString)
+                var viaBytes = ByteBuffer()
+                Array(data.utf8).withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &viaBytes) }
+                #expect(viaString.withBytes { Array($0) } == viaBytes.withBytes { Array($0) })
+            }
+        }
+    }
+
+    @Test func invalidUTF8IsReplacedAsStringDecodingDoes() throws {
+        let cases: [[UInt8]] = [
+            [0xFF], [0x61, 0xC3], [0xC3, 0x28, 0x22], [0xE2, 0x82], [0xF0, 0x9F, 0x98], [0xED, 0xA0, 0x80],
+            [0xC0, 0xAF], [0xF4, 0x90, 0x80, 0x80], Array("abcdefgh".utf8) + [0x80] + Array("\\ijklmnop".utf8),
+            Array("0123456789abcdef".utf8) + [0xE2, 0x80, 0xA8, 0xFE],
+        ]
+        for bytes in cases {
+            let decoded = String(decoding: bytes, as: UTF8.self)
+            let ours = eventLine(type: bytes, data: bytes, id: bytes)
+            #expect(ours == (try encoderLine(type: decoded, data: decoded, id: decoded)), "\(bytes)")
+            #expect(String(decoding: ours, as: UTF8.self).contains("\u{FFFD}"))
+        }
+    }
+
+    @Test func asciiDetectionLooksAtEveryByte() {
+        for position in 0..<20 {
+            var bytes = Array(repeating: UInt8(ascii: "a"), count: 20)
+            #expect(bytes.withUnsafeBufferPointer { JSONText.isASCII($0) })
+            bytes[position] = 0x80
+            #expect(!bytes.withUnsafeBufferPointer { JSONText.isASCII($0) })
+        }
+    }
+}
