@@ -127,7 +127,7 @@ private func object(_ line: String) -> [String: Any] {
             }
             if number == 1 {
                 return LoopbackHTTPResponse(steps: [
-                    .send(sseHead() + bytes("retry: 50\nid: 7\ndata: a\n\nid: 8\ndata: lost")), .pause(.milliseconds(600)),
+                    .send(sseHead() + bytes("retry: 50\nid: 7\ndata: a\n\nid: 8\ndata: lost")), .pause(.seconds(3)),
                 ])
             }
             return LoopbackHTTPResponse(steps: [.send(sseHead() + bytes("data: b\n\n")), .hangUntilStopped])
