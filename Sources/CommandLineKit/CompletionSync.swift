@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A file generated from a spec, with its path relative to the repository root.
 public struct GeneratedFile: Hashable, Sendable {
@@ -209,22 +210,21 @@ public enum CompletionSync {
     private static func existingFiles(under root: URL) throws -> [String] {
         let base = root.appendingPathComponent(ToolSurface.completionsDirectory)
         let manager = FileManager.default
-        var isDirectory: ObjCBool = false
-        guard manager.fileExists(atPath: base.path, isDirectory: &isDirectory), isDirectory.boolValue
-        else { return [] }
+        guard isDirectory(base.path) else { return [] }
         let relative: [String]
         do {
             relative = try manager.subpathsOfDirectory(atPath: base.path)
         } catch {
             throw CompletionSyncError.fileSystem("list", ToolSurface.completionsDirectory, error)
         }
-        return relative.filter { path in
-            var entryIsDirectory: ObjCBool = false
-            let full = base.appendingPathComponent(path).path
-            return !(manager.fileExists(atPath: full, isDirectory: &entryIsDirectory)
-                && entryIsDirectory.boolValue)
-        }
+        return relative.filter { path in !isDirectory(base.appendingPathComponent(path).path) }
         .map { ToolSurface.completionsDirectory + "/" + $0 }
         .sorted()
+    }
+
+    /// Whether `path` names a directory, following symbolic links (as `FileManager.fileExists`).
+    private static func isDirectory(_ path: String) -> Bool {
+        var status = stat()
+        return stat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFDIR
     }
 }

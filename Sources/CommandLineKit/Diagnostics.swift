@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -92,7 +92,7 @@ public struct Diagnostics: Sendable {
 
     static var currentToolName: String {
         toolNameOverride.withLock { $0 }
-            ?? (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent } ?? "tool")
+            ?? (CommandLine.arguments.first.map { PathText.lastComponent($0) } ?? "tool")
     }
 
     static func setToolName(_ name: String) {

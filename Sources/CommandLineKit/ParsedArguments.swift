@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The result of ``CommandSpec/parse(_:)``: every value has already been validated against its
 /// ``ValueKind``, so the typed accessors do not fail on user input.

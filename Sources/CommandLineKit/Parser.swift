@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension CommandSpec {
     /// Parses `arguments` (without the program name) against this spec.

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -80,7 +80,7 @@ public enum ToolRunner {
             exit(code)
         }
 
-        if Thread.isMainThread {
+        if isMainThread() {
             dispatchMain()
         }
         while true {
@@ -122,6 +122,14 @@ public enum ToolRunner {
             diagnostics.error(String(describing: error))
             return ExitStatus.failure.code
         }
+    }
+
+    /// Whether the caller is the process's main thread, whose Linux thread id is the process id.
+    /// (`gettid` is looked up at run time: Glibc's module map leaves it out.)
+    private static func isMainThread() -> Bool {
+        guard let symbol = dlsym(nil, "gettid") else { return true }
+        let gettid = unsafeBitCast(symbol, to: (@convention(c) () -> pid_t).self)
+        return gettid() == getpid()
     }
 
     static func signalExitCode(_ signal: Int32) -> Int32 {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// The XDG base directories of one application, each with the application's name appended:
@@ -104,7 +104,7 @@ public struct XDGDirectories: Sendable, Hashable {
         let target = url(for: kind)
         let path = Self.path(of: target)
         if kind == .runtime && runtimeIsFallback {
-            let base = (path as NSString).deletingLastPathComponent
+            let base = PathText.deletingLastComponent(path)
             try createMissing(base)
             try verifyPrivate(base)
         }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// How a failed request should be handled: whether to wait for the network, retry later, ask the
 /// person to sign in again, give up, or reconcile with the server's state.
@@ -135,13 +135,13 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
     /// The network or the host is unreachable (no route, connection lost, host not found, cannot
     /// connect, DNS failure, timed out). Retry class `offline`.
     public static func offline(_ code: NativeNetworkCode) -> NativeClientError {
-        NativeClientError(.offline(code), "offline: \(code.name.replacingOccurrences(of: "_", with: " "))")
+        NativeClientError(.offline(code), "offline: \(code.name.replacing("_", with: " "))")
     }
 
     /// Any other transport failure, TLS among them: never shown as offline. Retry class
     /// `transient`.
     public static func transport(_ code: NativeNetworkCode) -> NativeClientError {
-        NativeClientError(.transport(code), "transport failure: \(code.name.replacingOccurrences(of: "_", with: " "))")
+        NativeClientError(.transport(code), "transport failure: \(code.name.replacing("_", with: " "))")
     }
 
     /// The request was refused before any I/O: a target outside the origin, an invalid method or

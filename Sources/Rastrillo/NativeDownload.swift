@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import OpenSSLKit
 
@@ -77,7 +77,12 @@ public struct NativeDownload: Sendable, Hashable {
     public let headers: NativeHeaders
 
     /// `sha256` in lowercase hexadecimal, or nil.
-    public var sha256Hex: String? { sha256.map { $0.map { String(format: "%02x", $0) }.joined() } }
+    public var sha256Hex: String? {
+        sha256.map { bytes in
+            let digits = Array("0123456789abcdef")
+            return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] })
+        }
+    }
 }
 
 extension NativeHTTP {

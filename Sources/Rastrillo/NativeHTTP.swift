@@ -1,5 +1,5 @@
 import CurlKit
-import Foundation
+import FoundationEssentials
 
 /// The real client: ephemeral, origin-bound HTTP over libcurl.
 ///

@@ -87,7 +87,7 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func parse(_ text: String) throws(NativeClientError) -> (NativeOrigin, String) {
-        guard let separator = text.range(of: "://") else {
+        guard let separator = text.firstRange(of: "://") else {
             throw refused("\(String(reflecting: text)) is not an absolute http or https URL")
         }
         let scheme = text[..<separator.lowerBound].lowercased()

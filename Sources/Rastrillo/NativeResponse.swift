@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A complete response: status, headers and the whole body (within the request's bound).
 public struct NativeResponse: Sendable, Hashable {

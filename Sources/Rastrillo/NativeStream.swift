@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import RastrilloStreams
 import Synchronization
 
@@ -194,7 +195,7 @@ package final class StreamReceiver {
         }
         let type = head.headers["Content-Type"] ?? ""
         let mediaType = type.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            .map { RetryAfter.trimmingWhitespace(String($0)).lowercased() } ?? ""
         guard mediaType == "text/event-stream" else {
             let shown = type.isEmpty ? "no Content-Type" : "Content-Type \(String(type.prefix(100)))"
             return NativeClientError(

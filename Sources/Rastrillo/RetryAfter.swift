@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Reads a `Retry-After` field value (RFC 9110 §10.2.3): delta-seconds or an HTTP-date.
 ///
@@ -10,11 +10,22 @@ public enum RetryAfter {
     /// The longest wait honoured: a larger value is cut to this (design: Retry-After ≤ 5 min).
     public static let maximum: Duration = .seconds(300)
 
+    /// `value` without the whitespace (Unicode general category Zs, and tab: the scalars of
+    /// Foundation's `CharacterSet.whitespaces`) at either end.
+    static func trimmingWhitespace(_ value: String) -> String {
+        let scalars = value.unicodeScalars
+        let isBlank: (Unicode.Scalar) -> Bool = { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
+        guard let first = scalars.firstIndex(where: { !isBlank($0) }),
+            let last = scalars.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return String(scalars[first...last])
+    }
+
     /// The wait `value` asks for, in whole seconds (a date's fraction of a second rounded up),
     /// clamped to ``maximum``; nil for garbage, a negative number or a date in the past.
     /// - Parameter now: the current time, for the date forms.
     public static func parse(_ value: String, now: Date) -> Duration? {
-        let text = value.trimmingCharacters(in: .whitespaces)
+        let text = trimmingWhitespace(value)
         guard !text.isEmpty else { return nil }
         if text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) {
             // Anything past ten digits is far beyond the clamp; do not overflow on it.

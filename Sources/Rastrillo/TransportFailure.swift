@@ -1,5 +1,5 @@
 import CurlKit
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Turns libcurl's failures into `NativeClientError` cases.
@@ -46,7 +46,7 @@ enum TransportFailure {
         default:
             base = .transport(.other)
         }
-        let what = base.networkCode.map { $0.name.replacingOccurrences(of: "_", with: " ") } ?? base.name
+        let what = base.networkCode.map { $0.name.replacing("_", with: " ") } ?? base.name
         let kind = base.retryClass == .offline ? "offline" : "transport failure"
         return base.with("\(kind): \(what) (\(origin.authority)): \(error.message)")
     }
@@ -108,7 +108,25 @@ enum Probe {
     /// Runs a blocking probe on its own thread, so a slow resolver holds no cooperative thread.
     static func offThePool(_ probe: @escaping @Sendable () -> Outcome) async -> Outcome {
         await withCheckedContinuation { continuation in
-            Thread { continuation.resume(returning: probe()) }.start()
+            let job = ProbeThreadJob { continuation.resume(returning: probe()) }
+            var thread = pthread_t()
+            let context = Unmanaged.passRetained(job).toOpaque()
+            let started = pthread_create(&thread, nil, { context in
+                Unmanaged<ProbeThreadJob>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, context)
+            if started == 0 {
+                pthread_detach(thread)
+            } else {
+                // No thread to be had: the probe runs here rather than not at all.
+                Unmanaged<ProbeThreadJob>.fromOpaque(context).takeRetainedValue().run()
+            }
         }
     }
+}
+
+/// The work handed to a probe's own thread.
+private final class ProbeThreadJob: Sendable {
+    let run: @Sendable () -> Void
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }

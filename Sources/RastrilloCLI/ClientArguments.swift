@@ -1,5 +1,5 @@
 import CommandLineKit
-import Foundation
+import FoundationEssentials
 import Glibc
 import Rastrillo
 
@@ -79,7 +79,7 @@ public struct ClientArguments {
             throw UsageError("--header: '\(text)' is not NAME: VALUE", argument: text)
         }
         let name = String(text[..<colon])
-        let value = text[text.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+        let value = trimmingSpacesAndTabs(text[text.index(after: colon)...])
         if ["content-length", "transfer-encoding"].contains(name.lowercased()) {
             throw UsageError("--header: \(name) is set from the request body, not by hand", argument: text)
         }
@@ -88,6 +88,16 @@ public struct ClientArguments {
         } catch {
             throw UsageError("--header: \(error.message)", argument: name)
         }
+    }
+
+    /// `text` without the spaces and tabs (Unicode scalars U+0020 and U+0009) at either end.
+    static func trimmingSpacesAndTabs(_ text: Substring) -> String {
+        let scalars = text.unicodeScalars
+        let isBlank: (Unicode.Scalar) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = scalars.firstIndex(where: { !isBlank($0) }),
+            let last = scalars.lastIndex(where: { !isBlank($0) })
+        else { return "" }
+        return String(Substring(scalars[first...last]))
     }
 }
 

@@ -1,5 +1,5 @@
 import CommandLineKit
-import Foundation
+import FoundationEssentials
 import Rastrillo
 import RastrilloCLI
 import ToolSpecs
