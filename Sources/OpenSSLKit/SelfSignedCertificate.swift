@@ -1,5 +1,5 @@
 internal import COpenSSL
-import Foundation
+import FoundationEssentials
 
 /// An X.509 certificate (OpenSSL `X509`), normally one this install signs for its own
 /// `P256PrivateKey` so a TLS server has something to present. Clients never check it against a
