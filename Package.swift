@@ -97,6 +97,14 @@ let package = Package(
             dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetWire", "OpenSSLKit"],
             path: "bench/rpc/Sources"),
 
+        // MARK: Examples: the scoreboard backend and companion built from examples/schema/rivet.rktd
+        .executableTarget(
+            name: "scoreboard-backend", dependencies: ["RivetDevice"], path: "examples/scoreboard-backend",
+            plugins: ["RivetGeneratorPlugin"]),
+        .executableTarget(
+            name: "scoreboard-companion", dependencies: ["RivetDevice", "RivetDaemon", "RivetPairing", "Rastrillo"],
+            path: "examples/scoreboard-companion", plugins: ["RivetGeneratorPlugin"]),
+
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
