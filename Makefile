@@ -34,8 +34,9 @@ INSTALLED := $(TOOLS:%=$(BIN_DIR)/%) \
 
 all: build
 
+# One product per invocation: `swift build` honours only the last of several --product flags.
 build:
-	$(SWIFT) build -c release $(TOOLS:%=--product %)
+	for tool in $(TOOLS); do $(SWIFT) build -c release --product $$tool || exit 1; done
 
 install:
 	@for tool in $(TOOLS); do \
