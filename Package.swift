@@ -149,6 +149,13 @@ let package = Package(
             name: "RivetSchemaTests", dependencies: ["RivetSchema"], exclude: ["Reference"]),
         .testTarget(name: "RastrilloStreamsTests", dependencies: ["RastrilloStreams", "Backoff", "fuzz-sse"]),
         .testTarget(
+            name: "ExamplesTests",
+            dependencies: [
+                "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "RivetDevice", "RivetWire",
+                "RivetPairing", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
+            ],
+            plugins: ["RivetGeneratorPlugin"]),
+        .testTarget(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
             plugins: ["RivetGeneratorPlugin"]),
         .testTarget(
