@@ -9,6 +9,9 @@
 # `install` does not build: run `make build` first (as an ordinary user), then install.
 
 SWIFT ?= swift
+# Extra `swift build` flags, e.g. BUILD_FLAGS="--scratch-path /tmp/rivet-build" (then set
+# RELEASE_DIR=/tmp/rivet-build/release for install).
+BUILD_FLAGS ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
 RELEASE_DIR ?= .build/release
@@ -36,7 +39,7 @@ all: build
 
 # One product per invocation: `swift build` honours only the last of several --product flags.
 build:
-	for tool in $(TOOLS); do $(SWIFT) build -c release --product $$tool || exit 1; done
+	for tool in $(TOOLS); do $(SWIFT) build -c release $(BUILD_FLAGS) --product $$tool || exit 1; done
 
 install:
 	@for tool in $(TOOLS); do \
