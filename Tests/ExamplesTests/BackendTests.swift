@@ -79,12 +79,12 @@ import ToolTestSupport
     }
 
     /// Sends `frames` (then end of stream) to `backend` and decodes all it writes.
-    private func exchange(_ backend: Backend, _ frames: [RVT1Frame]) async throws -> (run: ToolRun, frames: [RVT1Frame]) {
+    private func exchange(_ backend: Backend, _ frames: [RVT1Frame]) async throws -> (run: ProgramRun, frames: [RVT1Frame]) {
         let encoder = RVT1Encoder()
         return try await exchange(backend, raw: try frames.flatMap { try encoder.encode($0) })
     }
 
-    private func exchange(_ backend: Backend, raw: [UInt8]) async throws -> (run: ToolRun, frames: [RVT1Frame]) {
+    private func exchange(_ backend: Backend, raw: [UInt8]) async throws -> (run: ProgramRun, frames: [RVT1Frame]) {
         let directory = try ToolProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let run = try await runProgram(backend.command, environment: ToolProcess.environment(home: directory), stdin: raw)

@@ -56,7 +56,7 @@ import ToolTestSupport
     }
 
     @Test(arguments: [
-        ([], "give --server URL, --gateway HOST:PORT, or both"),
+        ([String](), "give --server URL, --gateway HOST:PORT, or both"),
         (["--gateway", "127.0.0.1"], "--gateway takes HOST:PORT, not \"127.0.0.1\""),
         (["--gateway", "127.0.0.1:0", "--credential", "c"], "--gateway takes HOST:PORT, not \"127.0.0.1:0\""),
         (["--gateway", "127.0.0.1:65535"], "--gateway and --credential go together"),

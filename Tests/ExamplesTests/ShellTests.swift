@@ -21,7 +21,7 @@ let shellDirectory = repositoryRoot + "/examples/shell"
     }
 
     /// Runs fetch-with-retry.sh against a server answering `statuses` in turn (then 200 "done").
-    private func retry(_ statuses: [Int], attempts: Int = 5) async throws -> (ToolRun, requests: Int) {
+    private func retry(_ statuses: [Int], attempts: Int = 5) async throws -> (ProgramRun, requests: Int) {
         let answered = Mutex(0)
         let server = try LoopbackHTTPServer { _ in
             let index = answered.withLock { count in

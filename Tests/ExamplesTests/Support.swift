@@ -131,10 +131,19 @@ func eventually(
     throw ExampleFailure("timed out waiting for \(what)")
 }
 
+/// How a program run ended and what it wrote.
+struct ProgramRun: Sendable {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+    /// stdout's lines without their terminators.
+    var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+}
+
 /// Runs `argv` to completion with `stdin` bytes; stdout and stderr are captured.
 func runProgram(
     _ argv: [String], environment: [String: String], stdin: [UInt8] = [], timeout: Duration = .seconds(60)
-) async throws -> ToolRun {
+) async throws -> ProgramRun {
     let directory = try ToolProcess.makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let child = try Child(argv, environment: environment, directory: directory)
@@ -164,7 +173,7 @@ func runProgram(
     await input.value
     let status = try await child.wait(timeout: timeout)
     let bytes = await output.value
-    return ToolRun(status: status, stdout: String(decoding: bytes, as: UTF8.self), stderr: child.stderr)
+    return ProgramRun(status: status, stdout: String(decoding: bytes, as: UTF8.self), stderr: child.stderr)
 }
 
 /// A `rivetd` running one of the example backends on 127.0.0.1 in a private home.
@@ -195,8 +204,11 @@ final class Gateway: Sendable {
             try? FileManager.default.removeItem(atPath: home)
             throw error
         }
-        close(process.stdinFD)
-        close(process.stdoutFD)
+        // rivetd reads no stdin and logs to stderr; its pipes close when it has stopped.
+        defer {
+            close(process.stdinFD)
+            close(process.stdoutFD)
+        }
         do {
             var listening: (UInt16, SPKIFingerprint)?
             try await eventually("rivetd to listen") {
