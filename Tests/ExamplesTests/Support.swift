@@ -47,9 +47,9 @@ final class Child: Sendable {
     init(_ argv: [String], environment: [String: String], directory: String) throws {
         stderrPath = directory + "/\(UUID().uuidString).err"
         var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1]
-        guard pipe(&input) == 0, pipe(&output) == 0 else { throw ExampleFailure("pipe failed") }
-        _ = fcntl(input[1], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(output[0], F_SETFD, FD_CLOEXEC)
+        // Close-on-exec from birth: tests spawn in parallel, and a sibling child inheriting
+        // this pipe's write end would keep the backend's stdin open forever.
+        guard pipe2(&input, O_CLOEXEC) == 0, pipe2(&output, O_CLOEXEC) == 0 else { throw ExampleFailure("pipe failed") }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
