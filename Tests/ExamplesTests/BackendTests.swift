@@ -14,7 +14,7 @@ import ToolTestSupport
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let child = try Child(backend.command, environment: ToolProcess.environment(home: directory), directory: directory)
         let transport = try RivetDeviceStreamTransport(
-            stream: RivetFileDescriptorStream(readFD: child.stdoutFD, writeFD: child.stdinFD), software: "examples-tests")
+            stream: RivetFileDescriptorStream(socket: child.socket), software: "examples-tests")
         let client = RivetDeviceClient(transport: transport)
         var events = client.events.makeAsyncIterator()
 
@@ -88,7 +88,7 @@ import ToolTestSupport
         let directory = try ToolProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let run = try await runProgram(backend.command, environment: ToolProcess.environment(home: directory), stdin: raw)
-        var decoder = RVT1StreamDecoder()
+        var decoder = RVT1Decoder()
         decoder.append(Array(run.stdout.utf8))
         var frames: [RVT1Frame] = []
         while let frame = try decoder.next() { frames.append(frame) }

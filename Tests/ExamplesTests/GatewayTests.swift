@@ -14,7 +14,7 @@ import ToolTestSupport
         }
         defer { server.stop() }
         try await Gateway.with(backend) { gateway in
-            try await eventually("the backend's hello") { gateway.process.stderr.contains("hello from the backend") }
+            try await eventually("the backend to serve") { gateway.process.stderr.contains("rivetd: info: backend: scoreboard") && gateway.process.stderr.contains(": serving (pid") }
             let credential = try gateway.pairCompanion(scopes: ["viewer"])
             let run = try await runProgram(
                 [ToolProcess.path(of: "scoreboard-companion"), "--server", server.baseURL,
@@ -30,7 +30,7 @@ import ToolTestSupport
 
     @Test func companionWithoutTheViewerScopeIsForbidden() async throws {
         try await Gateway.with(.python) { gateway in
-            try await eventually("the backend's hello") { gateway.process.stderr.contains("hello from the backend") }
+            try await eventually("the backend to serve") { gateway.process.stderr.contains("rivetd: info: backend: scoreboard") && gateway.process.stderr.contains(": serving (pid") }
             let credential = try gateway.pairCompanion(scopes: ["controller"])
             let run = try await runProgram(
                 [ToolProcess.path(of: "scoreboard-companion"), "--gateway", "127.0.0.1:\(gateway.port)",

@@ -33,12 +33,12 @@ struct ExampleFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A child process with pipes on stdin and stdout (owned by the caller once taken) and stderr
+/// A child process whose stdin and stdout are one socket (its other end owned by the caller) and stderr
 /// in a file; `stop()` ends it.
 final class Child: Sendable {
     let pid: pid_t
-    let stdinFD: Int32
-    let stdoutFD: Int32
+    /// The parent's end of the child's stdin and stdout (a socket), owned by the caller.
+    let socket: Int32
     let stderrPath: String
     private let exitStatus = Mutex<Int32?>(nil)
 
@@ -47,16 +47,18 @@ final class Child: Sendable {
     init(_ argv: [String], environment: [String: String], directory: String) throws {
         stderrPath = directory + "/\(UUID().uuidString).err"
         var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1]
-        // Close-on-exec from birth: tests spawn in parallel, and a sibling child inheriting
-        // this pipe's write end would keep the backend's stdin open forever.
-        guard pipe2(&input, O_CLOEXEC) == 0, pipe2(&output, O_CLOEXEC) == 0 else { throw ExampleFailure("pipe failed") }
+        // One socket pair, close-on-exec from birth (tests spawn in parallel, and a sibling child
+        // inheriting this end would keep the backend's stdin open forever); the child's end is
+        // its stdin and stdout.
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            throw ExampleFailure("socketpair failed")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_addclose(&actions, input[0])
-        posix_spawn_file_actions_addclose(&actions, output[1])
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 0)
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -75,16 +77,13 @@ final class Child: Sendable {
         }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, argv[0], &actions, &attributes, cArgv, cEnv)
-        close(input[0])
-        close(output[1])
+        close(pair[1])
         guard result == 0 else {
-            close(input[1])
-            close(output[0])
+            close(pair[0])
             throw ExampleFailure("cannot start \(argv[0]): \(String(cString: strerror(result)))")
         }
         self.pid = pid
-        stdinFD = input[1]
-        stdoutFD = output[0]
+        socket = pair[0]
     }
 
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
@@ -147,28 +146,28 @@ func runProgram(
     let directory = try ToolProcess.makeTemporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let child = try Child(argv, environment: environment, directory: directory)
-    let stdinFD = child.stdinFD, stdoutFD = child.stdoutFD
+    let fd = child.socket
     let output = Task.detached { () -> [UInt8] in
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(stdoutFD, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             if count <= 0 { break }
             bytes += buffer[0..<count]
         }
-        close(stdoutFD)
+        close(fd)
         return bytes
     }
     let input = Task.detached {
         var offset = 0
         while offset < stdin.count {
-            let written = stdin.withUnsafeBytes { write(stdinFD, $0.baseAddress! + offset, $0.count - offset) }
+            let written = stdin.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 && errno == EINTR { continue }
             if written <= 0 { break }
             offset += written
         }
-        close(stdinFD)
+        shutdown(fd, Int32(SHUT_WR))
     }
     await input.value
     let status = try await child.wait(timeout: timeout)
@@ -204,11 +203,8 @@ final class Gateway: Sendable {
             try? FileManager.default.removeItem(atPath: home)
             throw error
         }
-        // rivetd reads no stdin and logs to stderr; its pipes close when it has stopped.
-        defer {
-            close(process.stdinFD)
-            close(process.stdoutFD)
-        }
+        // rivetd reads no stdin and logs to stderr; its socket closes when it has stopped.
+        defer { close(process.socket) }
         do {
             var listening: (UInt16, SPKIFingerprint)?
             try await eventually("rivetd to listen") {

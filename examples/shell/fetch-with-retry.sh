@@ -9,7 +9,7 @@
 #   5 auth       stop: the credential must be renewed (sign in again), retrying cannot help
 #   6 permanent  stop: the same request will fail the same way
 #   7 conflict   refetch the current state (here: report it; the caller reconciles)
-# The body goes to stdout only on success; diagnostics go to stderr. After the last attempt it
+# rastrillo-fetch writes each response body to stdout; diagnostics go to stderr. After the last attempt it
 # exits with that attempt's status.
 # Environment: RETRY_WAIT_SCALE multiplies every wait (0 in tests, to run without sleeping).
 set -euo pipefail
