@@ -46,7 +46,6 @@ final class Child: Sendable {
     /// `directory`. The child starts with every signal unblocked and at its default disposition.
     init(_ argv: [String], environment: [String: String], directory: String) throws {
         stderrPath = directory + "/\(UUID().uuidString).err"
-        var input: [Int32] = [-1, -1], output: [Int32] = [-1, -1]
         // One socket pair, close-on-exec from birth (tests spawn in parallel, and a sibling child
         // inheriting this end would keep the backend's stdin open forever); the child's end is
         // its stdin and stdout.

@@ -27,7 +27,7 @@ func run(_ argv: [String], environment: [String: String] = ProcessInfo.processIn
     process.arguments = Array(argv.dropFirst())
     process.environment = environment
     let output = FileManager.default.temporaryDirectory.appendingPathComponent("install-run-\(UUID().uuidString)")
-    FileManager.default.createFile(atPath: output.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
     defer { try? FileManager.default.removeItem(at: output) }
     let handle = try FileHandle(forWritingTo: output)
     process.standardOutput = handle
