@@ -100,6 +100,14 @@ let package = Package(
             dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetWire", "OpenSSLKit"],
             path: "bench/rpc/Sources"),
 
+        // MARK: Examples: the scoreboard backend and companion built from examples/schema/rivet.rktd
+        .executableTarget(
+            name: "scoreboard-backend", dependencies: ["RivetDevice"], path: "examples/scoreboard-backend",
+            plugins: ["RivetGeneratorPlugin"]),
+        .executableTarget(
+            name: "scoreboard-companion", dependencies: ["RivetDevice", "RivetDaemon", "RivetPairing", "Rastrillo"],
+            path: "examples/scoreboard-companion", plugins: ["RivetGeneratorPlugin"]),
+
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
@@ -143,6 +151,14 @@ let package = Package(
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema"], exclude: ["Reference"]),
         .testTarget(name: "RastrilloStreamsTests", dependencies: ["RastrilloStreams", "Backoff", "fuzz-sse"]),
+        .testTarget(
+            name: "ExamplesTests",
+            dependencies: [
+                "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "RivetDevice", "RivetWire",
+                "RivetPairing", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
+            ],
+            plugins: ["RivetGeneratorPlugin"]),
+        .testTarget(name: "InstallTests"),
         .testTarget(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
             plugins: ["RivetGeneratorPlugin"]),

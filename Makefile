@@ -1,0 +1,66 @@
+# Build, install and uninstall the six Rivet & Rastrillo tools with their man pages, shell
+# completions and the systemd user unit for rivetd.
+#
+#   make                                  # = make build: swift build -c release
+#   make install PREFIX=/usr/local        # DESTDIR= for staged (package) installs
+#   make uninstall PREFIX=/usr/local      # removes exactly the files install wrote
+#
+# Only the six tools are installed: never the examples, tests, benchmarks or fuzzers.
+# `install` does not build: run `make build` first (as an ordinary user), then install.
+
+SWIFT ?= swift
+# Extra `swift build` flags, e.g. BUILD_FLAGS="--scratch-path /tmp/rivet-build" (then set
+# RELEASE_DIR=/tmp/rivet-build/release for install).
+BUILD_FLAGS ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
+RELEASE_DIR ?= .build/release
+
+TOOLS := rivetd rivet-pair rivet-browse rastrillo-fetch rastrillo-stream rastrillo-download
+
+BIN_DIR := $(DESTDIR)$(PREFIX)/bin
+MAN_DIR := $(DESTDIR)$(PREFIX)/share/man/man1
+BASH_DIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSH_DIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISH_DIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+UNIT_DIR := $(DESTDIR)$(PREFIX)/lib/systemd/user
+
+# Every installed file, one list: install writes these and uninstall removes these.
+INSTALLED := $(TOOLS:%=$(BIN_DIR)/%) \
+	$(TOOLS:%=$(MAN_DIR)/%.1) \
+	$(TOOLS:%=$(BASH_DIR)/%) \
+	$(TOOLS:%=$(ZSH_DIR)/_%) \
+	$(TOOLS:%=$(FISH_DIR)/%.fish) \
+	$(UNIT_DIR)/rivetd.service
+
+.PHONY: all build install uninstall print-tools print-installed
+
+all: build
+
+# One product per invocation: `swift build` honours only the last of several --product flags.
+build:
+	for tool in $(TOOLS); do $(SWIFT) build -c release $(BUILD_FLAGS) --product $$tool || exit 1; done
+
+install:
+	@for tool in $(TOOLS); do \
+		test -x "$(RELEASE_DIR)/$$tool" || { echo "make install: $(RELEASE_DIR)/$$tool is missing; run 'make build' first" >&2; exit 1; }; \
+	done
+	install -d -m 755 "$(BIN_DIR)" "$(MAN_DIR)" "$(BASH_DIR)" "$(ZSH_DIR)" "$(FISH_DIR)" "$(UNIT_DIR)"
+	for tool in $(TOOLS); do \
+		install -m 755 "$(RELEASE_DIR)/$$tool" "$(BIN_DIR)/$$tool" && \
+		install -m 644 "man/man1/$$tool.1" "$(MAN_DIR)/$$tool.1" && \
+		install -m 644 "completions/bash/$$tool" "$(BASH_DIR)/$$tool" && \
+		install -m 644 "completions/zsh/_$$tool" "$(ZSH_DIR)/_$$tool" && \
+		install -m 644 "completions/fish/$$tool.fish" "$(FISH_DIR)/$$tool.fish" || exit 1; \
+	done
+	sed 's|/usr/local/bin/rivetd|$(PREFIX)/bin/rivetd|' examples/systemd/rivetd.service > "$(UNIT_DIR)/rivetd.service"
+	chmod 644 "$(UNIT_DIR)/rivetd.service"
+
+uninstall:
+	rm -f $(INSTALLED)
+
+print-tools:
+	@echo $(TOOLS)
+
+print-installed:
+	@printf '%s\n' $(INSTALLED)

@@ -1,0 +1,1 @@
+../../examples/schema/rivet.rktd

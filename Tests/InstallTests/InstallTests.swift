@@ -1,0 +1,168 @@
+import Foundation
+import Glibc
+import Testing
+
+/// `make install` and `make uninstall` into temporary prefixes, with the release binaries.
+///
+/// The binaries come from `.build/release` when all six are there (`make build` ran before the
+/// tests, as CI does); otherwise the test builds them once with `make build` into its own
+/// scratch directory (`swift test` holds `.build`, so a nested build there would wait forever).
+
+let repositoryRoot = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+let tools = ["rivetd", "rivet-pair", "rivet-browse", "rastrillo-fetch", "rastrillo-stream", "rastrillo-download"]
+
+struct InstallFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Runs `argv` with stdin from /dev/null, returning its status and output (stdout and stderr
+/// together), killing it after `timeout`.
+func run(_ argv: [String], environment: [String: String] = ProcessInfo.processInfo.environment, timeout: Duration = .seconds(120))
+    async throws -> (status: Int32, output: String)
+{
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: argv[0])
+    process.arguments = Array(argv.dropFirst())
+    process.environment = environment
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("install-run-\(UUID().uuidString)")
+    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+    defer { try? FileManager.default.removeItem(at: output) }
+    let handle = try FileHandle(forWritingTo: output)
+    process.standardOutput = handle
+    process.standardError = handle
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning {
+        if ContinuousClock.now > deadline {
+            process.terminate()
+            process.waitUntilExit()
+            throw InstallFailure(description: "\(argv.joined(separator: " ")) took longer than \(timeout)")
+        }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    try handle.close()
+    return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+}
+
+/// The directory holding the six release binaries, building them once if needed.
+actor ReleaseBinaries {
+    static let shared = ReleaseBinaries()
+    private var directory: String?
+
+    func path() async throws -> String {
+        if let directory { return directory }
+        let existing = repositoryRoot + "/.build/release"
+        if tools.allSatisfy({ FileManager.default.isExecutableFile(atPath: existing + "/" + $0) }) {
+            directory = existing
+            return existing
+        }
+        let scratch = repositoryRoot + "/.build/install-tests"
+        let build = try await run(
+            ["/usr/bin/make", "-C", repositoryRoot, "build", "BUILD_FLAGS=--scratch-path \(scratch)"],
+            timeout: .seconds(3600))
+        guard build.status == 0 else {
+            throw InstallFailure(description: "make build failed (\(build.status)):\n\(build.output.suffix(4000))")
+        }
+        directory = scratch + "/release"
+        return scratch + "/release"
+    }
+}
+
+/// Every regular file and symlink under `root`, relative to it, sorted.
+func files(under root: String) -> [String] {
+    guard let enumerator = FileManager.default.enumerator(atPath: root) else { return [] }
+    var found: [String] = []
+    while let relative = enumerator.nextObject() as? String {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: root + "/" + relative, isDirectory: &isDirectory), !isDirectory.boolValue {
+            found.append(relative)
+        }
+    }
+    return found.sorted()
+}
+
+func temporaryDirectory() throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("install-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+let expectedFiles = tools.flatMap { tool in
+    [
+        "bin/\(tool)", "share/man/man1/\(tool).1", "share/bash-completion/completions/\(tool)",
+        "share/zsh/site-functions/_\(tool)", "share/fish/vendor_completions.d/\(tool).fish",
+    ]
+} + ["lib/systemd/user/rivetd.service"]
+
+@Suite(.serialized) struct InstallTests {
+    @Test(.timeLimit(.minutes(60)))
+    func installRunsFromThePrefixAndUninstallRemovesExactlyWhatItInstalled() async throws {
+        let release = try await ReleaseBinaries.shared.path()
+        let prefix = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: prefix) }
+        let install = try await run(["/usr/bin/make", "-C", repositoryRoot, "install", "PREFIX=\(prefix)", "RELEASE_DIR=\(release)"])
+        try #require(install.status == 0, "\(install.output)")
+        #expect(files(under: prefix) == expectedFiles.sorted())
+
+        let listed = try await run(["/usr/bin/make", "-s", "-C", repositoryRoot, "print-installed", "PREFIX=\(prefix)"])
+        #expect(listed.output.split(separator: "\n").map(String.init).sorted() == expectedFiles.map { prefix + "/" + $0 }.sorted())
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["MANPAGER"] = "cat"
+        environment["MANWIDTH"] = "80"
+        for tool in tools {
+            let page = try await run(["/usr/bin/man", "-l", prefix + "/share/man/man1/\(tool).1"], environment: environment)
+            #expect(page.status == 0, "man -l \(tool).1: \(page.output)")
+            #expect(page.output.contains("NAME") && page.output.contains(tool), "man -l \(tool).1 rendered: \(page.output.prefix(400))")
+
+            let version = try await run([prefix + "/bin/\(tool)", "--version"])
+            #expect(version.status == 0 && version.output.hasPrefix("\(tool) "), "\(tool) --version: \(version.output)")
+            let mode = try FileManager.default.attributesOfItem(atPath: prefix + "/bin/\(tool)")[.posixPermissions] as? Int
+            #expect(mode == 0o755)
+        }
+        let unit = try String(contentsOfFile: prefix + "/lib/systemd/user/rivetd.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=\(prefix)/bin/rivetd --listen 127.0.0.1:PORT "))
+
+        let uninstall = try await run(["/usr/bin/make", "-C", repositoryRoot, "uninstall", "PREFIX=\(prefix)"])
+        #expect(uninstall.status == 0, "\(uninstall.output)")
+        #expect(files(under: prefix) == [])
+    }
+
+    @Test(.timeLimit(.minutes(60)))
+    func destdirStagesUnderItWhilePathsNameThePrefix() async throws {
+        let release = try await ReleaseBinaries.shared.path()
+        let stage = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: stage) }
+        let install = try await run(
+            ["/usr/bin/make", "-C", repositoryRoot, "install", "PREFIX=/usr", "DESTDIR=\(stage)", "RELEASE_DIR=\(release)"])
+        try #require(install.status == 0, "\(install.output)")
+        #expect(files(under: stage) == expectedFiles.map { "usr/" + $0 }.sorted())
+        let unit = try String(contentsOfFile: stage + "/usr/lib/systemd/user/rivetd.service", encoding: .utf8)
+        #expect(unit.contains("ExecStart=/usr/bin/rivetd "))
+        let uninstall = try await run(["/usr/bin/make", "-C", repositoryRoot, "uninstall", "PREFIX=/usr", "DESTDIR=\(stage)"])
+        #expect(uninstall.status == 0)
+        #expect(files(under: stage) == [])
+    }
+
+    @Test func installWithoutBuiltBinariesFailsAndInstallsNothing() async throws {
+        let empty = try temporaryDirectory()
+        let prefix = try temporaryDirectory()
+        defer {
+            try? FileManager.default.removeItem(atPath: empty)
+            try? FileManager.default.removeItem(atPath: prefix)
+        }
+        let install = try await run(["/usr/bin/make", "-C", repositoryRoot, "install", "PREFIX=\(prefix)", "RELEASE_DIR=\(empty)"])
+        #expect(install.status != 0)
+        #expect(install.output.contains("make install: \(empty)/rivetd is missing; run 'make build' first"))
+        #expect(files(under: prefix) == [])
+    }
+
+    @Test func onlyTheSixToolsAreInstalled() async throws {
+        let listed = try await run(["/usr/bin/make", "-s", "-C", repositoryRoot, "print-tools"])
+        #expect(listed.status == 0)
+        #expect(listed.output == tools.joined(separator: " ") + "\n")
+    }
+}
