@@ -4,6 +4,7 @@
 #   make                                  # = make build: swift build -c release
 #   make install PREFIX=/usr/local        # DESTDIR= for staged (package) installs
 #   make uninstall PREFIX=/usr/local      # removes exactly the files install wrote
+#   make check                            # build, then run the test suite (what CI runs)
 #
 # Only the six tools are installed: never the examples, tests, benchmarks or fuzzers.
 # `install` does not build: run `make build` first (as an ordinary user), then install.
@@ -33,13 +34,18 @@ INSTALLED := $(TOOLS:%=$(BIN_DIR)/%) \
 	$(TOOLS:%=$(FISH_DIR)/%.fish) \
 	$(UNIT_DIR)/rivetd.service
 
-.PHONY: all build install uninstall print-tools print-installed
+.PHONY: all build check install uninstall print-tools print-installed
 
 all: build
 
 # One product per invocation: `swift build` honours only the last of several --product flags.
 build:
 	for tool in $(TOOLS); do $(SWIFT) build -c release $(BUILD_FLAGS) --product $$tool || exit 1; done
+
+# The tests include installing the release build into a temporary prefix, so build first.
+# They run one at a time: many check deadlines, which a loaded two-core machine would distort.
+check: build
+	$(SWIFT) test --no-parallel
 
 install:
 	@for tool in $(TOOLS); do \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The scoreboard backend of examples/schema/rivet.rktd in Python, standard library only.
 
-It is written from docs/protocol-rvt1.md alone (the framing code is the reference reader and
+It is written from docs/protocol.md (RVT1 part) alone (the framing code is the reference reader and
 writer of its section 9), to show that a backend can be any program speaking RVT1 on stdin
 and stdout. Run it under rivetd exactly like the Swift one:
 
@@ -23,7 +23,7 @@ import os
 import struct
 import sys
 
-# --- RVT1 framing: docs/protocol-rvt1.md section 9 --------------------------------------------
+# --- RVT1 framing: docs/protocol.md (RVT1 part) section 9 --------------------------------------------
 
 MAGIC = b"RVT1"
 KINDS = {1: "hello", 2: "call", 3: "result", 4: "error", 5: "cancel",

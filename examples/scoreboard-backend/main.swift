@@ -1,7 +1,7 @@
 // scoreboard-backend: the scoreboard of examples/schema/rivet.rktd as a rivetd backend.
 //
 // rivetd starts it with `--backend scoreboard-backend` and speaks RVT1 over its stdin and
-// stdout (docs/protocol-rvt1.md). The RivetGeneratorPlugin turns rivet.rktd (a symlink to
+// stdout (docs/protocol.md (RVT1 part)). The RivetGeneratorPlugin turns rivet.rktd (a symlink to
 // ../schema/rivet.rktd) into the typed protocol this file implements:
 //
 // - current-score: the score of a game; every game starts 0–0 in the first period.
