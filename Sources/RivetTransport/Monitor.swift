@@ -5,11 +5,11 @@ import Glibc
 /// A mutex with one condition variable whose timed waits use `CLOCK_MONOTONIC`, so deadlines on
 /// `ContinuousClock` are not disturbed when the wall clock is set.
 // @unchecked Sendable: the pthread objects are made for use from many threads; callers guard their own state with `withLock`.
-final class Monitor: @unchecked Sendable {
+package final class Monitor: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    package init() {
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -26,7 +26,7 @@ final class Monitor: @unchecked Sendable {
     }
 
     /// Runs `body` holding the mutex.
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+    package func withLock<T>(_ body: () throws -> T) rethrows -> T {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
@@ -36,7 +36,7 @@ final class Monitor: @unchecked Sendable {
     /// `withLock`. Returns false once the deadline has passed. Wakes may be spurious: callers
     /// loop on their own condition.
     @discardableResult
-    func wait(until deadline: ContinuousClock.Instant?) -> Bool {
+    package func wait(until deadline: ContinuousClock.Instant?) -> Bool {
         guard let deadline else {
             pthread_cond_wait(condition, mutex)
             return true
@@ -56,7 +56,7 @@ final class Monitor: @unchecked Sendable {
     }
 
     /// Wakes every waiter.
-    func broadcast() {
+    package func broadcast() {
         pthread_cond_broadcast(condition)
     }
 }

@@ -1,3 +1,4 @@
+import RivetTransport
 import Foundation
 import RivetWire
 #if canImport(Glibc)
@@ -67,7 +68,7 @@ final class BackendProcess: @unchecked Sendable {
     private let stderrFD: Int32
     private let limits: RVT1Limits
     private let callbacks: BackendCallbacks
-    private let monitor = DaemonMonitor()
+    private let monitor = Monitor()
     private var outbox = FrameQueue()
     private var closingInput = false
     private var stopReading = false

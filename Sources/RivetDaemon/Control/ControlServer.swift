@@ -1,3 +1,4 @@
+import RivetTransport
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -26,7 +27,7 @@ final class ControlServer: @unchecked Sendable {
     let path: String
     private let handler: @Sendable (RivetControlRequest) -> RivetControlJSON
     private let log: RivetDaemonLog
-    private let monitor = DaemonMonitor()
+    private let monitor = Monitor()
     private var listenFD: Int32 = -1
     private var wake: (read: Int32, write: Int32) = (-1, -1)
     private var connections: Set<Int32> = []

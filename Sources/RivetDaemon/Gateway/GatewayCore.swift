@@ -38,7 +38,7 @@ public struct RivetDaemonSessionInfo: Sendable, Equatable {
 /// with another application.
 // @unchecked Sendable: every mutable field is read and written only under `monitor`.
 final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
-    private let monitor = DaemonMonitor()
+    private let monitor = Monitor()
     private var gateway: RivetDeviceGateway
     private var links: [RivetDeviceGatewaySession.ID: SessionLink] = [:]
     private var sessionByConnection: [UInt64: RivetDeviceGatewaySession.ID] = [:]

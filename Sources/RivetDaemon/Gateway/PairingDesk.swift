@@ -160,7 +160,7 @@ private final class DeskState: @unchecked Sendable {
         case storeFailed(String)
     }
 
-    private let monitor = DaemonMonitor()
+    private let monitor = Monitor()
     private var history: [Outcome] = []
     private var windowEnd: ContinuousClock.Instant?
 

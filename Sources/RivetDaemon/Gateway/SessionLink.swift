@@ -22,7 +22,7 @@ final class SessionLink: @unchecked Sendable {
     let started: Date
 
     private let hello: [UInt8]
-    private let monitor = DaemonMonitor()
+    private let monitor = Monitor()
     private var outbox = FrameQueue()
     private var closing = false
     private var farewell: [UInt8]?
