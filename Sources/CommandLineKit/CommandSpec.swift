@@ -38,7 +38,7 @@ public struct OptionSpec: Sendable, Hashable {
     public let short: Character?
     /// Whether the option is a flag, takes a value, or takes the rest of the command line.
     public let arity: Arity
-    /// The placeholder shown for the value in help (`FILE`); empty for flags.
+    /// The name shown for the value in help (`FILE`); empty for flags.
     public let valueName: String
     /// One line of help text.
     public let help: String

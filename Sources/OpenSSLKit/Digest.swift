@@ -61,11 +61,11 @@ public enum HMACSHA256 {
             withContiguousBytes(message) { message in
                 // OpenSSL refuses a NULL key pointer even when the length is zero.
                 let one: UInt8 = 0
-                withUnsafeBytes(of: one) { placeholder in
-                    let keyPointer = key.count > 0 ? key.baseAddress! : placeholder.baseAddress!
+                withUnsafeBytes(of: one) { stand in
+                    let keyPointer = key.count > 0 ? key.baseAddress! : stand.baseAddress!
                     let messagePointer = message.count > 0
                         ? message.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                        : placeholder.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                        : stand.baseAddress!.assumingMemoryBound(to: UInt8.self)
                     let result = HMAC(EVP_sha256(), keyPointer, Int32(key.count), messagePointer, message.count, &tag, &length)
                     precondition(result != nil && length == 32, "HMAC-SHA256 failed: \(drainOpenSSLErrors())")
                 }

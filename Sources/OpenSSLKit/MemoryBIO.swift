@@ -14,8 +14,8 @@ func withReadBIO<R>(bytes: [UInt8], _ body: (OpaquePointer) throws(OpenSSLError)
     ERR_clear_error()
     defer { ERR_clear_error() }
     let result: Result<R, OpenSSLError> = bytes.withUnsafeBytes { buffer in
-        let placeholder: UInt8 = 0
-        return withUnsafeBytes(of: placeholder) { empty in
+        let emptyByte: UInt8 = 0
+        return withUnsafeBytes(of: emptyByte) { empty in
             let base = buffer.count > 0 ? buffer.baseAddress! : empty.baseAddress!
             guard let bio = BIO_new_mem_buf(base, Int32(buffer.count)) else {
                 return .failure(OpenSSLError.operationFailed.with("BIO_new_mem_buf failed"))
