@@ -73,7 +73,9 @@ let package = Package(
         .target(name: "Backoff"),
         .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
         .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
-        .executableTarget(name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing"], path: "Sources/Fuzz/fuzz-rvd1"),
+        .executableTarget(
+            name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
+            path: "Sources/Fuzz/fuzz-rvd1"),
         .executableTarget(
             name: "rivet-bench-handshake", dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "OpenSSLKit"],
             path: "bench/handshake/Sources"),

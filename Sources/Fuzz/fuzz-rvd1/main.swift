@@ -11,7 +11,7 @@
 // Each input is read in both directions, in chunks whose sizes come from the input itself, and
 // every decoded message must re-encode to exactly the bytes it was read from; the messages are
 // then played into the server's handshake machine. Any violated invariant traps.
-import Foundation
+import RivetFuzzSupport
 import RivetPairing
 import RivetSession
 
@@ -66,48 +66,4 @@ func exercise(_ data: UnsafeRawBufferPointer) {
     }
 }
 
-/// Replays files (and the files in directories) through `exercise`.
-func replay(_ paths: [String]) -> Int32 {
-    var files: [String] = []
-    for path in paths {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
-            FileHandle.standardError.write(Data("fuzz-rvd1: \(path): no such file or directory\n".utf8))
-            return 1
-        }
-        if isDirectory.boolValue {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
-            files += names.sorted().map { "\(path)/\($0)" }
-        } else {
-            files.append(path)
-        }
-    }
-    for file in files {
-        guard let contents = FileManager.default.contents(atPath: file) else {
-            FileHandle.standardError.write(Data("fuzz-rvd1: \(file): cannot be read\n".utf8))
-            return 1
-        }
-        contents.withUnsafeBytes { exercise($0) }
-    }
-    FileHandle.standardOutput.write(Data("fuzz-rvd1: replayed \(files.count) inputs without a failure\n".utf8))
-    return 0
-}
-
-#if FUZZING
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
-
-var argc = CommandLine.argc
-var argv = CommandLine.unsafeArgv
-exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-    exercise(UnsafeRawBufferPointer(start: data, count: data == nil ? 0 : size))
-    return 0
-})
-#else
-let arguments = Array(CommandLine.arguments.dropFirst())
-exit(replay(arguments.isEmpty ? ["Tests/Fuzz/corpus/rvd1"] : arguments))
-#endif
+fuzzMain(name: "fuzz-rvd1", corpus: "rvd1") { bytes in bytes.withUnsafeBytes { exercise($0) } }

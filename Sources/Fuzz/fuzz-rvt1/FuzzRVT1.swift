@@ -59,27 +59,9 @@ func fuzz(_ bytes: [UInt8]) {
     }
 }
 
-#if FUZZING
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<Int32>,
-    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
-) -> Int32
-#endif
-
 @main
 struct FuzzRVT1 {
     static func main() {
-        #if FUZZING
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-            fuzz(data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-            return 0
-        })
-        #else
-        exit(replayCorpus(name: "fuzz-rvt1", defaultDirectory: "rvt1", arguments: CommandLine.arguments, fuzz: fuzz))
-        #endif
+        fuzzMain(name: "fuzz-rvt1", corpus: "rvt1", fuzz: fuzz)
     }
 }
