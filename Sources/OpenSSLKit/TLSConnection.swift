@@ -148,6 +148,14 @@ public final class TLSConnection {
         }
     }
 
+    /// True when OpenSSL holds received bytes (decrypted, or a record read but not yet
+    /// processed) that a `read` would return without touching the socket. Poll the socket only
+    /// when this is false: those bytes never make it readable again.
+    public var hasBufferedBytes: Bool {
+        guard let ssl else { return false }
+        return SSL_has_pending(ssl) == 1
+    }
+
     /// Reads up to `maxCount` (> 0) decrypted bytes; empty once the peer has sent close_notify.
     /// Throws what `read(into:deadline:)` throws.
     public func read(maxCount: Int, deadline: ContinuousClock.Instant) throws(TLSError) -> [UInt8] {

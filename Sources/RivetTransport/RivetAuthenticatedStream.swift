@@ -389,6 +389,8 @@ func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore) -> Stri
         }
         state = core.snapshot()
         if state.aborted || (state.closeRequested && state.outgoing == 0) { continue }
+        // Bytes OpenSSL already holds never make the socket readable: read them before waiting.
+        if state.wantRead && connection.hasBufferedBytes { continue }
         var events: Int16 = 0
         if state.wantRead { events |= Int16(POLLIN) }
         if state.outgoing > 0 { events |= Int16(POLLOUT) }

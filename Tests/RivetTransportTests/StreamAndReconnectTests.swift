@@ -80,6 +80,32 @@ func openSession(_ server: TestServer, configuration: RivetClientConfiguration =
         client.close()
     }
 
+    /// A TLS record larger than the room in the incoming buffer leaves decrypted bytes inside
+    /// OpenSSL with nothing left on the socket. A reader taking small pieces while the I/O thread
+    /// fills the buffer must still get every byte: the I/O thread may not wait on the socket while
+    /// OpenSSL holds bytes for it.
+    @Test func bytesOpenSSLHoldsAreDeliveredWhenTheSocketIsQuiet() async throws {
+        let stream = RivetStreamConfiguration(incomingLimit: 1000, outgoingLimit: 64 * 1024)
+        let server = try TestServer { $0.stream = stream }
+        defer { server.stop() }
+        let (client, serverSide) = try await openSession(server)
+        for round in 0..<20 {
+            // One 16 KiB write is one TLS record: most of it waits inside OpenSSL.
+            let sent = pattern(16 * 1024, seed: UInt8(round))
+            try client.write(sent, deadline: deadline(.seconds(5)))
+            let received = try await onThread { () throws -> [UInt8] in
+                var bytes: [UInt8] = []
+                let end = deadline(.seconds(10))
+                while bytes.count < sent.count {
+                    bytes += try serverSide.read(maxCount: 7, deadline: end)
+                }
+                return bytes
+            }
+            #expect(received == sent, "round \(round)")
+        }
+        client.close()
+    }
+
     @Test func aPeerThatDoesNotReadFillsBoundedBuffersAndTheWriterTimesOut() async throws {
         var configuration = RivetListener.Configuration()
         configuration.stream = RivetStreamConfiguration(incomingLimit: 64 * 1024, outgoingLimit: 64 * 1024)
