@@ -5,7 +5,7 @@
 #
 # rivet-browse prints one JSON object per line (see rivet-browse(1), "Output"); jq keeps the
 # "added" and "changed" ones and picks what a person needs to run
-# `rivet-pair companion ADDRESS:PORT` (IPv6 addresses are bracketed).
+# `rivet-pair --connect ADDRESS:PORT` (IPv6 addresses are bracketed).
 set -euo pipefail
 
 rivet-browse --once |
