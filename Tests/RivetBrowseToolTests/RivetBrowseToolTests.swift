@@ -66,7 +66,7 @@ import Glibc
         let browser = try Self.follow(["--type", type])
         let advertiser = try Self.advertiser(type: type)
         defer { advertiser.stop() }
-        advertiser.start(port: 7700, secret: Self.secret)
+        try advertiser.start(host: "127.0.0.1", port: 7700, secret: Self.secret)
         let published = try await advertiser.waitUntilPublished(timeout: .seconds(10))
 
         let line = try #require(
@@ -318,7 +318,7 @@ import Glibc
         let browser = try Self.follow(["--type", type])
         let advertiser = try Self.advertiser(type: type)
         defer { advertiser.stop() }
-        advertiser.start(port: 7740, secret: Self.secret)
+        try advertiser.start(host: "127.0.0.1", port: 7740, secret: Self.secret)
         let first = try await advertiser.waitUntilPublished(timeout: .seconds(10))
         #expect(await browser.firstLine(where: Self.isEvent("added", name: first.name)) != nil)
         try await offCooperativePool {
@@ -374,7 +374,7 @@ import Glibc
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(
                     serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4))
-                advertiser.start(port: 7750, secret: RivetBrowseToolTests.secret)
+                try advertiser.start(host: "127.0.0.1", port: 7750, secret: RivetBrowseToolTests.secret)
                 let first = try await advertiser.waitUntilPublished(timeout: .seconds(10))
                 let follower = try RivetBrowseToolTests.follow([], environment: environment)
                 guard await follower.firstLine(where: RivetBrowseToolTests.isEvent("added", name: first.name)) != nil else {
