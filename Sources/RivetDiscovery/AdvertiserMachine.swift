@@ -201,6 +201,7 @@ struct AdvertiserMachine {
                 phase = .publishing(name: alternative)
             case .hostCollision(_, let alternative):
                 hostName = alternative
+                phase = .publishing(name: name)
             case .failed(let error):
                 return publicationFailed(error)
             case .idle, .closed:

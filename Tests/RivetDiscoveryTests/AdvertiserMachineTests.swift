@@ -235,6 +235,7 @@ struct AdvertiserMachineTests {
         var machine = published()
         #expect(machine.handle(.publisher(generation: 1, state: .hostCollision(
             host: "rivet-0000000000000001.local", alternative: "rivet-00000000000000ff.local"))) == [])
+        #expect(machine.phase == .publishing(name: "Rivet 00000001"))
         #expect(machine.handle(.publisher(generation: 1, state: .collision(
             name: "Rivet 00000001", alternative: "Rivet 00000001 #2"))) == [])
         #expect(machine.hostName == "rivet-00000000000000ff.local")
