@@ -54,8 +54,8 @@ public final class AvahiPublisher: Sendable {
     private let core: PublisherCore
 
     /// Creates an empty entry group on `client`. Under `.rename`, `hostRenamer` gives the next
-    /// host name for a service with its own host name after a collision (default:
-    /// ``alternativeHostName(_:)``); it runs on avahi's poll thread and must not block.
+    /// host name for a service with its own host name after its group collided on the network
+    /// (default: ``alternativeHostName(_:)``); it runs on avahi's poll thread and must not block.
     /// Throws `AvahiError.closed` when the client is closed, or the avahi error when avahi-daemon
     /// refuses (for example `AvahiError.tooManyObjects`).
     public init(
@@ -239,7 +239,7 @@ final class PublisherCore: ClientChild {
     }
 
     /// Adds `service` and its address records to the empty `group` and commits it, taking
-    /// alternative names on a local collision under `.rename`. Runs with the avahi poll lock held
+    /// alternative service names on a local collision under `.rename`. Runs with the avahi poll lock held
     /// (a caller's thread inside `withClient`, or the poll thread inside a callback).
     func register(_ service: AvahiServiceDescription, in group: OpaquePointer) -> Result<Void, AvahiError> {
         var service = service
@@ -275,25 +275,10 @@ final class PublisherCore: ClientChild {
                 return .failure(AvahiError.avahi(
                     added, "cannot publish \"\(service.name)\" (\(service.type)) on interface \(service.interface)"))
             }
-            switch addAddresses(of: service, to: group) {
-            case .success:
-                break
-            case .failure(let error) where error.avahiErrorNumber == Int32(AVAHI_ERR_COLLISION) && policy == .rename:
-                // Another group of this host announces the name with other addresses.
-                let reset = avahi_entry_group_reset(group)
-                guard reset >= 0 else {
-                    return .failure(AvahiError.avahi(reset, "cannot reset the entry group after a host name collision"))
-                }
-                guard renames < AvahiPublisher.maxRenames, let host = service.host else {
-                    return .failure(AvahiError.collision.with(
-                        "cannot publish the addresses of \(service.host ?? "the host"): the host name and \(renames) alternatives are all taken on this host"))
-                }
-                renames += 1
-                let alternative = hostRenamer(host)
-                states.send(.hostCollision(host: host, alternative: alternative))
-                service.host = alternative
-                continue
-            case .failure(let error):
+            if case .failure(let error) = addAddresses(of: service, to: group) {
+                // A host name another group of this host holds with other addresses fails here
+                // too: the caller chooses the next name.
+                _ = avahi_entry_group_reset(group)
                 return .failure(error)
             }
             shared.withLock { $0.service = service }

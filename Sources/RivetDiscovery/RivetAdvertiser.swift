@@ -224,6 +224,9 @@ final class AdvertiserCore: Sendable {
         var retry: Task<Void, Never>?
         var ticker: Task<Void, Never>?
         var addressWatch: Task<Void, Never>?
+        /// Which address watch is current: readings from an older one (for another listener,
+        /// or after a halt) are dropped.
+        var addressWatchID: UInt64 = 0
     }
 
     let configuration: RivetAdvertiser.Configuration
@@ -258,7 +261,9 @@ final class AdvertiserCore: Sendable {
             resources.withLock { resources in
                 if resources.ticker == nil { resources.ticker = makeTicker() }
                 resources.addressWatch?.cancel()
-                resources.addressWatch = makeAddressWatch(scope: scope, initial: addresses)
+                resources.addressWatchID += 1
+                resources.addressWatch = makeAddressWatch(
+                    scope: scope, initial: addresses, id: resources.addressWatchID)
             }
         }
     }
@@ -271,6 +276,7 @@ final class AdvertiserCore: Sendable {
                 resources.ticker = nil
                 resources.addressWatch?.cancel()
                 resources.addressWatch = nil
+                resources.addressWatchID += 1
             }
         }
     }
@@ -404,9 +410,18 @@ final class AdvertiserCore: Sendable {
         }
     }
 
+    /// Feeds a reading of address watch `id` through the queue, unless another watch has
+    /// replaced it meanwhile.
+    private func enqueueAddresses(_ addresses: [AvahiHostAddress], from id: UInt64) {
+        queue.async {
+            guard self.resources.withLock({ $0.addressWatchID }) == id else { return }
+            self.process(.addresses(addresses))
+        }
+    }
+
     /// Reads the interfaces' addresses every `addressCheckInterval` and feeds `.addresses` when
     /// the listener's set changes (the machine publishes again).
-    private func makeAddressWatch(scope: ListenScope, initial: [AvahiHostAddress]) -> Task<Void, Never> {
+    private func makeAddressWatch(scope: ListenScope, initial: [AvahiHostAddress], id: UInt64) -> Task<Void, Never> {
         let source = addressSource
         let interval = addressCheckInterval
         let interface = configuration.interface
@@ -421,7 +436,7 @@ final class AdvertiserCore: Sendable {
                 let current = ListenerAddresses.select(source(), scope: scope, interface: interface)
                 guard current != last else { continue }
                 last = current
-                self?.enqueue(.addresses(current))
+                self?.enqueueAddresses(current, from: id)
             }
         }
     }
