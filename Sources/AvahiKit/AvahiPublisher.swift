@@ -8,6 +8,12 @@ import Synchronization
 /// stops announcing it, `close()` (or the last reference going away) frees the entry group.
 /// Progress and collisions are observable through `state` and `stateUpdates()`.
 ///
+/// A service may bring its own host name and its address records
+/// (``AvahiServiceDescription/hostAddresses``): they live in the same entry group, so
+/// withdrawing, replacing or closing removes them together with the service. When such a group
+/// collides on the network avahi does not say which record lost, so under `.rename` both the
+/// service name (avahi's alternative) and the host name (`hostRenamer`) change.
+///
 /// Thread-safety: every method may be called from any thread or task. avahi reports entry group
 /// changes on its poll thread; this class turns them into `State` values (and, on a collision,
 /// re-registers under the alternative name on that thread), so no caller code runs there.
@@ -30,6 +36,10 @@ public final class AvahiPublisher: Sendable {
         case established(name: String)
         /// `name` was taken; the service is now being announced as `alternative`.
         case collision(name: String, alternative: String)
+        /// The group of a service with its own host name collided: the host name `host` may be
+        /// the one taken, so the service now points at `alternative` (with the same addresses).
+        /// `.collision` follows with the service's new name.
+        case hostCollision(host: String, alternative: String)
         /// Publishing failed; call `publish` again or close the publisher.
         case failed(AvahiError)
         /// `close()` was called, or the client closed.
@@ -43,12 +53,27 @@ public final class AvahiPublisher: Sendable {
     private let client: AvahiClient
     private let core: PublisherCore
 
-    /// Creates an empty entry group on `client`.
+    /// Creates an empty entry group on `client`. Under `.rename`, `hostRenamer` gives the next
+    /// host name for a service with its own host name after its group collided on the network
+    /// (default: ``alternativeHostName(_:)``); it runs on avahi's poll thread and must not block.
     /// Throws `AvahiError.closed` when the client is closed, or the avahi error when avahi-daemon
     /// refuses (for example `AvahiError.tooManyObjects`).
-    public init(client: AvahiClient, collisionPolicy: CollisionPolicy = .rename) throws(AvahiError) {
+    public init(
+        client: AvahiClient, collisionPolicy: CollisionPolicy = .rename,
+        hostRenamer: @escaping @Sendable (_ taken: String) -> String = AvahiPublisher.alternativeHostName
+    ) throws(AvahiError) {
         self.client = client
-        core = try PublisherCore(client: client.core, policy: collisionPolicy)
+        core = try PublisherCore(client: client.core, policy: collisionPolicy, hostRenamer: hostRenamer)
+    }
+
+    /// avahi's next host name for `host`, keeping the domain: `"box.local"` → `"box-2.local"`,
+    /// `"box-2.local"` → `"box-3.local"`.
+    public static func alternativeHostName(_ host: String) -> String {
+        let label = host.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let rest = label.count > 1 ? "." + label[1] : ""
+        guard let alternative = avahi_alternative_host_name(String(label[0])) else { return label[0] + "-2" + rest }
+        defer { avahi_free(alternative) }
+        return String(cString: alternative) + rest
     }
 
     deinit {
@@ -67,15 +92,23 @@ public final class AvahiPublisher: Sendable {
     /// published.
     public var publishedName: String? { core.shared.withLock { $0.service?.name } }
 
+    /// The host name the service points at now (after any renaming) when it brought its own,
+    /// or nil when nothing is published or the service uses avahi-daemon's host name.
+    public var publishedHost: String? { core.shared.withLock { $0.service?.host } }
+
     /// Announces `service`, replacing what this publisher announced before. Returns once avahi
     /// accepted the service; the state then moves to `.established(name:)` (about 1 s on
     /// loopback), or to `.collision` and a new name under `.rename`.
     /// Throws `AvahiError.invalidTXT` for a TXT entry that is empty or over 255 bytes or a record
-    /// over 1300 bytes; `.invalidServiceName`, `.invalidServiceType`, `.invalidInterface` or
-    /// `.invalidArgument` when avahi rejects the description; `.collision` when the name is taken
-    /// on this host under `.fail` (or after `maxRenames` alternatives); `.closed` after `close()`.
+    /// over 1300 bytes; `.invalidArgument` for address records without a host name, more than
+    /// `AvahiServiceDescription.maxHostAddresses` of them, or one on another interface than the
+    /// service's; `.invalidServiceName`, `.invalidServiceType`, `.invalidInterface` or
+    /// `.invalidArgument` when avahi rejects the description (a malformed host name included);
+    /// `.collision` when the name is taken on this host under `.fail` (or after `maxRenames`
+    /// alternatives); `.closed` after `close()`.
     public func publish(_ service: AvahiServiceDescription) throws(AvahiError) {
         try service.validateTXT()
+        try service.validateHostAddresses()
         try core.publish(service)
     }
 
@@ -110,7 +143,7 @@ public final class AvahiPublisher: Sendable {
             case .failed(let error): return .failure(error)
             case .idle: return .failure(AvahiError.badState.with("nothing is being published"))
             case .closed: return .failure(AvahiError.closed.with("the publisher was closed"))
-            case .registering, .collision: return nil
+            case .registering, .collision, .hostCollision: return nil
             }
         }
     }
@@ -132,12 +165,16 @@ final class PublisherCore: ClientChild {
 
     let clientCore: ClientCore
     let policy: AvahiPublisher.CollisionPolicy
+    let hostRenamer: @Sendable (String) -> String
     let states = StateBroadcast<AvahiPublisher.State>(.idle)
     let shared = Mutex(Shared())
 
-    init(client: ClientCore, policy: AvahiPublisher.CollisionPolicy) throws(AvahiError) {
+    init(
+        client: ClientCore, policy: AvahiPublisher.CollisionPolicy, hostRenamer: @escaping @Sendable (String) -> String
+    ) throws(AvahiError) {
         clientCore = client
         self.policy = policy
+        self.hostRenamer = hostRenamer
         try client.withClient(registering: self) { client throws(AvahiError) in
             let userdata = Unmanaged.passRetained(self)
             guard let group = avahi_entry_group_new(client, entryGroupCallback, userdata.toOpaque())
@@ -201,9 +238,9 @@ final class PublisherCore: ClientChild {
         }
     }
 
-    /// Adds `service` to the empty `group` and commits it, taking alternative names on a local
-    /// collision under `.rename`. Runs with the avahi poll lock held (a caller's thread inside
-    /// `withClient`, or the poll thread inside a callback).
+    /// Adds `service` and its address records to the empty `group` and commits it, taking
+    /// alternative service names on a local collision under `.rename`. Runs with the avahi poll lock held
+    /// (a caller's thread inside `withClient`, or the poll thread inside a callback).
     func register(_ service: AvahiServiceDescription, in group: OpaquePointer) -> Result<Void, AvahiError> {
         var service = service
         var renames = 0
@@ -238,6 +275,12 @@ final class PublisherCore: ClientChild {
                 return .failure(AvahiError.avahi(
                     added, "cannot publish \"\(service.name)\" (\(service.type)) on interface \(service.interface)"))
             }
+            if case .failure(let error) = addAddresses(of: service, to: group) {
+                // A host name another group of this host holds with other addresses fails here
+                // too: the caller chooses the next name.
+                _ = avahi_entry_group_reset(group)
+                return .failure(error)
+            }
             shared.withLock { $0.service = service }
             states.send(.registering(name: service.name))
             let committed = avahi_entry_group_commit(group)
@@ -248,6 +291,28 @@ final class PublisherCore: ClientChild {
             }
             return .success(())
         }
+    }
+
+    /// Adds the address records of `service`'s own host name to `group`: each on its own
+    /// interface (the service's when it says `.unspecified`), over the service's protocol,
+    /// without a reverse (PTR) record, which would clash with avahi-daemon's own for the same
+    /// address. With the avahi poll lock held.
+    private func addAddresses(of service: AvahiServiceDescription, to group: OpaquePointer) -> Result<Void, AvahiError> {
+        guard let host = service.host else { return .success(()) }
+        var seen = Set<AvahiHostAddress>()
+        for address in service.hostAddresses where seen.insert(address).inserted {
+            let interface = address.interface == .unspecified ? service.interface : address.interface
+            guard var parsed = avahiAddress(address) else {
+                return .failure(AvahiError.invalidArgument.with("cannot convert the address \(address) for avahi"))
+            }
+            let added = avahi_entry_group_add_address(
+                group, interface.index, service.ipProtocol.avahiValue,
+                AVAHI_PUBLISH_NO_REVERSE, host, &parsed)
+            guard added >= 0 else {
+                return .failure(AvahiError.avahi(added, "cannot publish the address \(address) of \(host)"))
+            }
+        }
+        return .success(())
     }
 
     /// Handles an entry group state change, on the poll thread with the poll lock held.
@@ -263,12 +328,18 @@ final class PublisherCore: ClientChild {
             states.send(.established(name: service.name))
         case AVAHI_ENTRY_GROUP_COLLISION:
             shared.withLock { $0.service = nil }
+            let ownHost = service.hostAddresses.isEmpty ? nil : service.host
             guard policy == .rename else {
+                let taken = ownHost.map { " or its host name \($0)" } ?? ""
                 states.send(.failed(AvahiError.collision.with(
-                    "\"\(service.name)\" (\(service.type)) is taken by another host")))
+                    "\"\(service.name)\" (\(service.type))\(taken) is taken by another host")))
                 return
             }
             var renamed = service
+            if let ownHost {
+                renamed.host = hostRenamer(ownHost)
+                states.send(.hostCollision(host: ownHost, alternative: renamed.host ?? ownHost))
+            }
             renamed.name = alternativeName(service.name)
             states.send(.collision(name: service.name, alternative: renamed.name))
             let reset = avahi_entry_group_reset(group)

@@ -55,6 +55,14 @@ func readStringList(_ list: UnsafeMutablePointer<AvahiStringList>?) -> [[UInt8]]
     return entries
 }
 
+/// `address` as avahi's C address, or nil when avahi cannot read its text form.
+func avahiAddress(_ address: AvahiHostAddress) -> AvahiAddress? {
+    var parsed = AvahiAddress()
+    let family = address.family == .ipv4 ? AvahiProtocol(AVAHI_PROTO_INET) : AvahiProtocol(AVAHI_PROTO_INET6)
+    guard avahi_address_parse(address.text, family, &parsed) != nil else { return nil }
+    return parsed
+}
+
 /// A C string returned by avahi, or `fallback` when it is NULL.
 func string(_ text: UnsafePointer<CChar>?, or fallback: String = "") -> String {
     text.map { String(cString: $0) } ?? fallback

@@ -175,7 +175,7 @@ public final class RivetDaemon: Sendable {
         log.info("server fingerprint \(identity.fingerprint.hex)")
         log.info("listening on \(Self.join(configuration.listenHost, port)) for application \(configuration.applicationID)")
         if let advertising {
-            advertising.start(port: port, secret: discoverySecret)
+            advertising.start(host: configuration.listenHost, port: port, secret: discoverySecret)
         } else {
             log.info("not advertising (--no-advertise)")
         }

@@ -2,8 +2,12 @@ import AvahiKit
 import Foundation
 
 /// The advertiser's logic as a pure state machine: inputs (calls, avahi state changes, clock
-/// ticks, retry timers) in, actions (connect, publish, withdraw, disconnect, schedule a retry)
-/// out. `RivetAdvertiser` is the thin shell that performs the actions with AvahiKit.
+/// ticks, retry timers, the listener's addresses) in, actions (connect, publish, withdraw,
+/// disconnect, schedule a retry) out. `RivetAdvertiser` is the thin shell that performs the
+/// actions with AvahiKit.
+///
+/// The service points at a host name of its own, drawn with the instance name (never the
+/// machine's), published with the listener's addresses in the same entry group.
 ///
 /// Every avahi object the shell makes belongs to a generation; inputs from an older generation
 /// (a client already replaced, a retry already overtaken) are ignored.
@@ -16,6 +20,9 @@ struct AdvertiserMachine {
         /// Started but not announced: avahi-daemon is absent, starting or re-establishing its
         /// host name, or a publication failed and a retry is scheduled.
         case waiting
+        /// Started, avahi-daemon runs, but the listener has no address on the advertised
+        /// interfaces: nothing to point at until one appears.
+        case noAddresses
         /// Handed to avahi; probing the name.
         case publishing(name: String)
         /// Announced under `name` (after any rename).
@@ -23,7 +30,9 @@ struct AdvertiserMachine {
     }
 
     enum Input: Equatable {
-        case start(port: UInt16, secret: RivetDiscoverySecret, now: Date)
+        case start(port: UInt16, secret: RivetDiscoverySecret, addresses: [AvahiHostAddress], now: Date)
+        /// The listener's addresses now (on the advertised interfaces, in a fixed order).
+        case addresses([AvahiHostAddress])
         case stop
         case listenerFailed
         case client(generation: UInt64, state: AvahiClient.State)
@@ -61,6 +70,8 @@ struct AdvertiserMachine {
     /// Draws a fresh instance name; called at every start, epoch change and unrecoverable
     /// collision.
     let nameSource: @Sendable () -> String
+    /// Draws a fresh host name (`rivet-<16 hex>.local`), together with every instance name.
+    let hostSource: @Sendable () -> String
 
     private(set) var phase: Phase = .stopped
     private(set) var generation: UInt64 = 0
@@ -68,6 +79,8 @@ struct AdvertiserMachine {
     private(set) var secret: RivetDiscoverySecret?
     private(set) var epoch = RivetDiscoveryEpoch(0)
     private(set) var name = ""
+    private(set) var hostName = ""
+    private(set) var addresses: [AvahiHostAddress] = []
     private(set) var clientRunning = false
     private(set) var retryDelay = AdvertiserMachine.firstRetryDelay
     /// The last avahi error that made the advertiser wait, for diagnostics.
@@ -75,44 +88,67 @@ struct AdvertiserMachine {
 
     init(
         serviceType: String, interface: AvahiInterface, ipProtocol: AvahiIPProtocol,
-        nameSource: @escaping @Sendable () -> String
+        nameSource: @escaping @Sendable () -> String, hostSource: @escaping @Sendable () -> String
     ) {
         self.serviceType = serviceType
         self.interface = interface
         self.ipProtocol = ipProtocol
         self.nameSource = nameSource
+        self.hostSource = hostSource
     }
 
     /// The TXT record for the current epoch, when started.
     var txt: RivetDiscoveryTXT? { secret.map { RivetDiscoveryTXT(hint: $0.hint(for: epoch)) } }
 
-    /// The service to announce now, when started.
+    /// The service to announce now, when started: on the configured interface, or (when that
+    /// is every interface) on the one interface all the addresses are on, so a listener on
+    /// loopback is announced on loopback alone.
     var service: AvahiServiceDescription? {
         guard let txt else { return nil }
         return AvahiServiceDescription(
-            name: name, type: serviceType, port: port, txt: txt.entries, interface: interface,
-            ipProtocol: ipProtocol)
+            name: name, type: serviceType, port: port, txt: txt.entries, interface: serviceInterface,
+            ipProtocol: ipProtocol, host: hostName, hostAddresses: addresses)
+    }
+
+    private var serviceInterface: AvahiInterface {
+        guard interface == .unspecified else { return interface }
+        let interfaces = Set(addresses.map(\.interface))
+        return interfaces.count == 1 ? interfaces.first! : .unspecified
     }
 
     private var isActive: Bool {
         switch phase {
         case .stopped, .listenerDown: false
-        case .waiting, .publishing, .published: true
+        case .waiting, .noAddresses, .publishing, .published: true
         }
+    }
+
+    /// Fresh instance and host names: nothing links them to the previous ones.
+    private mutating func drawNames() {
+        name = nameSource()
+        hostName = hostSource()
     }
 
     mutating func handle(_ input: Input) -> [Action] {
         switch input {
-        case .start(let port, let secret, let now):
+        case .start(let port, let secret, let addresses, let now):
             self.port = port
             self.secret = secret
+            self.addresses = addresses
             epoch = RivetDiscoveryEpoch(containing: now)
-            name = nameSource()
+            drawNames()
             if isActive && clientRunning {
-                phase = .publishing(name: name)
-                return [.publish(generation: generation, service: service!)]
+                return publishOrPark()
             }
             return reconnect()
+
+        case .addresses(let current):
+            guard isActive, current != addresses else { return [] }
+            addresses = current
+            switch phase {
+            case .noAddresses, .publishing, .published: return publishOrPark()
+            case .waiting, .stopped, .listenerDown: return []  // the next publication takes them
+            }
 
         case .stop:
             return halt(.stopped)
@@ -127,8 +163,7 @@ struct AdvertiserMachine {
                 clientRunning = true
                 retryDelay = Self.firstRetryDelay
                 lastError = nil
-                phase = .publishing(name: name)
-                return [.publish(generation: generation, service: service!)]
+                return publishOrPark()
             case .registering, .collision:
                 // avahi-daemon is (re-)establishing its host name: reset, publish when it runs.
                 let wasRunning = clientRunning
@@ -154,14 +189,19 @@ struct AdvertiserMachine {
             return [scheduleRetry()]
 
         case .publisher(let from, let state):
-            guard from == generation, isActive, clientRunning else { return [] }
+            guard from == generation, isActive, clientRunning, phase != .noAddresses else { return [] }
             switch state {
             case .registering(let current):
                 phase = .publishing(name: current)
             case .established(let current):
                 phase = .published(name: current)
             case .collision(_, let alternative):
+                // A later publication in place (new addresses) keeps the name that won.
+                name = alternative
                 phase = .publishing(name: alternative)
+            case .hostCollision(_, let alternative):
+                hostName = alternative
+                phase = .publishing(name: name)
             case .failed(let error):
                 return publicationFailed(error)
             case .idle, .closed:
@@ -176,21 +216,36 @@ struct AdvertiserMachine {
         case .retry(let from):
             guard from == generation, isActive else { return [] }
             if clientRunning {
-                phase = .publishing(name: name)
-                return [.publish(generation: generation, service: service!)]
+                return publishOrPark()
             }
             return reconnect()
 
         case .tick(let now):
             let current = RivetDiscoveryEpoch(containing: now)
             guard isActive, current != epoch else { return [] }
-            // A new hour: a new hint and a new name, so nothing links this hour to the last.
+            // A new hour: a new hint, a new name and a new host name, so nothing links this
+            // hour to the last.
             epoch = current
-            name = nameSource()
+            drawNames()
             guard clientRunning else { return [] }
-            phase = .publishing(name: name)
-            return [.publish(generation: generation, service: service!)]
+            return publishOrPark()
         }
+    }
+
+    /// Publishes the service now, or, when the listener has no address to point at, withdraws
+    /// what was announced and waits for one. Only while the client runs.
+    private mutating func publishOrPark() -> [Action] {
+        guard !addresses.isEmpty else {
+            let wasAnnounced: Bool
+            switch phase {
+            case .publishing, .published: wasAnnounced = true
+            case .stopped, .listenerDown, .waiting, .noAddresses: wasAnnounced = false
+            }
+            phase = .noAddresses
+            return wasAnnounced ? [.withdraw] : []
+        }
+        phase = .publishing(name: name)
+        return [.publish(generation: generation, service: service!)]
     }
 
     private mutating func reconnect() -> [Action] {
@@ -212,11 +267,11 @@ struct AdvertiserMachine {
         return [.disconnect]
     }
 
-    /// A publication avahi refused or gave up on: after a delay, publish again under a fresh
-    /// name (a collision that outlasted every alternative name is the common cause).
+    /// A publication avahi refused or gave up on: after a delay, publish again under fresh
+    /// names (a collision that outlasted every alternative name is the common cause).
     private mutating func publicationFailed(_ error: AvahiError) -> [Action] {
         lastError = error
-        name = nameSource()
+        drawNames()
         phase = .waiting
         return [scheduleRetry()]
     }

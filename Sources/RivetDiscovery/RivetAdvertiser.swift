@@ -16,29 +16,49 @@ public struct RivetAdvertisement: Sendable, Hashable {
     public let txt: RivetDiscoveryTXT
     /// The hour the name and hint belong to.
     public let epoch: RivetDiscoveryEpoch
+    /// The SRV target: `rivet-` and 16 random hex digits in `.local` (such as
+    /// `"rivet-0123456789abcdef.local"`), drawn with the name; never the machine's host name.
+    public let hostName: String
+    /// The address records published for ``hostName``: the listener's addresses on the
+    /// advertised interfaces, each on its own interface.
+    public let addresses: [AvahiHostAddress]
 }
 
 /// Advertises the gateway's listener as `_rivet._tcp` through avahi-daemon, privacy-bounded:
-/// the instance name is `"Rivet "` and 8 random hex digits, and the TXT record is the canonical
-/// `v=1`, `h=<hint>`, `proto=rvd1` (``RivetDiscoveryTXT``), where the hint comes from the
-/// discovery secret and the current hour. Both are drawn again at every ``start(port:secret:)``
-/// and at every change of hour, so no part of the advertisement links one hour to the next.
+/// the instance name is `"Rivet "` and 8 random hex digits, the SRV record points at a host name
+/// of its own, `rivet-` and 16 random hex digits in `.local` (never the machine's host name),
+/// and the TXT record is the canonical `v=1`, `h=<hint>`, `proto=rvd1` (``RivetDiscoveryTXT``),
+/// where the hint comes from the discovery secret and the current hour. All three are drawn
+/// again at every ``start(host:port:secret:)`` and at every change of hour, so no part of the
+/// advertisement links one hour to the next.
 ///
-/// - ``start(port:secret:)`` when the listener is ready: it connects to avahi-daemon (waiting
-///   for it when it is not running) and publishes.
+/// The host name's address records (A/AAAA, no reverse PTR) are published in the same avahi
+/// entry group as the service, so they appear, rotate and disappear together with it. They
+/// are the addresses the listener accepts connections on, on the advertised interfaces: the
+/// bound address for a listener on one address (`127.0.0.1` on `lo`), every address of the
+/// family for a wildcard listener (`0.0.0.0`: IPv4, `::`: IPv6, as `RivetListener` binds it
+/// IPv6-only), at most `AvahiServiceDescription.maxHostAddresses`. The advertiser reads them
+/// with `getifaddrs` at start and again every ``addressCheckInterval``, and publishes again
+/// when they change; while there are none it announces nothing (`.noAddresses`). When the
+/// configured interface is every interface and all the addresses are on one, the service is
+/// announced on that one alone.
+///
+/// - ``start(host:port:secret:)`` when the listener is ready: it connects to avahi-daemon
+///   (waiting for it when it is not running) and publishes.
 /// - ``listenerFailed()`` and ``stop()`` withdraw at once (the publication is gone from
 ///   avahi-daemon when they return).
 /// - When avahi-daemon stops or restarts, the advertiser connects again and publishes again
 ///   once the daemon runs; when the bus itself is gone it retries every 0.5 s, doubling up to
 ///   10 s.
-/// - A name taken by another service is replaced by avahi's alternative (`"… #2"`); when even
-///   the alternatives are taken, it publishes again under a fresh random name.
+/// - A name taken by another service is replaced by avahi's alternative (`"… #2"`), and the
+///   host name by a fresh random one (avahi does not say which of the two collided); when even
+///   the alternatives are taken, it publishes again under fresh random names.
 ///
 /// It never listens, connects or grants anything; it only announces.
 ///
 /// Thread-safety: every method may be called from any thread or task. All work happens on one
-/// private serial queue; ``start(port:secret:)``, ``listenerFailed()`` and ``stop()`` wait for
-/// it, which takes the few short D-Bus round trips to avahi-daemon they need.
+/// private serial queue; ``start(host:port:secret:)``, ``listenerFailed()`` and ``stop()`` wait
+/// for it, which takes the few short D-Bus round trips to avahi-daemon they need.
 public final class RivetAdvertiser: Sendable {
     /// Where and how to advertise, and which clock to read.
     public struct Configuration: Sendable {
@@ -68,45 +88,67 @@ public final class RivetAdvertiser: Sendable {
     public enum State: Sendable, Equatable {
         /// Not advertising: not started yet, or stopped.
         case stopped
-        /// Not advertising because the listener failed; ``start(port:secret:)`` again when it
-        /// is ready.
+        /// Not advertising because the listener failed; ``start(host:port:secret:)`` again when
+        /// it is ready.
         case listenerDown
         /// Started, not announced yet: avahi-daemon is absent, starting or restarting, or a
         /// publication failed and will be tried again (``lastError`` says why).
         case waiting
+        /// Started and avahi-daemon runs, but the listener has no address on the advertised
+        /// interfaces (for example `::` on a host without IPv6, or its address was removed);
+        /// publishes once one appears.
+        case noAddresses
         /// Handed to avahi-daemon under `name`, which is probing it.
         case publishing(name: String)
         /// Announced.
         case published(RivetAdvertisement)
     }
 
+    /// How often the listener's addresses are read again (with `getifaddrs`) to follow
+    /// interface and address changes; a change is published at the next reading.
+    public static let addressCheckInterval: Duration = .seconds(2)
+
     private let core: AdvertiserCore
 
-    /// An advertiser that does nothing until ``start(port:secret:)``.
+    /// An advertiser that does nothing until ``start(host:port:secret:)``.
     /// Throws `RivetDiscoveryError.invalidConfiguration` for a malformed service type.
     public convenience init(configuration: Configuration = Configuration()) throws(RivetDiscoveryError) {
         try self.init(configuration: configuration, nameSource: RivetAdvertiser.randomInstanceName)
     }
 
-    /// As the public initializer, with the instance names drawn from `nameSource`.
-    init(configuration: Configuration, nameSource: @escaping @Sendable () -> String) throws(RivetDiscoveryError) {
+    /// As the public initializer, with the instance names drawn from `nameSource`, the host
+    /// names from `hostSource`, the interfaces' addresses read from `addressSource` every
+    /// `addressCheckInterval`.
+    init(
+        configuration: Configuration, nameSource: @escaping @Sendable () -> String,
+        hostSource: @escaping @Sendable () -> String = RivetAdvertiser.randomHostName,
+        addressSource: @escaping @Sendable () -> [AvahiHostAddress] = ListenerAddresses.current,
+        addressCheckInterval: Duration = RivetAdvertiser.addressCheckInterval
+    ) throws(RivetDiscoveryError) {
         guard DNSSDServiceType.isValid(configuration.serviceType) else {
             throw RivetDiscoveryError.invalidConfiguration.with(
                 "\"\(configuration.serviceType)\" is not a service type of the form _name._tcp or _name._udp (name: 1 to 15 of a-z, 0-9 and -)"
             )
         }
-        core = AdvertiserCore(configuration: configuration, nameSource: nameSource)
+        core = AdvertiserCore(
+            configuration: configuration, nameSource: nameSource, hostSource: hostSource,
+            addressSource: addressSource, addressCheckInterval: addressCheckInterval)
     }
 
     deinit {
         core.shutdown()
     }
 
-    /// Starts advertising the listener on `port`, or starts again with a new port or secret
-    /// (with a fresh name). Returns at once; the state then moves through `.waiting` and
-    /// `.publishing` to `.published` (about 1 s on loopback when avahi-daemon runs).
-    public func start(port: UInt16, secret: RivetDiscoverySecret) {
-        core.start(port: port, secret: secret)
+    /// Starts advertising the listener bound to `host` (the numeric address given to the
+    /// listener: `"127.0.0.1"`, `"::1"`, `"0.0.0.0"`, `"::"`, `"fe80::1%eth0"`) on `port`, or
+    /// starts again with a new address, port or secret (with fresh names). Returns at once; the
+    /// state then moves through `.waiting` and `.publishing` to `.published` (about 1 s on
+    /// loopback when avahi-daemon runs), or to `.noAddresses`.
+    /// Throws `RivetDiscoveryError.invalidConfiguration` when `host` is not a numeric IPv4 or
+    /// IPv6 address; the advertiser is then left as it was.
+    public func start(host: String, port: UInt16, secret: RivetDiscoverySecret) throws(RivetDiscoveryError) {
+        let scope = try ListenScope(host: host)
+        core.start(scope: scope, port: port, secret: secret)
     }
 
     /// The listener failed: withdraws the advertisement and disconnects from avahi-daemon
@@ -142,7 +184,7 @@ public final class RivetAdvertiser: Sendable {
             case .published(let advertisement): return .success(advertisement)
             case .stopped: return .failure(RivetDiscoveryError.notPublished.with("the advertiser is stopped"))
             case .listenerDown: return .failure(RivetDiscoveryError.notPublished.with("the listener is down"))
-            case .waiting, .publishing: return nil
+            case .waiting, .noAddresses, .publishing: return nil
             }
         }
         guard let outcome else {
@@ -157,6 +199,13 @@ public final class RivetAdvertiser: Sendable {
         var generator = SystemRandomNumberGenerator()
         let value = UInt32.random(in: .min ... .max, using: &generator)
         return "Rivet " + lowercaseHex(withUnsafeBytes(of: value.bigEndian) { Array($0) })
+    }
+
+    /// `"rivet-"`, 16 lowercase hex digits from the system's secure generator, and `".local"`.
+    static func randomHostName() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = UInt64.random(in: .min ... .max, using: &generator)
+        return "rivet-" + lowercaseHex(withUnsafeBytes(of: value.bigEndian) { Array($0) }) + ".local"
     }
 }
 
@@ -174,6 +223,10 @@ final class AdvertiserCore: Sendable {
         var watchers: [Task<Void, Never>] = []
         var retry: Task<Void, Never>?
         var ticker: Task<Void, Never>?
+        var addressWatch: Task<Void, Never>?
+        /// Which address watch is current: readings from an older one (for another listener,
+        /// or after a halt) are dropped.
+        var addressWatchID: UInt64 = 0
     }
 
     let configuration: RivetAdvertiser.Configuration
@@ -181,21 +234,36 @@ final class AdvertiserCore: Sendable {
     private let queue = DispatchQueue(label: "RivetDiscovery.RivetAdvertiser")
     private let resources: Mutex<Resources>
     private let lastErrorStore = Mutex<AvahiError?>(nil)
+    private let hostSource: @Sendable () -> String
+    private let addressSource: @Sendable () -> [AvahiHostAddress]
+    private let addressCheckInterval: Duration
 
-    init(configuration: RivetAdvertiser.Configuration, nameSource: @escaping @Sendable () -> String) {
+    init(
+        configuration: RivetAdvertiser.Configuration, nameSource: @escaping @Sendable () -> String,
+        hostSource: @escaping @Sendable () -> String, addressSource: @escaping @Sendable () -> [AvahiHostAddress],
+        addressCheckInterval: Duration
+    ) {
         self.configuration = configuration
+        self.hostSource = hostSource
+        self.addressSource = addressSource
+        self.addressCheckInterval = addressCheckInterval
         resources = Mutex(Resources(machine: AdvertiserMachine(
             serviceType: configuration.serviceType, interface: configuration.interface,
-            ipProtocol: configuration.ipProtocol, nameSource: nameSource)))
+            ipProtocol: configuration.ipProtocol, nameSource: nameSource, hostSource: hostSource)))
     }
 
     var lastError: AvahiError? { lastErrorStore.withLock { $0 } }
 
-    func start(port: UInt16, secret: RivetDiscoverySecret) {
+    func start(scope: ListenScope, port: UInt16, secret: RivetDiscoverySecret) {
         queue.sync {
-            process(.start(port: port, secret: secret, now: configuration.clock.now()))
+            let addresses = ListenerAddresses.select(addressSource(), scope: scope, interface: configuration.interface)
+            process(.start(port: port, secret: secret, addresses: addresses, now: configuration.clock.now()))
             resources.withLock { resources in
                 if resources.ticker == nil { resources.ticker = makeTicker() }
+                resources.addressWatch?.cancel()
+                resources.addressWatchID += 1
+                resources.addressWatch = makeAddressWatch(
+                    scope: scope, initial: addresses, id: resources.addressWatchID)
             }
         }
     }
@@ -206,6 +274,9 @@ final class AdvertiserCore: Sendable {
             resources.withLock { resources in
                 resources.ticker?.cancel()
                 resources.ticker = nil
+                resources.addressWatch?.cancel()
+                resources.addressWatch = nil
+                resources.addressWatchID += 1
             }
         }
     }
@@ -265,7 +336,9 @@ final class AdvertiserCore: Sendable {
             if resources.publisher == nil || resources.publisherGeneration != generation {
                 resources.publisher?.close()
                 do {
-                    let publisher = try AvahiPublisher(client: client, collisionPolicy: .rename)
+                    let hostSource = self.hostSource
+                    let publisher = try AvahiPublisher(
+                        client: client, collisionPolicy: .rename, hostRenamer: { _ in hostSource() })
                     resources.publisher = publisher
                     resources.publisherGeneration = generation
                     let updates = publisher.stateUpdates()
@@ -337,16 +410,49 @@ final class AdvertiserCore: Sendable {
         }
     }
 
+    /// Feeds a reading of address watch `id` through the queue, unless another watch has
+    /// replaced it meanwhile.
+    private func enqueueAddresses(_ addresses: [AvahiHostAddress], from id: UInt64) {
+        queue.async {
+            guard self.resources.withLock({ $0.addressWatchID }) == id else { return }
+            self.process(.addresses(addresses))
+        }
+    }
+
+    /// Reads the interfaces' addresses every `addressCheckInterval` and feeds `.addresses` when
+    /// the listener's set changes (the machine publishes again).
+    private func makeAddressWatch(scope: ListenScope, initial: [AvahiHostAddress], id: UInt64) -> Task<Void, Never> {
+        let source = addressSource
+        let interval = addressCheckInterval
+        let interface = configuration.interface
+        return Task { [weak self] in
+            var last = initial
+            while !Task.isCancelled {
+                do {
+                    try await Task.sleep(for: interval)
+                } catch {
+                    return
+                }
+                let current = ListenerAddresses.select(source(), scope: scope, interface: interface)
+                guard current != last else { continue }
+                last = current
+                self?.enqueueAddresses(current, from: id)
+            }
+        }
+    }
+
     private func publicState(_ machine: AdvertiserMachine) -> RivetAdvertiser.State {
         switch machine.phase {
         case .stopped: return .stopped
         case .listenerDown: return .listenerDown
         case .waiting: return .waiting
+        case .noAddresses: return .noAddresses
         case .publishing(let name): return .publishing(name: name)
         case .published(let name):
             guard let txt = machine.txt else { return .waiting }
             return .published(RivetAdvertisement(
-                name: name, serviceType: machine.serviceType, port: machine.port, txt: txt, epoch: machine.epoch))
+                name: name, serviceType: machine.serviceType, port: machine.port, txt: txt, epoch: machine.epoch,
+                hostName: machine.hostName, addresses: machine.addresses))
         }
     }
 }

@@ -66,7 +66,7 @@ import Glibc
         let browser = try Self.follow(["--type", type])
         let advertiser = try Self.advertiser(type: type)
         defer { advertiser.stop() }
-        advertiser.start(port: 7700, secret: Self.secret)
+        try advertiser.start(host: "127.0.0.1", port: 7700, secret: Self.secret)
         let published = try await advertiser.waitUntilPublished(timeout: .seconds(10))
 
         let line = try #require(
@@ -78,7 +78,7 @@ import Glibc
         #expect(object["domain"] as? String == "local")
         #expect(object["interface"] as? String == "lo")
         #expect(object["protocol"] as? String == "ipv4")
-        #expect((object["host"] as? String)?.hasSuffix(".local") == true)
+        #expect(object["host"] as? String == published.hostName)
         #expect(object["addresses"] as? [String] == ["127.0.0.1"])
         #expect(object["port"] as? Int == 7700)
         #expect(object["txt"] as? [String: String] == ["v": "1", "h": published.txt.hint.hex, "proto": "rvd1"])
@@ -300,6 +300,47 @@ import Glibc
         #expect(objects.last?["event"] as? String == "rejected")
     }
 
+    @Test("rivetd's advertisement: rivet-browse --once and avahi-browse -rpt _rivet._tcp agree on the random host and the listener's address; neither names the machine")
+    func randomHostAgrees() async throws {
+        let advertiser = try RivetAdvertiser(configuration: .init(interface: try .named("lo"), ipProtocol: .ipv4))
+        defer { advertiser.stop() }
+        try advertiser.start(host: "127.0.0.1", port: 7760, secret: Self.secret)
+        let published = try await advertiser.waitUntilPublished(timeout: .seconds(10))
+        let digits = published.hostName.dropFirst(6).dropLast(6)
+        #expect(published.hostName.hasPrefix("rivet-") && published.hostName.hasSuffix(".local"))
+        #expect(digits.count == 16 && digits.allSatisfy { "0123456789abcdef".contains($0) }, "\(published.hostName)")
+
+        let ours = try await Self.browse(["--once"])
+        let theirs = try await runCommandAsync(["avahi-browse", "-rpt", "_rivet._tcp"])
+        #expect(ours.status == 0, "stderr: \(ours.stderr)")
+        let line = try #require(
+            ours.stdoutLines.first(where: Self.isEvent("added", name: published.name)), "rivet-browse: \(ours.stdout)")
+        let object = try #require(Self.object(line))
+        let escaped = "Rivet\\032" + published.name.dropFirst(6)
+        let avahiLine = try #require(
+            theirs.stdout.split(separator: "\n").first { $0.hasPrefix("=;lo;IPv4;\(escaped);_rivet._tcp;") },
+            "avahi-browse: \(theirs.stdout) \(theirs.stderr)")
+        let fields = avahiLine.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+        #expect(fields.count == 10)
+        #expect(object["host"] as? String == published.hostName)
+        #expect(fields.count > 7 && fields[6] == published.hostName && fields[7] == "127.0.0.1", "avahi-browse: \(avahiLine)")
+        #expect(object["addresses"] as? [String] == ["127.0.0.1"])
+        #expect(object["port"] as? Int == 7760 && fields.count > 8 && fields[8] == "7760")
+
+        let client = try AvahiClient()
+        defer { client.close() }
+        try await client.waitUntilRunning(timeout: .seconds(5))
+        let machine = [machineHostName(), try client.hostName()].filter { !$0.isEmpty }
+        // The random parts are masked so that a short host name cannot match them by chance.
+        var masked = line + "\n" + avahiLine
+        for part in [String(published.name.dropFirst(6)), String(digits), published.txt.hint.hex] {
+            masked = masked.replacingOccurrences(of: part, with: "#")
+        }
+        for name in machine {
+            #expect(!masked.localizedCaseInsensitiveContains(name), "\"\(name)\" appears in \(line) or \(avahiLine)")
+        }
+    }
+
     @Test("--once with nothing to find prints nothing and exits 0 within a few seconds")
     func onceEmpty() async throws {
         let start = ContinuousClock.now
@@ -318,7 +359,7 @@ import Glibc
         let browser = try Self.follow(["--type", type])
         let advertiser = try Self.advertiser(type: type)
         defer { advertiser.stop() }
-        advertiser.start(port: 7740, secret: Self.secret)
+        try advertiser.start(host: "127.0.0.1", port: 7740, secret: Self.secret)
         let first = try await advertiser.waitUntilPublished(timeout: .seconds(10))
         #expect(await browser.firstLine(where: Self.isEvent("added", name: first.name)) != nil)
         try await offCooperativePool {
@@ -374,7 +415,7 @@ import Glibc
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(
                     serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4))
-                advertiser.start(port: 7750, secret: RivetBrowseToolTests.secret)
+                try advertiser.start(host: "127.0.0.1", port: 7750, secret: RivetBrowseToolTests.secret)
                 let first = try await advertiser.waitUntilPublished(timeout: .seconds(10))
                 let follower = try RivetBrowseToolTests.follow([], environment: environment)
                 guard await follower.firstLine(where: RivetBrowseToolTests.isEvent("added", name: first.name)) != nil else {

@@ -26,7 +26,7 @@ struct AdvertiserRestartTests {
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(
                     serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4))
-                advertiser.start(port: 7500, secret: testSecret)
+                try advertiser.start(host: "127.0.0.1", port: 7500, secret: testSecret)
                 let first = try await advertiser.waitUntilPublished(timeout: .seconds(10))
                 let states = Collector(advertiser.stateUpdates())
 
@@ -81,7 +81,7 @@ struct AdvertiserRestartTests {
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(
                     serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4))
-                advertiser.start(port: 7501, secret: testSecret)
+                try advertiser.start(host: "127.0.0.1", port: 7501, secret: testSecret)
                 guard advertiser.state == .waiting else { childFail("state without a daemon: \(advertiser.state)", report: report) }
                 do {
                     _ = try await advertiser.waitUntilPublished(timeout: .milliseconds(500))
@@ -112,7 +112,7 @@ struct AdvertiserRestartTests {
             setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(missing)", 1)
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(serviceType: "_rivet._tcp"))
-                advertiser.start(port: 7502, secret: testSecret)
+                try advertiser.start(host: "127.0.0.1", port: 7502, secret: testSecret)
                 // Two retries (0.5 s, then 1 s) pass without a bus.
                 try await Task.sleep(for: .milliseconds(1800))
                 guard advertiser.state == .waiting, advertiser.lastError == .daemonNotRunning else {

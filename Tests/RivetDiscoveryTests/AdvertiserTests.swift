@@ -59,7 +59,7 @@ struct AdvertiserTests {
         let fixture = try await Fixture()
         defer { fixture.close() }
         #expect(fixture.advertiser.state == .stopped)
-        fixture.advertiser.start(port: 7400, secret: testSecret)
+        try fixture.advertiser.start(host: "127.0.0.1", port: 7400, secret: testSecret)
         let advertisement = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
         #expect(Self.isRandomName(advertisement.name), "name: \(advertisement.name)")
         #expect(advertisement.port == 7400)
@@ -87,7 +87,7 @@ struct AdvertiserTests {
     func listenerFailureAndRestart() async throws {
         let fixture = try await Fixture()
         defer { fixture.close() }
-        fixture.advertiser.start(port: 7401, secret: testSecret)
+        try fixture.advertiser.start(host: "127.0.0.1", port: 7401, secret: testSecret)
         let first = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
         #expect(await fixture.added(first.name) != nil)
 
@@ -98,7 +98,7 @@ struct AdvertiserTests {
             _ = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(1))
         }
 
-        fixture.advertiser.start(port: 7402, secret: testSecret)
+        try fixture.advertiser.start(host: "127.0.0.1", port: 7402, secret: testSecret)
         let second = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
         #expect(second.name != first.name)
         #expect(second.port == 7402)
@@ -111,7 +111,7 @@ struct AdvertiserTests {
         let clock = ManualClock(start)
         let fixture = try await Fixture(clock: clock)
         defer { fixture.close() }
-        fixture.advertiser.start(port: 7403, secret: testSecret)
+        try fixture.advertiser.start(host: "127.0.0.1", port: 7403, secret: testSecret)
         let first = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
         let epoch = RivetDiscoveryEpoch(containing: start)
         #expect(first.epoch == epoch)
@@ -145,7 +145,7 @@ struct AdvertiserTests {
     func collisionRename() async throws {
         let fixture = try await Fixture()
         defer { fixture.close() }
-        fixture.advertiser.start(port: 7404, secret: testSecret)
+        try fixture.advertiser.start(host: "127.0.0.1", port: 7404, secret: testSecret)
         let first = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
         let states = Collector(fixture.advertiser.stateUpdates())
         try await offCooperativePool {
@@ -170,7 +170,7 @@ struct AdvertiserTests {
         defer { fixture.close() }
         var advertiser: RivetAdvertiser? = try RivetAdvertiser(configuration: .init(
             serviceType: fixture.type, interface: try .named("lo"), ipProtocol: .ipv4))
-        advertiser?.start(port: 7405, secret: testSecret)
+        try advertiser?.start(host: "127.0.0.1", port: 7405, secret: testSecret)
         let published = try await #require(advertiser).waitUntilPublished(timeout: .seconds(10))
         #expect(await fixture.added(published.name) != nil)
         advertiser = nil

@@ -3,8 +3,8 @@ import RivetDiscovery
 import Synchronization
 
 /// The daemon's `_rivet._tcp` advertisement: a `RivetAdvertiser` started once the listener is
-/// ready, and a task that logs what it does (the instance name and port, never the secret or
-/// the hint's key).
+/// ready, and a task that logs what it does (the instance name, its random host name and the
+/// port, never the secret or the hint's key).
 ///
 /// When avahi-daemon is absent the advertiser waits for it in the background; after
 /// ``warnAfter`` without a publication this logs one warning, and again only after a later
@@ -31,10 +31,17 @@ final class DaemonAdvertising: Sendable {
         self.log = log
     }
 
-    /// Publishes the listener on `port` and starts logging the advertiser's progress.
-    func start(port: UInt16, secret: RivetDiscoverySecret) {
+    /// Publishes the listener bound to `host` on `port` and starts logging the advertiser's
+    /// progress. A host the advertiser cannot read (never the case for a host the listener
+    /// bound) is logged and not advertised; the daemon serves anyway.
+    func start(host: String, port: UInt16, secret: RivetDiscoverySecret) {
         let updates = advertiser.stateUpdates()
-        advertiser.start(port: port, secret: secret)
+        do {
+            try advertiser.start(host: host, port: port, secret: secret)
+        } catch {
+            log.warn("not advertising \(serviceType): \(error.message)")
+            return
+        }
         let advertiser = self.advertiser
         let log = self.log
         let type = serviceType
@@ -42,16 +49,24 @@ final class DaemonAdvertising: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     var published = false
+                    var addressless = false
                     for await state in updates {
                         switch state {
                         case .published(let advertisement):
                             published = true
+                            addressless = false
                             self.warned.withLock { $0 = false }
-                            log.info("advertising \(type) as \"\(advertisement.name)\" on port \(advertisement.port)")
+                            log.info(
+                                "advertising \(type) as \"\(advertisement.name)\" on port \(advertisement.port) at \(advertisement.hostName) (\(advertisement.addresses.map(\.text).joined(separator: ", ")))"
+                            )
                         case .waiting where published:
                             published = false
                             log.warn("the \(type) advertisement was lost (avahi-daemon stopped or restarted); publishing again when it runs")
-                        case .waiting, .publishing, .stopped, .listenerDown:
+                        case .noAddresses where !addressless:
+                            published = false
+                            addressless = true
+                            log.warn("not advertising \(type): the listener (\(host)) has no address on the advertised interfaces; publishing once it has one")
+                        case .waiting, .noAddresses, .publishing, .stopped, .listenerDown:
                             break
                         }
                     }
@@ -89,7 +104,7 @@ final class DaemonAdvertising: Sendable {
         let wasAdvertising: Bool
         switch advertiser.state {
         case .stopped, .listenerDown: wasAdvertising = false
-        case .waiting, .publishing, .published: wasAdvertising = true
+        case .waiting, .noAddresses, .publishing, .published: wasAdvertising = true
         }
         observer.withLock { $0?.cancel() }
         advertiser.stop()

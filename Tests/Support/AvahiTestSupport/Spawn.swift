@@ -243,17 +243,37 @@ private final class LiveState: Sendable {
 /// `name`.`type`.local's SRV record with other data, as a machine owning the same name would.
 /// avahi-daemon must treat it as a name conflict. Blocks for about 0.3 s.
 public func claimServiceNameFromAnotherHost(name: String, type: String, port: UInt16) throws {
-    func encode(_ labels: [String]) -> [UInt8] {
-        labels.flatMap { label -> [UInt8] in [UInt8(label.utf8.count)] + Array(label.utf8) } + [0]
-    }
-    func u16(_ value: Int) -> [UInt8] { [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
-    let owner = encode([name] + type.split(separator: ".").map(String.init) + ["local"])
+    let owner = encodeDNSName([name] + type.split(separator: ".").map(String.init) + ["local"])
     let target = "rogue-" + String((0..<8).map { _ in "0123456789abcdef".randomElement()! })
-    let rdata = u16(0) + u16(0) + u16(Int(port)) + encode([target, "local"])
-    // Header: id 0, QR|AA, one answer. Answer: SRV, cache-flush|IN, TTL 120.
+    let rdata = u16(0) + u16(0) + u16(Int(port)) + encodeDNSName([target, "local"])
+    try sendAnswerFromAnotherHost(owner: owner, type: 33, rdata: rdata)
+}
+
+/// Plays another host on the link that owns the host name `host` (such as
+/// `"rivet-0123456789abcdef.local"`) with the IPv4 address `address`: an authoritative A answer
+/// with the cache-flush bit, from 127.0.0.2:5353 to avahi-daemon on 127.0.0.1:5353, as
+/// ``claimServiceNameFromAnotherHost(name:type:port:)`` does for a service name. avahi-daemon
+/// must treat it as a conflict with a host name it announces with other addresses. Blocks for
+/// about 0.3 s.
+public func claimHostNameFromAnotherHost(host: String, address: [UInt8]) throws {
+    precondition(address.count == 4, "an IPv4 address has 4 bytes")
+    let labels = host.split(separator: ".").map(String.init)
+    try sendAnswerFromAnotherHost(owner: encodeDNSName(labels), type: 1, rdata: address)
+}
+
+private func encodeDNSName(_ labels: [String]) -> [UInt8] {
+    labels.flatMap { label -> [UInt8] in [UInt8(label.utf8.count)] + Array(label.utf8) } + [0]
+}
+
+private func u16(_ value: Int) -> [UInt8] { [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+
+/// Sends one authoritative answer (`owner`, `type`, class IN with cache-flush, TTL 120, `rdata`)
+/// three times, 0.1 s apart, from 127.0.0.2:5353 to 127.0.0.1:5353.
+private func sendAnswerFromAnotherHost(owner: [UInt8], type: Int, rdata: [UInt8]) throws {
+    // Header: id 0, QR|AA, one answer. Answer: cache-flush|IN, TTL 120.
     let message: [UInt8] =
         [0, 0, 0x84, 0] + u16(0) + u16(1) + u16(0) + u16(0)
-        + owner + u16(33) + u16(0x8001) + [0, 0, 0, 120] + u16(rdata.count) + rdata
+        + owner + u16(type) + u16(0x8001) + [0, 0, 0, 120] + u16(rdata.count) + rdata
 
     let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
     guard fd >= 0 else { throw PrivateAvahiError("socket() failed: errno \(errno)") }
@@ -283,4 +303,34 @@ public func claimServiceNameFromAnotherHost(name: String, type: String, port: UI
         guard sent == message.count else { throw PrivateAvahiError("sendto() failed: errno \(errno)") }
         usleep(100_000)
     }
+}
+
+/// What `avahi-resolve -n host` answers: the address avahi-daemon resolves the host name to,
+/// or nil when it finds none (avahi gives up after about 5 s; avahi-resolve exits 0 either way,
+/// so the answer line decides). `ipv6` asks for an AAAA record instead of an A record. Blocks.
+public func avahiResolveHostName(_ host: String, ipv6: Bool = false, environment: [String: String] = [:]) throws -> String? {
+    let output = try runCommand(["avahi-resolve", ipv6 ? "-6" : "-4", "-n", host], environment: environment)
+    for line in output.stdout.split(separator: "\n") {
+        let fields = line.split(separator: "\t")
+        if fields.count == 2, fields[0].lowercased() == host.lowercased() { return String(fields[1]) }
+    }
+    return nil
+}
+
+/// What `avahi-resolve -a address` answers: the host name avahi-daemon has for the address
+/// (its own host name, `<host>.local`, for one of this machine's addresses), or nil. Blocks.
+public func avahiResolveAddress(_ address: String, environment: [String: String] = [:]) throws -> String? {
+    let output = try runCommand(["avahi-resolve", "-a", address], environment: environment)
+    for line in output.stdout.split(separator: "\n") {
+        let fields = line.split(separator: "\t")
+        if fields.count == 2, fields[0] == address { return String(fields[1]) }
+    }
+    return nil
+}
+
+/// The kernel's host name (`gethostname`).
+public func machineHostName() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count - 1) == 0 else { return "" }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
