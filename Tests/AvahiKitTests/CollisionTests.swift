@@ -1,4 +1,5 @@
 import AvahiKit
+import AvahiTestSupport
 import Foundation
 import Testing
 
@@ -26,10 +27,7 @@ struct CollisionTests {
         clashing.port = 2000
         try second.publish(clashing)
 
-        let collision = await states.first {
-            if case .collision = $0 { return true }
-            return false
-        }
+        let collision = await states.firstCollision()
         #expect(collision == .collision(name: name, alternative: "\(name) #2"), "states: \(states.all)")
         let renamed = try await second.waitUntilEstablished(timeout: .seconds(5))
         #expect(renamed == "\(name) #2")
@@ -37,11 +35,7 @@ struct CollisionTests {
         #expect(first.state == .established(name: name), "the first service must keep its name")
 
         for (instanceName, port) in [(name, UInt16(1000)), (renamed, UInt16(2000))] {
-            let seen = await events.first {
-                if case .resolved(let resolved) = $0 { return resolved.instance.name == instanceName }
-                return false
-            }
-            guard case .resolved(let resolved)? = seen else {
+            guard let resolved = await events.firstResolved(where: { $0.instance.name == instanceName }) else {
                 Issue.record("\(instanceName) was never resolved; events: \(events.all)")
                 continue
             }
@@ -106,11 +100,8 @@ struct CollisionTests {
             name: name, type: type, port: 1, interface: try .named("lo"), ipProtocol: .ipv4))
         #expect(try await publisher.waitUntilEstablished(timeout: .seconds(5)) == name)
 
-        try await announceConflictingSRV(name: name, type: type, port: 9999)
-        let collision = await states.first {
-            if case .collision = $0 { return true }
-            return false
-        }
+        try await offCooperativePool { try claimServiceNameFromAnotherHost(name: name, type: type, port: 9999) }
+        let collision = await states.firstCollision()
         #expect(collision == .collision(name: name, alternative: "\(name) #2"), "states: \(states.all)")
         let renamed = await states.first { $0 == .established(name: "\(name) #2") }
         #expect(renamed != nil, "never re-established; states: \(states.all)")
@@ -129,12 +120,8 @@ struct CollisionTests {
             name: name, type: type, port: 1, interface: try .named("lo"), ipProtocol: .ipv4))
         _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
 
-        try await announceConflictingSRV(name: name, type: type, port: 9999)
-        let failed = await states.first {
-            if case .failed = $0 { return true }
-            return false
-        }
-        guard case .failed(let error)? = failed else {
+        try await offCooperativePool { try claimServiceNameFromAnotherHost(name: name, type: type, port: 9999) }
+        guard let error = await states.firstFailure() else {
             Issue.record("never failed; states: \(states.all)")
             return
         }

@@ -21,9 +21,7 @@ struct DaemonRestartTests {
         let report = ChildReport()
         let result = await #expect(processExitsWith: .success) {
             [directory = fixture.directory as String, report = report.path as String, number = number as Int32] in
-            armHangGuard(seconds: 60)
-            let fixture = PrivateAvahi(directory: directory)
-            setenv("DBUS_SYSTEM_BUS_ADDRESS", fixture.busAddress, 1)
+            let fixture = PrivateAvahi.prepareChild(directory: directory, hangGuardSeconds: 60)
             do {
                 let client = try AvahiClient()
                 try await client.waitUntilRunning(timeout: .seconds(5))

@@ -1,4 +1,5 @@
 import AvahiKit
+import AvahiTestSupport
 import Foundation
 import Testing
 
@@ -39,12 +40,7 @@ struct FollowChangesTests {
         }
 
         func resolved(within timeout: Duration = .seconds(10), where predicate: (AvahiResolvedService) -> Bool) async -> AvahiResolvedService? {
-            let event = await events.first(within: timeout) {
-                if case .resolved(let service) = $0 { return service.instance == instance && predicate(service) }
-                return false
-            }
-            if case .resolved(let service)? = event { return service }
-            return nil
+            await events.firstResolved(within: timeout) { $0.instance == instance && predicate($0) }
         }
 
         func close() {

@@ -9,18 +9,6 @@ import Testing
 struct HostAddressTests {
     static func host() -> String { "rivet-kit-\(uniqueSuffix(12)).local" }
 
-    /// Resolves `host` with avahi-resolve until the answer is `expected` (an address, or nil for
-    /// "not found"), at most `timeout`; returns the last answer. A withdrawn record may linger in
-    /// avahi-daemon's cache for about a second after its goodbye.
-    static func resolve(_ host: String, ipv6: Bool = false, until expected: String?, timeout: Duration = .seconds(20)) async throws -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let answer = try await offCooperativePool { try avahiResolveHostName(host, ipv6: ipv6) }
-            if answer == expected || ContinuousClock.now >= deadline { return answer }
-            try await Task.sleep(for: .milliseconds(300))
-        }
-    }
-
     @Test("the SRV target is the service's own host, which resolves to its address record; withdraw removes both")
     func ownHostResolves() async throws {
         let client = try await connectedClient()
@@ -40,21 +28,17 @@ struct HostAddressTests {
         #expect(try await publisher.waitUntilEstablished(timeout: .seconds(5)) == name)
         #expect(publisher.publishedHost == host)
 
-        let resolved = await events.first {
-            if case .resolved(let service) = $0 { return service.instance.name == name }
-            return false
-        }
-        guard case .resolved(let service)? = resolved else {
+        guard let service = await events.firstResolved(where: { $0.instance.name == name }) else {
             Issue.record("never resolved; events: \(events.all)")
             return
         }
         #expect(service.hostName == host)
         #expect(service.address == "127.0.0.1")
-        #expect(try await Self.resolve(host, until: "127.0.0.1") == "127.0.0.1")
+        #expect(try await resolveHostName(host, until: "127.0.0.1") == "127.0.0.1")
 
         try publisher.withdraw()
         #expect(publisher.publishedHost == nil)
-        #expect(try await Self.resolve(host, until: nil) == nil, "the address record outlived the withdrawal")
+        #expect(try await resolveHostName(host, until: nil) == nil, "the address record outlived the withdrawal")
     }
 
     @Test("address records: IPv4 and IPv6 on one host, each resolvable; closing the publisher removes them")
@@ -69,10 +53,10 @@ struct HostAddressTests {
             ipProtocol: .ipv4, host: host,
             hostAddresses: [try AvahiHostAddress("127.0.0.1", interface: loopback), try AvahiHostAddress("::1", interface: loopback)]))
         _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
-        #expect(try await Self.resolve(host, until: "127.0.0.1") == "127.0.0.1")
-        #expect(try await Self.resolve(host, ipv6: true, until: "::1") == "::1")
+        #expect(try await resolveHostName(host, until: "127.0.0.1") == "127.0.0.1")
+        #expect(try await resolveHostName(host, ipv6: true, until: "::1") == "::1")
         publisher.close()
-        #expect(try await Self.resolve(host, until: nil) == nil)
+        #expect(try await resolveHostName(host, until: nil) == nil)
     }
 
     @Test("address bound: 31 address records publish, 32 are refused before avahi sees them")
@@ -185,7 +169,7 @@ struct HostAddressTests {
         #expect(await states.first { $0 == .established(name: "\(name) #2") } != nil, "states: \(states.all)")
         #expect(asked.withLock { $0 } == [host])
         #expect(publisher.publishedHost == fresh)
-        #expect(try await Self.resolve(fresh, until: "127.0.0.1") == "127.0.0.1")
+        #expect(try await resolveHostName(fresh, until: "127.0.0.1") == "127.0.0.1")
     }
 
     @Test("another host claims the host name: .failed(.collision) naming the host under .fail")
@@ -202,11 +186,7 @@ struct HostAddressTests {
             ipProtocol: .ipv4, host: host, hostAddresses: [try AvahiHostAddress("127.0.0.1", interface: loopback)]))
         _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
         try await offCooperativePool { try claimHostNameFromAnotherHost(host: host, address: [127, 0, 0, 98]) }
-        let failed = await states.first {
-            if case .failed = $0 { return true }
-            return false
-        }
-        guard case .failed(let error)? = failed else {
+        guard let error = await states.firstFailure() else {
             Issue.record("never failed; states: \(states.all)")
             return
         }

@@ -1,4 +1,5 @@
 import AvahiKit
+import AvahiTestSupport
 import Foundation
 import Testing
 
@@ -8,48 +9,28 @@ import Glibc
 
 /// Without avahi-daemon the client must throw `AvahiError.daemonNotRunning` within 5 s, not
 /// crash and not hang. Each case runs in a child process, because libdbus reads
-/// `DBUS_SYSTEM_BUS_ADDRESS` once per process; `armHangGuard(seconds: 10)` kills a hung child, failing the test.
+/// `DBUS_SYSTEM_BUS_ADDRESS` once per process; a hang guard of 10 s kills a hung child, failing the test.
 @Suite("AvahiClient without avahi-daemon")
 struct NoDaemonTests {
     @Test("no bus listening at DBUS_SYSTEM_BUS_ADDRESS: typed error within 5 s")
-    func noBus() async throws {
-        let missing = FileManager.default.temporaryDirectory
-            .appendingPathComponent("rivet-no-bus-\(uniqueSuffix())/socket").path
-        let report = ChildReport()
-        let result = await #expect(processExitsWith: .success) {
-            [missing = missing as String, report = report.path as String] in
-            armHangGuard(seconds: 10)
-            setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(missing)", 1)
-            expectDaemonNotRunning(report: report)
-        }
-        report.collect(result)
+    func noBus() async {
+        await expectDaemonNotRunning(onBus: missingBusAddress())
     }
 
     @Test("a bus without avahi-daemon on it: typed error within 5 s")
     func busWithoutAvahi() async throws {
-        let bus = try await PrivateBus.start()
+        let bus = try await PrivateBus.startAsync()
         defer { bus.stop() }
-        let address = bus.address
-        let report = ChildReport()
-        let result = await #expect(processExitsWith: .success) {
-            [address = address as String, report = report.path as String] in
-            armHangGuard(seconds: 10)
-            setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
-            expectDaemonNotRunning(report: report)
-        }
-        report.collect(result)
+        await expectDaemonNotRunning(onBus: bus.address)
     }
 
     @Test("waitForDaemon on a bus without avahi-daemon: .connecting, then a clean close")
     func waitForDaemon() async throws {
-        let bus = try await PrivateBus.start()
+        let bus = try await PrivateBus.startAsync()
         defer { bus.stop() }
-        let address = bus.address
         let report = ChildReport()
-        let result = await #expect(processExitsWith: .success) {
-            [address = address as String, report = report.path as String] in
-            armHangGuard(seconds: 10)
-            setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
+        let result = await #expect(processExitsWith: .success) { [address = bus.address as String, report = report.path as String] in
+            prepareChild(systemBus: address, hangGuardSeconds: 10)
             do {
                 let client = try AvahiClient(waitForDaemon: true)
                 guard client.state == .connecting else { childFail("state was \(client.state), want .connecting", report: report) }
@@ -79,8 +60,20 @@ struct NoDaemonTests {
     }
 }
 
+/// Runs a child process whose system bus is `address` (where no avahi-daemon answers); the
+/// child must get `AvahiError.daemonNotRunning` within 5 s (``childExpectsDaemonNotRunning``).
+private func expectDaemonNotRunning(onBus address: String, sourceLocation: SourceLocation = #_sourceLocation) async {
+    let report = ChildReport()
+    let result = await #expect(processExitsWith: .success, sourceLocation: sourceLocation) {
+        [address = address as String, report = report.path as String] in
+        prepareChild(systemBus: address, hangGuardSeconds: 10)
+        childExpectsDaemonNotRunning(report: report)
+    }
+    report.collect(result, sourceLocation: sourceLocation)
+}
+
 /// In a child process: connect, and exit 0 only on `AvahiError.daemonNotRunning` within 5 s.
-private func expectDaemonNotRunning(report: String) -> Never {
+private func childExpectsDaemonNotRunning(report: String) -> Never {
     let start = ContinuousClock.now
     do {
         let client = try AvahiClient()

@@ -1,4 +1,5 @@
 import AvahiKit
+import AvahiTestSupport
 import Foundation
 import Testing
 
@@ -28,11 +29,7 @@ struct PublishBrowseTests {
         let instance = AvahiServiceInstance(
             name: name, type: type, domain: "local", interface: loopback, ipProtocol: .ipv4)
         #expect(await events.first { $0 == .added(instance) } != nil, "never saw .added: \(events.all)")
-        let resolvedEvent = await events.first {
-            if case .resolved(let service) = $0 { return service.instance == instance }
-            return false
-        }
-        guard case .resolved(let service)? = resolvedEvent else {
+        guard let service = await events.firstResolved(where: { $0.instance == instance }) else {
             Issue.record("never resolved; events: \(events.all)")
             return
         }
@@ -78,7 +75,7 @@ struct PublishBrowseTests {
             name: name, type: type, port: 5151, txt: txt, interface: try .named("lo"), ipProtocol: .ipv4))
         _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
 
-        let listed = try await run(["avahi-browse", "-rpt", type])
+        let listed = try await runCommandAsync(["avahi-browse", "-rpt", type], timeoutSeconds: 15)
         #expect(listed.status == 0, "avahi-browse failed: \(listed.stderr)")
         let lines: [[String]] = listed.stdout.split(separator: "\n").map { line in
             line.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
@@ -99,11 +96,11 @@ struct PublishBrowseTests {
 
         // After withdrawing, avahi-daemon drops its cached copy within about 1 s (goodbye TTL).
         try publisher.withdraw()
-        var after = try await run(["avahi-browse", "-pt", type])
+        var after = try await runCommandAsync(["avahi-browse", "-pt", type], timeoutSeconds: 15)
         let deadline = ContinuousClock.now + .seconds(5)
         while after.stdout.contains(name), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(200))
-            after = try await run(["avahi-browse", "-pt", type])
+            after = try await runCommandAsync(["avahi-browse", "-pt", type], timeoutSeconds: 15)
         }
         #expect(!after.stdout.contains(name), "still listed 5 s after withdraw:\n\(after.stdout)")
     }
@@ -126,10 +123,7 @@ struct PublishBrowseTests {
                 name: "\(name)-\(serial)", type: type, port: 9, txt: txt, interface: loopback, ipProtocol: .ipv4)
         }
         func resolvedTXT(_ expected: [[UInt8]]) async -> Bool {
-            await events.first {
-                if case .resolved(let service) = $0 { return service.txt == expected }
-                return false
-            } != nil
+            await events.firstResolved { $0.txt == expected } != nil
         }
 
         let longest = [UInt8](repeating: 0x61, count: AvahiServiceDescription.maxTXTEntryBytes)

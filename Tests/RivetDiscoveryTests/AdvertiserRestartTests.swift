@@ -20,9 +20,7 @@ struct AdvertiserRestartTests {
         let report = ChildReport()
         let result = await #expect(processExitsWith: .success) {
             [directory = fixture.directory as String, report = report.path as String, number = number as Int32] in
-            armHangGuard(seconds: 60)
-            let fixture = PrivateAvahi(directory: directory)
-            setenv("DBUS_SYSTEM_BUS_ADDRESS", fixture.busAddress, 1)
+            let fixture = PrivateAvahi.prepareChild(directory: directory, hangGuardSeconds: 60)
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(
                     serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4))
@@ -48,11 +46,7 @@ struct AdvertiserRestartTests {
                 try await client.waitUntilRunning(timeout: .seconds(5))
                 let browser = try RivetBrowser(client: client, serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4)
                 let events = Collector(browser.events)
-                let seen = await events.first {
-                    if case .added(let service) = $0 { return service.instance.name == again.name }
-                    return false
-                }
-                guard case .added(let service)? = seen, service.txt == again.txt else {
+                guard let service = await events.firstAdded(again.name), service.txt == again.txt else {
                     childFail("the browser did not see the republished service; events: \(events.all)", report: report)
                 }
                 advertiser.stop()
@@ -75,9 +69,7 @@ struct AdvertiserRestartTests {
         let report = ChildReport()
         let result = await #expect(processExitsWith: .success) {
             [directory = fixture.directory as String, report = report.path as String] in
-            armHangGuard(seconds: 60)
-            let fixture = PrivateAvahi(directory: directory)
-            setenv("DBUS_SYSTEM_BUS_ADDRESS", fixture.busAddress, 1)
+            let fixture = PrivateAvahi.prepareChild(directory: directory, hangGuardSeconds: 60)
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(
                     serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4))
@@ -103,13 +95,10 @@ struct AdvertiserRestartTests {
 
     @Test("no system bus at all: the advertiser keeps waiting (retrying), says why, and stops cleanly")
     func noBus() async throws {
-        let missing = FileManager.default.temporaryDirectory
-            .appendingPathComponent("rivet-no-bus-\(uniqueSuffix())/socket").path
         let report = ChildReport()
         let result = await #expect(processExitsWith: .success) {
-            [missing = missing as String, report = report.path as String] in
-            armHangGuard(seconds: 30)
-            setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:path=\(missing)", 1)
+            [address = missingBusAddress() as String, report = report.path as String] in
+            prepareChild(systemBus: address, hangGuardSeconds: 30)
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(serviceType: "_rivet._tcp"))
                 try advertiser.start(host: "127.0.0.1", port: 7502, secret: testSecret)

@@ -8,46 +8,6 @@ import Testing
 /// (The gateway daemon will wrap RivetAdvertiser; these tests drive it directly.)
 @Suite("RivetAdvertiser through the real avahi-daemon")
 struct AdvertiserTests {
-    /// An advertiser of a unique service type on `lo`/IPv4 and a browser watching that type.
-    struct Fixture {
-        let type = uniqueServiceType()
-        let advertiser: RivetAdvertiser
-        let client: AvahiClient
-        let browser: RivetBrowser
-        let events: Collector<RivetBrowserEvent>
-
-        init(clock: any RivetDiscoveryClock = RivetSystemDiscoveryClock()) async throws {
-            let loopback = try AvahiInterface.named("lo")
-            advertiser = try RivetAdvertiser(configuration: .init(
-                serviceType: type, interface: loopback, ipProtocol: .ipv4, clock: clock))
-            client = try await connectedClient()
-            browser = try RivetBrowser(client: client, serviceType: type, interface: loopback, ipProtocol: .ipv4)
-            events = Collector(browser.events)
-        }
-
-        func added(_ name: String, within timeout: Duration = .seconds(10)) async -> RivetDiscoveredService? {
-            let event = await events.first(within: timeout) {
-                if case .added(let service) = $0 { return service.instance.name == name }
-                return false
-            }
-            if case .added(let service)? = event { return service }
-            return nil
-        }
-
-        func removed(_ name: String, within timeout: Duration = .seconds(10)) async -> Bool {
-            await events.first(within: timeout) {
-                if case .removed(let service) = $0 { return service.instance.name == name }
-                return false
-            } != nil
-        }
-
-        func close() {
-            advertiser.stop()
-            browser.close()
-            client.close()
-        }
-    }
-
     static func isRandomName(_ name: String) -> Bool {
         let parts = name.split(separator: " ")
         return parts.count == 2 && parts[0] == "Rivet" && parts[1].count == 8
@@ -56,7 +16,7 @@ struct AdvertiserTests {
 
     @Test("start publishes a random name and the canonical record; a browser sees it and the secret recognises it; stop removes it")
     func publishAndStop() async throws {
-        let fixture = try await Fixture()
+        let fixture = try await AdvertiserFixture()
         defer { fixture.close() }
         #expect(fixture.advertiser.state == .stopped)
         try fixture.advertiser.start(host: "127.0.0.1", port: 7400, secret: testSecret)
@@ -85,7 +45,7 @@ struct AdvertiserTests {
 
     @Test("listener failure withdraws; starting again publishes under a fresh name")
     func listenerFailureAndRestart() async throws {
-        let fixture = try await Fixture()
+        let fixture = try await AdvertiserFixture()
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7401, secret: testSecret)
         let first = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
@@ -109,7 +69,7 @@ struct AdvertiserTests {
     func hourlyRotation() async throws {
         let start = Date(timeIntervalSince1970: 1_796_000_000)
         let clock = ManualClock(start)
-        let fixture = try await Fixture(clock: clock)
+        let fixture = try await AdvertiserFixture(clock: clock)
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7403, secret: testSecret)
         let first = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
@@ -121,11 +81,7 @@ struct AdvertiserTests {
         #expect(await clock.waitForSleeper(), "the advertiser never waited for the next hour")
         let states = Collector(fixture.advertiser.stateUpdates())
         clock.advance(to: epoch.end)
-        let rotated = await states.first {
-            if case .published(let advertisement) = $0 { return advertisement.name != first.name }
-            return false
-        }
-        guard case .published(let second)? = rotated else {
+        guard let second = await states.firstPublished(where: { $0.name != first.name }) else {
             Issue.record("no new publication after the hour changed; states: \(states.all)")
             return
         }
@@ -143,7 +99,7 @@ struct AdvertiserTests {
 
     @Test("another host takes the name: the advertiser is renamed to avahi's alternative, record unchanged")
     func collisionRename() async throws {
-        let fixture = try await Fixture()
+        let fixture = try await AdvertiserFixture()
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7404, secret: testSecret)
         let first = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
@@ -151,11 +107,7 @@ struct AdvertiserTests {
         try await offCooperativePool {
             try claimServiceNameFromAnotherHost(name: first.name, type: fixture.type, port: 9999)
         }
-        let renamed = await states.first {
-            if case .published(let advertisement) = $0 { return advertisement.name == first.name + " #2" }
-            return false
-        }
-        guard case .published(let second)? = renamed else {
+        guard let second = await states.firstPublished(where: { $0.name == first.name + " #2" }) else {
             Issue.record("not renamed; states: \(states.all)")
             return
         }
@@ -166,7 +118,7 @@ struct AdvertiserTests {
 
     @Test("dropping the advertiser withdraws its service")
     func deinitWithdraws() async throws {
-        let fixture = try await Fixture()
+        let fixture = try await AdvertiserFixture()
         defer { fixture.close() }
         var advertiser: RivetAdvertiser? = try RivetAdvertiser(configuration: .init(
             serviceType: fixture.type, interface: try .named("lo"), ipProtocol: .ipv4))

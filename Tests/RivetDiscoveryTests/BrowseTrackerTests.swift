@@ -1,4 +1,5 @@
 import AvahiKit
+import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
 import Testing

@@ -13,81 +13,11 @@ import Glibc
 /// the shared real avahi-daemon on loopback. Nothing the advertiser publishes names the machine.
 @Suite("The advertised host name and its addresses")
 struct HostNameTests {
-    /// An advertiser of a unique service type on `lo`/IPv4 (or as given) and a RivetBrowser
-    /// watching that type.
-    struct Fixture {
-        let type = uniqueServiceType()
-        let advertiser: RivetAdvertiser
-        let client: AvahiClient
-        let browser: RivetBrowser
-        let events: Collector<RivetBrowserEvent>
-
-        init(
-            clock: any RivetDiscoveryClock = RivetSystemDiscoveryClock(),
-            addressSource: (@Sendable () -> [AvahiHostAddress])? = nil
-        ) async throws {
-            let loopback = try AvahiInterface.named("lo")
-            let configuration = RivetAdvertiser.Configuration(
-                serviceType: type, interface: loopback, ipProtocol: .ipv4, clock: clock)
-            if let addressSource {
-                advertiser = try RivetAdvertiser(
-                    configuration: configuration, nameSource: RivetAdvertiser.randomInstanceName,
-                    addressSource: addressSource, addressCheckInterval: .milliseconds(100))
-            } else {
-                advertiser = try RivetAdvertiser(configuration: configuration)
-            }
-            client = try await connectedClient()
-            browser = try RivetBrowser(client: client, serviceType: type, interface: loopback, ipProtocol: .ipv4)
-            events = Collector(browser.events)
-        }
-
-        /// The first `added` or `changed` report of `name` that satisfies `predicate`.
-        func seen(
-            _ name: String, within timeout: Duration = .seconds(15), where predicate: (RivetDiscoveredService) -> Bool = { _ in true }
-        ) async -> RivetDiscoveredService? {
-            let event = await events.first(within: timeout) {
-                switch $0 {
-                case .added(let service), .changed(let service): return service.instance.name == name && predicate(service)
-                default: return false
-                }
-            }
-            switch event {
-            case .added(let service)?, .changed(let service)?: return service
-            default: return nil
-            }
-        }
-
-        func removed(_ name: String, within timeout: Duration = .seconds(10)) async -> Bool {
-            await events.first(within: timeout) {
-                if case .removed(let service) = $0 { return service.instance.name == name }
-                return false
-            } != nil
-        }
-
-        func close() {
-            advertiser.stop()
-            browser.close()
-            client.close()
-        }
-    }
-
     /// `rivet-` and 16 lowercase hex digits in `.local`.
     static func isRandomHost(_ host: String) -> Bool {
         guard host.hasPrefix("rivet-"), host.hasSuffix(".local") else { return false }
         let digits = host.dropFirst(6).dropLast(6)
         return digits.count == 16 && digits.allSatisfy { "0123456789abcdef".contains($0) }
-    }
-
-    /// Resolves `host` with avahi-resolve until the answer is `expected` (nil: not found), at
-    /// most `timeout`; returns the last answer. A withdrawn record may stay in avahi-daemon's
-    /// cache for about a second after its goodbye.
-    static func resolve(_ host: String, ipv6: Bool = false, until expected: String?, timeout: Duration = .seconds(20)) async throws -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let answer = try await offCooperativePool { try avahiResolveHostName(host, ipv6: ipv6) }
-            if answer == expected || ContinuousClock.now >= deadline { return answer }
-            try await Task.sleep(for: .milliseconds(300))
-        }
     }
 
     // MARK: Against the real daemon
@@ -97,7 +27,7 @@ struct HostNameTests {
     func resolvesToListener(bind: String) async throws {
         let listener = try TCPListener(host: bind)
         defer { listener.close() }
-        let fixture = try await Fixture()
+        let fixture = try await AdvertiserFixture()
         defer { fixture.close() }
         try fixture.advertiser.start(host: bind, port: listener.port, secret: testSecret)
         let published = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
@@ -108,7 +38,7 @@ struct HostNameTests {
         #expect(seen.hostName == published.hostName)
         #expect(seen.addresses == ["127.0.0.1"])
         #expect(seen.port == listener.port)
-        #expect(try await Self.resolve(published.hostName, until: "127.0.0.1") == "127.0.0.1")
+        #expect(try await resolveHostName(published.hostName, until: "127.0.0.1") == "127.0.0.1")
         for address in seen.addresses {
             #expect(try await listener.acceptsConnection(to: address, port: seen.port), "connect to \(address):\(seen.port)")
         }
@@ -118,7 +48,7 @@ struct HostNameTests {
     func ipv6Loopback() async throws {
         let listener = try TCPListener(host: "::1")
         defer { listener.close() }
-        let fixture = try await Fixture()
+        let fixture = try await AdvertiserFixture()
         defer { fixture.close() }
         try fixture.advertiser.start(host: "::1", port: listener.port, secret: testSecret)
         let published = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
@@ -126,7 +56,7 @@ struct HostNameTests {
         let seen = try #require(await fixture.seen(published.name), "events: \(fixture.events.all)")
         #expect(seen.hostName == published.hostName)
         #expect(seen.addresses == ["::1"])
-        #expect(try await Self.resolve(published.hostName, ipv6: true, until: "::1") == "::1")
+        #expect(try await resolveHostName(published.hostName, ipv6: true, until: "::1") == "::1")
         #expect(try await listener.acceptsConnection(to: "::1", port: seen.port))
     }
 
@@ -134,7 +64,7 @@ struct HostNameTests {
     func nothingNamesTheMachine() async throws {
         let listener = try TCPListener(host: "127.0.0.1")
         defer { listener.close() }
-        let fixture = try await Fixture()
+        let fixture = try await AdvertiserFixture()
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: listener.port, secret: testSecret)
         let published = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
@@ -174,20 +104,16 @@ struct HostNameTests {
     func hostRotation() async throws {
         let start = Date(timeIntervalSince1970: 1_796_000_000)
         let clock = ManualClock(start)
-        let fixture = try await Fixture(clock: clock)
+        let fixture = try await AdvertiserFixture(clock: clock)
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7410, secret: testSecret)
         let first = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
-        #expect(try await Self.resolve(first.hostName, until: "127.0.0.1") == "127.0.0.1")
+        #expect(try await resolveHostName(first.hostName, until: "127.0.0.1") == "127.0.0.1")
 
         #expect(await clock.waitForSleeper(), "the advertiser never waited for the next hour")
         let states = Collector(fixture.advertiser.stateUpdates())
         clock.advance(to: RivetDiscoveryEpoch(containing: start).end)
-        let rotated = await states.first {
-            if case .published(let advertisement) = $0 { return advertisement.name != first.name }
-            return false
-        }
-        guard case .published(let second)? = rotated else {
+        guard let second = await states.firstPublished(where: { $0.name != first.name }) else {
             Issue.record("no new publication after the hour changed; states: \(states.all)")
             return
         }
@@ -196,26 +122,22 @@ struct HostNameTests {
         #expect(second.addresses == first.addresses)
         let seen = await fixture.seen(second.name)
         #expect(seen?.hostName == second.hostName)
-        #expect(try await Self.resolve(second.hostName, until: "127.0.0.1") == "127.0.0.1")
-        #expect(try await Self.resolve(first.hostName, until: nil) == nil, "the old host name still resolves")
+        #expect(try await resolveHostName(second.hostName, until: "127.0.0.1") == "127.0.0.1")
+        #expect(try await resolveHostName(first.hostName, until: nil) == nil, "the old host name still resolves")
 
         fixture.advertiser.stop()
-        #expect(try await Self.resolve(second.hostName, until: nil) == nil, "the host name still resolves after stop")
+        #expect(try await resolveHostName(second.hostName, until: nil) == nil, "the host name still resolves after stop")
     }
 
     @Test("another host claims the host name: the advertiser moves to a fresh random host name (never derived from the old one)")
     func hostCollision() async throws {
-        let fixture = try await Fixture()
+        let fixture = try await AdvertiserFixture()
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7411, secret: testSecret)
         let first = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
         let states = Collector(fixture.advertiser.stateUpdates())
         try await offCooperativePool { try claimHostNameFromAnotherHost(host: first.hostName, address: [127, 0, 0, 97]) }
-        let moved = await states.first {
-            if case .published(let advertisement) = $0 { return advertisement.hostName != first.hostName }
-            return false
-        }
-        guard case .published(let second)? = moved else {
+        guard let second = await states.firstPublished(where: { $0.hostName != first.hostName }) else {
             Issue.record("the host name did not change; states: \(states.all)")
             return
         }
@@ -233,7 +155,7 @@ struct HostNameTests {
         let first = try AvahiHostAddress("127.0.0.1", interface: loopback)
         let other = try AvahiHostAddress("127.0.0.77", interface: loopback)
         let available = Mutex<[AvahiHostAddress]>([first])
-        let fixture = try await Fixture(addressSource: { available.withLock { $0 } })
+        let fixture = try await AdvertiserFixture(addressSource: { available.withLock { $0 } })
         defer { fixture.close() }
         try fixture.advertiser.start(host: "0.0.0.0", port: 7412, secret: testSecret)
         let published = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
@@ -242,28 +164,24 @@ struct HostNameTests {
 
         let states = Collector(fixture.advertiser.stateUpdates())
         available.withLock { $0 = [other] }
-        let changed = await states.first {
-            if case .published(let advertisement) = $0 { return advertisement.addresses == [other] }
-            return false
-        }
-        guard case .published(let again)? = changed else {
+        guard let again = await states.firstPublished(where: { $0.addresses == [other] }) else {
             Issue.record("the new address was not published; states: \(states.all)")
             return
         }
         #expect(again.name == published.name && again.hostName == published.hostName)
         #expect(await fixture.seen(published.name) { $0.addresses == ["127.0.0.77"] } != nil, "events: \(fixture.events.all)")
-        #expect(try await Self.resolve(published.hostName, until: "127.0.0.77") == "127.0.0.77")
+        #expect(try await resolveHostName(published.hostName, until: "127.0.0.77") == "127.0.0.77")
 
         available.withLock { $0 = [] }
         #expect(await states.first { $0 == .noAddresses } != nil, "states: \(states.all)")
         #expect(await fixture.removed(published.name), "events: \(fixture.events.all)")
-        #expect(try await Self.resolve(published.hostName, until: nil) == nil)
+        #expect(try await resolveHostName(published.hostName, until: nil) == nil)
 
         available.withLock { $0 = [first] }
         let back = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
         #expect(back.name == published.name && back.addresses == [first])
         fixture.advertiser.stop()
-        #expect(try await Self.resolve(published.hostName, until: nil) == nil)
+        #expect(try await resolveHostName(published.hostName, until: nil) == nil)
     }
 
     @Test("a host that is not a numeric address is refused up front and nothing starts",

@@ -1,39 +1,13 @@
 import AvahiKit
+import AvahiTestSupport
 import Foundation
-import RivetDiscovery
+@testable import RivetDiscovery
 import Synchronization
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Tests that need the shared avahi-daemon fail (never skip) without it.
-let daemonHint =
-    "avahi-daemon must be running on the D-Bus system bus for these tests: run `.ci/services start` first"
-
-/// Connects to the shared avahi-daemon and waits until it runs.
-func connectedClient(sourceLocation: SourceLocation = #_sourceLocation) async throws -> AvahiClient {
-    let client: AvahiClient
-    do {
-        client = try AvahiClient()
-    } catch {
-        Issue.record("\(daemonHint) (\(error))", sourceLocation: sourceLocation)
-        throw error
-    }
-    try await client.waitUntilRunning(timeout: .seconds(5))
-    return client
-}
-
-/// A short random lowercase hex string, so parallel tests use distinct names and types.
-func uniqueSuffix(_ length: Int = 8) -> String {
-    String((0..<length).map { _ in "0123456789abcdef".randomElement()! })
-}
-
-/// A unique, valid service type (label of at most 15 characters).
-func uniqueServiceType() -> String { "_rvd-\(uniqueSuffix())._tcp" }
-
-func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 /// A fixed secret for tests (never used outside them).
 let testSecret = try! RivetDiscoverySecret(bytes: Array(0..<32))
@@ -50,48 +24,96 @@ func removeDirectory(_ path: String) {
     try? FileManager.default.removeItem(atPath: path)
 }
 
-/// Collects a stream's values in the background so tests can wait for one with a bound.
-final class Collector<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
-    private let ended = Mutex(false)
-    private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
+/// An advertiser of a unique service type on `lo`/IPv4 and a RivetBrowser watching that type,
+/// through the shared avahi-daemon. `close()` it at the end of the test.
+struct AdvertiserFixture {
+    let type = uniqueServiceType()
+    let advertiser: RivetAdvertiser
+    let client: AvahiClient
+    let browser: RivetBrowser
+    let events: Collector<RivetBrowserEvent>
 
-    init(_ stream: AsyncStream<Value>) {
-        let consumer = Task { [weak self] in
-            for await value in stream {
-                guard let self else { return }
-                self.values.withLock { $0.append(value) }
+    /// With `addressSource`, the advertiser reads the listener's addresses from it (every 0.1 s)
+    /// instead of from the machine's interfaces.
+    init(
+        clock: any RivetDiscoveryClock = RivetSystemDiscoveryClock(),
+        addressSource: (@Sendable () -> [AvahiHostAddress])? = nil
+    ) async throws {
+        let loopback = try AvahiInterface.named("lo")
+        let configuration = RivetAdvertiser.Configuration(
+            serviceType: type, interface: loopback, ipProtocol: .ipv4, clock: clock)
+        if let addressSource {
+            advertiser = try RivetAdvertiser(
+                configuration: configuration, nameSource: RivetAdvertiser.randomInstanceName,
+                addressSource: addressSource, addressCheckInterval: .milliseconds(100))
+        } else {
+            advertiser = try RivetAdvertiser(configuration: configuration)
+        }
+        client = try await connectedClient()
+        browser = try RivetBrowser(client: client, serviceType: type, interface: loopback, ipProtocol: .ipv4)
+        events = Collector(browser.events)
+    }
+
+    /// The first `added` report of `name`.
+    func added(_ name: String, within timeout: Duration = .seconds(10)) async -> RivetDiscoveredService? {
+        await events.firstAdded(name, within: timeout)
+    }
+
+    /// The first `added` or `changed` report of `name` that satisfies `predicate`.
+    func seen(
+        _ name: String, within timeout: Duration = .seconds(15), where predicate: (RivetDiscoveredService) -> Bool = { _ in true }
+    ) async -> RivetDiscoveredService? {
+        let event = await events.first(within: timeout) {
+            switch $0 {
+            case .added(let service), .changed(let service): return service.instance.name == name && predicate(service)
+            default: return false
             }
-            self?.ended.withLock { $0 = true }
         }
-        task.withLock { $0 = consumer }
-    }
-
-    deinit {
-        task.withLock { $0?.cancel() }
-    }
-
-    var all: [Value] { values.withLock { $0 } }
-    var hasEnded: Bool { ended.withLock { $0 } }
-
-    /// The first collected value (old or new) matching `predicate`, waiting at most `timeout`.
-    func first(within timeout: Duration = .seconds(10), where predicate: (Value) -> Bool) async -> Value? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let match = values.withLock({ $0.first(where: predicate) }) { return match }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
+        switch event {
+        case .added(let service)?, .changed(let service)?: return service
+        default: return nil
         }
     }
 
-    /// The first value collected after the first `skip` values that matches `predicate`.
-    func first(after skip: Int, within timeout: Duration = .seconds(10), where predicate: (Value) -> Bool) async -> Value? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let match = values.withLock({ $0.dropFirst(skip).first(where: predicate) }) { return match }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
+    /// Whether a `removed` report of `name` comes within `timeout`.
+    func removed(_ name: String, within timeout: Duration = .seconds(10)) async -> Bool {
+        await events.first(within: timeout) {
+            if case .removed(let service) = $0 { return service.instance.name == name }
+            return false
+        } != nil
+    }
+
+    func close() {
+        advertiser.stop()
+        browser.close()
+        client.close()
+    }
+}
+
+extension Collector where Value == RivetBrowserEvent {
+    /// The first `added` report of `name`, waiting at most `timeout`.
+    func firstAdded(_ name: String, within timeout: Duration = .seconds(10)) async -> RivetDiscoveredService? {
+        let event = await first(within: timeout) {
+            if case .added(let service) = $0 { return service.instance.name == name }
+            return false
         }
+        if case .added(let service)? = event { return service }
+        return nil
+    }
+}
+
+extension Collector where Value == RivetAdvertiser.State {
+    /// The advertisement of the first `published` state that satisfies `predicate`, waiting at
+    /// most `timeout`.
+    func firstPublished(
+        within timeout: Duration = .seconds(10), where predicate: (RivetAdvertisement) -> Bool
+    ) async -> RivetAdvertisement? {
+        let state = await first(within: timeout) {
+            if case .published(let advertisement) = $0 { return predicate(advertisement) }
+            return false
+        }
+        if case .published(let advertisement)? = state { return advertisement }
+        return nil
     }
 }
 
@@ -156,38 +178,4 @@ final class ManualClock: RivetDiscoveryClock {
         }
         return false
     }
-}
-
-/// A file where an exit test's child writes why it failed (Swift Testing returns no result for
-/// a failed exit test, so the parent reads this).
-struct ChildReport {
-    let path = FileManager.default.temporaryDirectory
-        .appendingPathComponent("rivet-discovery-child-\(uniqueSuffix()).txt").path
-
-    func collect(_ result: ExitTest.Result?, sourceLocation: SourceLocation = #_sourceLocation) {
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        guard result == nil else { return }
-        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        Issue.record(
-            "child process said: \(text.isEmpty ? "nothing (killed before reporting?)" : text)",
-            sourceLocation: sourceLocation)
-    }
-}
-
-/// In an exit test's child: writes `message` to the report file and stderr, then exits 1.
-func childFail(_ message: String, report: String) -> Never {
-    _ = FileManager.default.createFile(atPath: report, contents: Data((message + "\n").utf8))
-    FileHandle.standardError.write(Data((message + "\n").utf8))
-    exit(1)
-}
-
-/// In an exit test's child: makes SIGALRM kill the process after `seconds`, so a hang fails
-/// the test instead of stalling it.
-func armHangGuard(seconds: UInt32) {
-    var alarmOnly = sigset_t()
-    sigemptyset(&alarmOnly)
-    sigaddset(&alarmOnly, SIGALRM)
-    pthread_sigmask(SIG_UNBLOCK, &alarmOnly, nil)
-    signal(SIGALRM, SIG_DFL)
-    alarm(seconds)
 }

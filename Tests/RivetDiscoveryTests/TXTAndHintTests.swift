@@ -1,3 +1,4 @@
+import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
 import Testing

@@ -44,7 +44,7 @@ public struct PrivateAvahi: Sendable {
     /// cooperative pool (``startAsync()``).
     public static func start() throws -> PrivateAvahi {
         sweepAbandoned()
-        let directory = "/tmp/\(prefix)\(getpid())-\(randomSuffix())"
+        let directory = "/tmp/\(prefix)\(getpid())-\(uniqueSuffix())"
         guard mkdir(directory, 0o700) == 0 else {
             throw PrivateAvahiError("cannot create \(directory): \(String(cString: strerror(errno)))")
         }
@@ -164,29 +164,7 @@ public struct PrivateAvahi: Sendable {
     }
 
     private func startBus() throws {
-        let config = """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>custom</type>
-              <listen>\(busAddress)</listen>
-              <auth>EXTERNAL</auth>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """
-        try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
-        let result = try runCommand([
-            "dbus-daemon", "--config-file=\(directory)/bus.conf", "--fork", "--print-pid", "--nopidfile",
-        ])
-        guard result.status == 0, let pid = pid_t(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
-            throw PrivateAvahiError("cannot start a private dbus-daemon: \(result.stderr)")
-        }
-        try writePID(pid, "bus.pid")
+        try writePID(try launchBus(directory: directory, address: busAddress), "bus.pid")
     }
 
     private func readPID(_ file: String) -> pid_t? {
@@ -210,7 +188,76 @@ public struct PrivateAvahi: Sendable {
     }
 }
 
-/// A failure of the private daemon fixture.
+/// A private D-Bus bus with no avahi-daemon on it, in a temporary directory of its own: for
+/// tests of a client that finds a bus but no daemon there. ``stop()`` kills it and removes the
+/// directory.
+public struct PrivateBus: Sendable {
+    /// The bus's directory (its socket and configuration).
+    public let directory: String
+    /// The PID of the bus's `dbus-daemon`.
+    public let pid: pid_t
+
+    /// The bus's D-Bus address (`unix:path=…`).
+    public var address: String { "unix:path=\(directory)/bus" }
+
+    /// Starts a bus. Blocks: call it off Swift's cooperative pool (``startAsync()``). Throws
+    /// `PrivateAvahiError` when the directory cannot be made or `dbus-daemon` does not start.
+    public static func start() throws -> PrivateBus {
+        let directory = "/tmp/rivet-private-bus-\(getpid())-\(uniqueSuffix())"
+        guard mkdir(directory, 0o700) == 0 else {
+            throw PrivateAvahiError("cannot create \(directory): \(String(cString: strerror(errno)))")
+        }
+        do {
+            return PrivateBus(directory: directory, pid: try launchBus(directory: directory, address: "unix:path=\(directory)/bus"))
+        } catch {
+            _ = try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    /// ``start()`` on a Dispatch worker.
+    public static func startAsync() async throws -> PrivateBus {
+        try await offCooperativePool { try start() }
+    }
+
+    /// Kills the bus (SIGKILL: a test bus needs no orderly shutdown) if it is still the
+    /// `dbus-daemon` this started, and removes its directory. Never throws.
+    public func stop() {
+        if alive(pid, "dbus-daemon") { kill(pid, SIGKILL) }
+        _ = try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Writes a bus configuration that listens at `address` (and lets anyone own any name) to
+/// `directory`/bus.conf and starts `dbus-daemon` on it, forked, without a PID file; returns its
+/// PID. Throws `PrivateAvahiError` when it does not start.
+private func launchBus(directory: String, address: String) throws -> pid_t {
+    let config = """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>custom</type>
+          <listen>\(address)</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default">
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """
+    try config.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+    let result = try runCommand([
+        "dbus-daemon", "--config-file=\(directory)/bus.conf", "--fork", "--print-pid", "--nopidfile",
+    ])
+    guard result.status == 0, let pid = pid_t(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        throw PrivateAvahiError("cannot start a private dbus-daemon: \(result.stderr)")
+    }
+    return pid
+}
+
+/// A failure of the avahi test support: a fixture that does not start, a command that cannot
+/// run, a packet that cannot be sent.
 public struct PrivateAvahiError: Error, CustomStringConvertible {
     /// What failed.
     public let description: String
@@ -228,8 +275,4 @@ func alive(_ pid: pid_t, _ command: String?) -> Bool {
     let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
         .trimmingCharacters(in: .whitespacesAndNewlines)
     return comm == command
-}
-
-private func randomSuffix() -> String {
-    String((0..<8).map { _ in "0123456789abcdef".randomElement()! })
 }

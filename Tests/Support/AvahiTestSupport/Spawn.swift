@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import ToolTestSupport
 
 /// What a finished command left behind.
 public struct CommandOutput: Sendable {
@@ -35,9 +36,25 @@ public func runCommand(
         output: scratch + "/out", error: scratch + "/err")
     let status = reapExitStatus(pid)
     return CommandOutput(
-        status: status,
-        stdout: (try? String(contentsOfFile: scratch + "/out", encoding: .utf8)) ?? "",
-        stderr: (try? String(contentsOfFile: scratch + "/err", encoding: .utf8)) ?? "")
+        status: status, stdout: String(decoding: readFile(scratch + "/out"), as: UTF8.self),
+        stderr: String(decoding: readFile(scratch + "/err"), as: UTF8.self))
+}
+
+/// A file's bytes (none when it cannot be read), read with POSIX calls: FoundationEssentials'
+/// file reading leaks its buffer under LeakSanitizer on this toolchain.
+private func readFile(_ path: String) -> [UInt8] {
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { return [] }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = read(fd, &chunk, chunk.count)
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        bytes += chunk[0..<count]
+    }
+    return bytes
 }
 
 /// ``runCommand(_:environment:timeoutSeconds:)`` on a Dispatch worker.
@@ -68,37 +85,21 @@ public func spawn(
     return try spawn(arguments, environment: environment, actions: &actions)
 }
 
-/// Spawns with prepared file actions, an empty signal mask and default dispositions; the
-/// environment is this process's plus `environment` when `inherit` is true, else `environment`.
+/// Spawns `arguments` (a program on PATH, or a path) with prepared file actions, through
+/// ``spawnProcess(_:environment:searchPath:actions:)`` (empty signal mask, default dispositions);
+/// the environment is this process's plus `environment` when `inherit` is true, else
+/// `environment`. Throws `PrivateAvahiError` when it cannot start.
 func spawn(
     _ arguments: [String], environment: [String: String], inherit: Bool = true,
     actions: inout posix_spawn_file_actions_t
 ) throws -> pid_t {
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
     var merged = inherit ? ProcessInfo.processInfo.environment : [:]
     for (key, value) in environment { merged[key] = value }
-    let argv = arguments.map { strdup($0) } + [nil]
-    let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        argv.forEach { free($0) }
-        envp.forEach { free($0) }
+    do {
+        return try spawnProcess(arguments, environment: merged, searchPath: true, actions: &actions)
+    } catch {
+        throw PrivateAvahiError("cannot run \(arguments.joined(separator: " ")): \(error)")
     }
-    var pid: pid_t = 0
-    let spawned = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, envp)
-    guard spawned == 0 else {
-        throw PrivateAvahiError("cannot run \(arguments.joined(separator: " ")): \(String(cString: strerror(spawned)))")
-    }
-    return pid
 }
 
 /// Waits for the child `pid` and returns its exit status (128 + signal when a signal ended it).
@@ -107,7 +108,7 @@ public func reapExitStatus(_ pid: pid_t) -> Int32 {
     while waitpid(pid, &status, 0) < 0 {
         if errno != EINTR { return -1 }
     }
-    return status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    return exitStatus(fromWaitStatus: status)
 }
 
 /// A running program whose stdout is read line by line as it arrives (for tools that stream
@@ -238,73 +239,6 @@ private final class LiveState: Sendable {
     let ended = Mutex<Int32?>(nil)
 }
 
-/// Plays another host on the link: sends avahi-daemon (the shared one, on 127.0.0.1:5353) an
-/// authoritative mDNS answer from 127.0.0.2:5353 (on `lo`'s 127.0.0.0/8) that claims
-/// `name`.`type`.local's SRV record with other data, as a machine owning the same name would.
-/// avahi-daemon must treat it as a name conflict. Blocks for about 0.3 s.
-public func claimServiceNameFromAnotherHost(name: String, type: String, port: UInt16) throws {
-    let owner = encodeDNSName([name] + type.split(separator: ".").map(String.init) + ["local"])
-    let target = "rogue-" + String((0..<8).map { _ in "0123456789abcdef".randomElement()! })
-    let rdata = u16(0) + u16(0) + u16(Int(port)) + encodeDNSName([target, "local"])
-    try sendAnswerFromAnotherHost(owner: owner, type: 33, rdata: rdata)
-}
-
-/// Plays another host on the link that owns the host name `host` (such as
-/// `"rivet-0123456789abcdef.local"`) with the IPv4 address `address`: an authoritative A answer
-/// with the cache-flush bit, from 127.0.0.2:5353 to avahi-daemon on 127.0.0.1:5353, as
-/// ``claimServiceNameFromAnotherHost(name:type:port:)`` does for a service name. avahi-daemon
-/// must treat it as a conflict with a host name it announces with other addresses. Blocks for
-/// about 0.3 s.
-public func claimHostNameFromAnotherHost(host: String, address: [UInt8]) throws {
-    precondition(address.count == 4, "an IPv4 address has 4 bytes")
-    let labels = host.split(separator: ".").map(String.init)
-    try sendAnswerFromAnotherHost(owner: encodeDNSName(labels), type: 1, rdata: address)
-}
-
-private func encodeDNSName(_ labels: [String]) -> [UInt8] {
-    labels.flatMap { label -> [UInt8] in [UInt8(label.utf8.count)] + Array(label.utf8) } + [0]
-}
-
-private func u16(_ value: Int) -> [UInt8] { [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
-
-/// Sends one authoritative answer (`owner`, `type`, class IN with cache-flush, TTL 120, `rdata`)
-/// three times, 0.1 s apart, from 127.0.0.2:5353 to 127.0.0.1:5353.
-private func sendAnswerFromAnotherHost(owner: [UInt8], type: Int, rdata: [UInt8]) throws {
-    // Header: id 0, QR|AA, one answer. Answer: cache-flush|IN, TTL 120.
-    let message: [UInt8] =
-        [0, 0, 0x84, 0] + u16(0) + u16(1) + u16(0) + u16(0)
-        + owner + u16(type) + u16(0x8001) + [0, 0, 0, 120] + u16(rdata.count) + rdata
-
-    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-    guard fd >= 0 else { throw PrivateAvahiError("socket() failed: errno \(errno)") }
-    defer { close(fd) }
-    var on: Int32 = 1
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
-    var source = sockaddr_in()
-    source.sin_family = sa_family_t(AF_INET)
-    source.sin_port = in_port_t(5353).bigEndian
-    source.sin_addr.s_addr = in_addr_t(0x7f00_0002).bigEndian
-    let bound = withUnsafePointer(to: &source) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    guard bound == 0 else { throw PrivateAvahiError("cannot bind 127.0.0.2:5353: errno \(errno)") }
-    var destination = sockaddr_in()
-    destination.sin_family = sa_family_t(AF_INET)
-    destination.sin_port = in_port_t(5353).bigEndian
-    destination.sin_addr.s_addr = in_addr_t(0x7f00_0001).bigEndian
-    for _ in 0..<3 {
-        let sent = withUnsafePointer(to: &destination) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                sendto(fd, message, message.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard sent == message.count else { throw PrivateAvahiError("sendto() failed: errno \(errno)") }
-        usleep(100_000)
-    }
-}
-
 /// What `avahi-resolve -n host` answers: the address avahi-daemon resolves the host name to,
 /// or nil when it finds none (avahi gives up after about 5 s; avahi-resolve exits 0 either way,
 /// so the answer line decides). `ipv6` asks for an AAAA record instead of an A record. Blocks.
@@ -315,6 +249,21 @@ public func avahiResolveHostName(_ host: String, ipv6: Bool = false, environment
         if fields.count == 2, fields[0].lowercased() == host.lowercased() { return String(fields[1]) }
     }
     return nil
+}
+
+/// Asks ``avahiResolveHostName(_:ipv6:environment:)`` (on a Dispatch worker) every 0.3 s until
+/// the answer is `expected` (an address, or nil for "not found") or `timeout` has passed, and
+/// returns the last answer: a withdrawn record may linger in avahi-daemon's cache for about a
+/// second after its goodbye.
+public func resolveHostName(
+    _ host: String, ipv6: Bool = false, until expected: String?, timeout: Duration = .seconds(20)
+) async throws -> String? {
+    let deadline = ContinuousClock.now + timeout
+    while true {
+        let answer = try await offCooperativePool { try avahiResolveHostName(host, ipv6: ipv6) }
+        if answer == expected || ContinuousClock.now >= deadline { return answer }
+        try await Task.sleep(for: .milliseconds(300))
+    }
 }
 
 /// What `avahi-resolve -a address` answers: the host name avahi-daemon has for the address

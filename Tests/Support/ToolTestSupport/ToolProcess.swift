@@ -37,10 +37,19 @@ public enum ToolProcess {
     /// Runs `tool` with `arguments` and `environment` (replacing the inherited one), stdin from
     /// `stdin` bytes, and waits at most `timeout`, killing it past that (status 128+9).
     ///
-    /// The child starts with every signal unblocked and at its default disposition: the test
-    /// runner blocks some signals, and a child must not inherit that.
+    /// The child starts with every signal unblocked and at its default disposition
+    /// (``spawnProcess(_:environment:searchPath:actions:)``).
     public static func run(
         _ tool: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
+        timeout: Duration = .seconds(60)
+    ) throws -> ToolRun {
+        try runProgram(at: path(of: tool), arguments, environment: environment, stdin: stdin, timeout: timeout)
+    }
+
+    /// ``run(_:_:environment:stdin:timeout:)`` for any program: `executable` is its path (such as
+    /// `/usr/bin/openssl`). Throws `ToolProcessError` when it cannot start or be waited for.
+    public static func runProgram(
+        at executable: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
         timeout: Duration = .seconds(60)
     ) throws -> ToolRun {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("toolrun-\(UUID().uuidString)")
@@ -58,29 +67,7 @@ public enum ToolProcess {
         posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
 
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let executable = path(of: tool)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard spawned == 0 else {
-            throw ToolProcessError(description: "cannot start \(executable): \(String(cString: strerror(spawned)))")
-        }
+        let pid = try spawnProcess([executable] + arguments, environment: environment, actions: &actions)
 
         let deadline = ContinuousClock.now + timeout
         var status: Int32 = 0
@@ -97,10 +84,9 @@ public enum ToolProcess {
             }
             usleep(2_000)
         }
-        let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-        return ToolRun(status: exitStatus, stdout: out, stderr: err)
+        return ToolRun(status: exitStatus(fromWaitStatus: status), stdout: out, stderr: err)
     }
 
     /// A fresh private directory for one test's state, removed by `remove()`.
