@@ -30,8 +30,31 @@ import ToolTestSupport
         return code
     }
 
+    /// Starts `rivet-pair --connect` (``connect(_:deviceHome:name:)``) and waits for its code.
+    static func ask(_ daemon: Daemon, deviceHome: Home) async throws -> (connect: Spawned, code: String) {
+        let connect = try Self.connect(daemon, deviceHome: deviceHome)
+        return (connect, try await Self.code(of: connect))
+    }
+
     static func rivetPair(_ home: Home, _ arguments: [String]) throws -> Spawned {
         try Spawned.start(ToolProcess.path(of: "rivet-pair"), arguments, environment: home.environment, directory: home.path)
+    }
+
+    /// Starts rivetd in a fresh home, opens its pairing window over the control socket, and runs
+    /// `body` with the daemon, the home and a device home inside it.
+    static func withOpenWindow(_ body: (Daemon, Home, Home) async throws -> Void) async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            _ = try await daemon.request(.open)
+            try await body(daemon, home, try home.device("phone"))
+        }
+    }
+
+    /// The names of the devices in `home`'s pairing registry.
+    static func pairedNames(_ home: Home) throws -> [String] {
+        let store = try RivetDevicePairingStore(path: home.registry)
+        defer { store.close() }
+        return try store.list().map(\.displayName.value)
     }
 
     @Test("a device pairs with confirmation on both sides, stores its credential and pin, and makes an allowed call")
@@ -43,8 +66,7 @@ import ToolTestSupport
             #expect(open.stdout.hasPrefix("pairing window open for "))
 
             let deviceHome = try home.device("phone")
-            let connect = try Self.connect(daemon, deviceHome: deviceHome)
-            let code = try await Self.code(of: connect)
+            let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
             #expect(connect.stderr.contains("fingerprint \(daemon.fingerprint.grouped)"))
             let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer", "--json"])
             try await daemon.waitForLog("the desktop confirmed; waiting for the device")
@@ -85,10 +107,7 @@ import ToolTestSupport
 
     @Test("on terminals both sides show the code and ask; y on each pairs the device")
     func terminalsAsk() async throws {
-        let home = try Home()
-        try await withDaemon(home) { daemon in
-            _ = try await daemon.request(.open)
-            let deviceHome = try home.device("phone")
+        try await Self.withOpenWindow { daemon, home, deviceHome in
             let pairCommand = ToolProcess.path(of: "rivet-pair")
             // script(1) gives each side a pseudo-terminal and forwards our pipe to it.
             let device = try Spawned.start(
@@ -109,20 +128,14 @@ import ToolTestSupport
             #expect(try await device.wait() == 0)
             #expect(try await desktop.wait() == 0)
             #expect(desktop.stdout.contains("with scopes controller,viewer"))
-            let store = try RivetDevicePairingStore(path: home.registry)
-            defer { store.close() }
-            #expect(try store.list().map(\.displayName.value) == ["Desk"])
+            #expect(try Self.pairedNames(home) == ["Desk"])
         }
     }
 
     @Test("a device that answers no is not paired: --connect exits 5 and --confirm reports the ended attempt")
     func deviceRejects() async throws {
-        let home = try Home()
-        try await withDaemon(home) { daemon in
-            _ = try await daemon.request(.open)
-            let deviceHome = try home.device("phone")
-            let connect = try Self.connect(daemon, deviceHome: deviceHome)
-            let code = try await Self.code(of: connect)
+        try await Self.withOpenWindow { daemon, home, deviceHome in
+            let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
             let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
             try await daemon.waitForLog("the desktop confirmed; waiting for the device")
             connect.write("n\n")
@@ -131,20 +144,14 @@ import ToolTestSupport
             #expect(try await confirm.wait() == 1)
             #expect(confirm.stderr.contains("ended before both sides confirmed"))
             #expect(!FileManager.default.fileExists(atPath: deviceHome.path + "/state/rivet/companion-credential.json"))
-            let store = try RivetDevicePairingStore(path: home.registry)
-            defer { store.close() }
-            #expect(try store.list().isEmpty)
+            #expect(try Self.pairedNames(home).isEmpty)
         }
     }
 
     @Test("a wrong typed code ends the attempt and counts as a failure; the device is refused too")
     func wrongCode() async throws {
-        let home = try Home()
-        try await withDaemon(home) { daemon in
-            _ = try await daemon.request(.open)
-            let deviceHome = try home.device("phone")
-            let connect = try Self.connect(daemon, deviceHome: deviceHome)
-            let code = try await Self.code(of: connect)
+        try await Self.withOpenWindow { daemon, home, deviceHome in
+            let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
             let wrong = String(format: "%06d", (Int(code)! + 1) % 1_000_000)
             let confirm = try Self.rivetPair(home, ["--confirm", "--code", wrong, "--scope", "viewer"])
             #expect(try await confirm.wait() == 1)
@@ -186,10 +193,7 @@ import ToolTestSupport
 
     @Test("a pairing attempt for another application is refused")
     func otherApplication() async throws {
-        let home = try Home()
-        try await withDaemon(home) { daemon in
-            _ = try await daemon.request(.open)
-            let deviceHome = try home.device("phone")
+        try await Self.withOpenWindow { daemon, _, deviceHome in
             let connect = try Spawned.start(
                 ToolProcess.path(of: "rivet-pair"),
                 ["--connect", "127.0.0.1:\(daemon.port)", "--application-id", "org.example.other"],

@@ -48,8 +48,8 @@ func eventually(
     throw TestFailure("timed out waiting for \(what)")
 }
 
-/// A process started with posix_spawn: an empty signal mask and default dispositions, stdout
-/// and stderr to files, stdin from /dev/null or a pipe the test writes.
+/// A process started with ToolTestSupport's `spawnProcess` (an empty signal mask and default
+/// dispositions), stdout and stderr to files, stdin from /dev/null or a pipe the test writes.
 final class Spawned: Sendable {
     let pid: pid_t
     let stdoutPath: String
@@ -87,30 +87,18 @@ final class Spawned: Sendable {
         }
         posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let command = prefix + [executable] + arguments
-        let argv = command.map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        let pid: pid_t
+        do {
+            pid = try spawnProcess(command, environment: environment, actions: &actions)
+        } catch {
+            if stdinPipe {
+                close(pipeFDs[0])
+                close(pipeFDs[1])
+            }
+            throw error
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, command[0], &actions, &attributes, argv, envp)
         if stdinPipe { close(pipeFDs[0]) }
-        guard result == 0 else {
-            if stdinPipe { close(pipeFDs[1]) }
-            throw TestFailure("cannot start \(command[0]): \(String(cString: strerror(result)))")
-        }
         return Spawned(pid: pid, stdoutPath: stdoutPath, stderrPath: stderrPath, stdinWrite: stdinPipe ? pipeFDs[1] : -1)
     }
 
@@ -143,7 +131,7 @@ final class Spawned: Sendable {
             if let status { return status }
             var raw: Int32 = 0
             guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
-            status = (raw & 0x7f) == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+            status = exitStatus(fromWaitStatus: raw)
             return status
         }
     }
