@@ -124,7 +124,7 @@ let package = Package(
                 "rivetd", "rivet-pair", "rivet-test-backend", "RivetDaemon", "RivetDevice", "RivetWire", "RivetTransport",
                 "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
             ]),
-        .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit"]),
+        .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
@@ -169,7 +169,7 @@ let package = Package(
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "RivetTransportTests",
-            dependencies: ["RivetTransport", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
+            dependencies: ["RivetTransport", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "ToolTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,25 +1,11 @@
 import Foundation
 import OpenSSLKit
 import Testing
+import ToolTestSupport
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A fresh directory under the system temp dir, removed by `remove()`.
-struct TemporaryDirectory {
-    let path: String
-
-    init() throws {
-        var template = Array((NSTemporaryDirectory() + "/openssl-kit-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw POSIXFailure("mkdtemp", errno) }
-        path = String(cString: made)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
-}
 
 struct POSIXFailure: Error, CustomStringConvertible {
     let description: String
@@ -168,22 +154,22 @@ struct Identity: Sendable {
 
 // MARK: - Subprocesses
 
-struct ProcessOutput: Sendable {
-    let status: Int32
-    let standardOutput: String
-    let standardError: String
+/// ToolTestSupport's types under the names these tests use (the test files do not import it).
+typealias TemporaryDirectory = ToolTestSupport.TemporaryDirectory
+typealias ProcessOutput = ToolRun
+
+extension ToolRun {
+    var standardOutput: String { stdout }
+    var standardError: String { stderr }
 }
 
 /// The openssl CLI.
 let opensslPath = "/usr/bin/openssl"
 
-/// Runs a program to completion, killing it if it outlives `timeout`.
-func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) throws -> ProcessOutput {
-    let child = try Subprocess(executable, arguments)
-    defer { child.kill() }
-    child.closeInput()
-    let status = try child.wait(timeout: timeout)
-    return ProcessOutput(status: status, standardOutput: child.readAllOutput(), standardError: child.readAllErrors())
+/// Runs a program to completion (ToolTestSupport's runner) with this process's environment and
+/// `input` on stdin; kills it and throws if it outlives `timeout`.
+func run(_ executable: String, _ arguments: [String], input: [UInt8] = [], timeout: Duration = .seconds(30)) throws -> ProcessOutput {
+    try ToolProcess.runProgram(at: executable, arguments, stdin: input, timeout: timeout)
 }
 
 /// A child process whose stdout we can read line by line under a deadline; killed on `kill()`

@@ -4,6 +4,7 @@ import RivetPairing
 import RivetSession
 import RivetTransport
 import Testing
+import ToolTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -23,21 +24,6 @@ final class Locked<Value>: @unchecked Sendable {
         defer { lock.unlock() }
         return try body(&value)
     }
-}
-
-/// A fresh directory under the system temp dir, removed by `remove()`.
-struct TemporaryDirectory: Sendable {
-    let path: String
-
-    init() throws {
-        var template = Array((NSTemporaryDirectory() + "/rivet-transport-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else { throw TestFailure("mkdtemp failed") }
-        path = String(cString: made)
-    }
-
-    func file(_ name: String) -> String { path + "/" + name }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 struct TestFailure: Error, CustomStringConvertible {
@@ -269,53 +255,20 @@ func pattern(_ count: Int, seed: UInt8) -> [UInt8] {
 
 // MARK: - Subprocesses
 
-struct ProcessOutput: Sendable {
-    let status: Int32
-    let standardOutput: String
-    let standardError: String
+/// ToolTestSupport's types under the names these tests use (the test files do not import it).
+typealias TemporaryDirectory = ToolTestSupport.TemporaryDirectory
+typealias ProcessOutput = ToolRun
+
+extension ToolRun {
+    var standardOutput: String { stdout }
+    var standardError: String { stderr }
 }
 
+/// The openssl CLI.
 let opensslPath = "/usr/bin/openssl"
 
-/// Runs a program to completion with `input` on stdin, killing it after `timeout`.
+/// Runs a program to completion (ToolTestSupport's runner) with this process's environment and
+/// `input` on stdin; kills it and throws if it outlives `timeout`.
 func run(_ executable: String, _ arguments: [String], input: [UInt8] = [], timeout: Duration = .seconds(30)) throws -> ProcessOutput {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let stdin = Pipe()
-    let stdout = Pipe()
-    let stderr = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    process.standardError = stderr
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input))
-    try stdin.fileHandleForWriting.close()
-    let collected = Locked((output: Data(), errors: Data()))
-    let readers = DispatchGroup()
-    readers.enter()
-    Thread {
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        collected.withLock { $0.output = data }
-        readers.leave()
-    }.start()
-    readers.enter()
-    Thread {
-        let data = stderr.fileHandleForReading.readDataToEndOfFile()
-        collected.withLock { $0.errors = data }
-        readers.leave()
-    }.start()
-    let end = ContinuousClock.now + timeout
-    while process.isRunning {
-        if ContinuousClock.now >= end {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            throw TestFailure("\(executable) \(arguments.joined(separator: " ")) ran longer than \(timeout)")
-        }
-        usleep(5_000)
-    }
-    readers.wait()
-    return ProcessOutput(
-        status: process.terminationStatus, standardOutput: String(decoding: collected.withLock { $0.output }, as: UTF8.self),
-        standardError: String(decoding: collected.withLock { $0.errors }, as: UTF8.self))
+    try ToolProcess.runProgram(at: executable, arguments, stdin: input, timeout: timeout)
 }

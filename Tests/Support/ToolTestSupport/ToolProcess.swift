@@ -43,15 +43,30 @@ public enum ToolProcess {
         _ tool: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
         timeout: Duration = .seconds(60)
     ) throws -> ToolRun {
-        try runProgram(at: path(of: tool), arguments, environment: environment, stdin: stdin, timeout: timeout)
+        try execute(path(of: tool), arguments, environment: environment, stdin: stdin, timeout: timeout).run
     }
 
-    /// ``run(_:_:environment:stdin:timeout:)`` for any program: `executable` is its path (such as
-    /// `/usr/bin/openssl`). Throws `ToolProcessError` when it cannot start or be waited for.
+    /// Runs the program at `executable` (such as `/usr/bin/openssl`) with `arguments`, as
+    /// ``run(_:_:environment:stdin:timeout:)`` runs a tool, but with this process's environment
+    /// unless `environment` is given. Throws `ToolProcessError` when it cannot start, or when it
+    /// outlives `timeout` (it is killed then).
     public static func runProgram(
-        at executable: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
-        timeout: Duration = .seconds(60)
+        at executable: String, _ arguments: [String], environment: [String: String] = ProcessInfo.processInfo.environment,
+        stdin: [UInt8] = [], timeout: Duration = .seconds(60)
     ) throws -> ToolRun {
+        let (run, timedOut) = try execute(executable, arguments, environment: environment, stdin: stdin, timeout: timeout)
+        guard !timedOut else {
+            throw ToolProcessError(
+                description: "\(([executable] + arguments).joined(separator: " ")) ran longer than \(timeout); killed")
+        }
+        return run
+    }
+
+    /// Runs `executable`, killing it past `timeout`; returns what it left and whether it was killed
+    /// for that.
+    private static func execute(
+        _ executable: String, _ arguments: [String], environment: [String: String], stdin: [UInt8], timeout: Duration
+    ) throws -> (run: ToolRun, timedOut: Bool) {
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("toolrun-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
@@ -71,6 +86,7 @@ public enum ToolProcess {
 
         let deadline = ContinuousClock.now + timeout
         var status: Int32 = 0
+        var timedOut = false
         while true {
             let done = waitpid(pid, &status, WNOHANG)
             if done == pid { break }
@@ -78,6 +94,7 @@ public enum ToolProcess {
                 throw ToolProcessError(description: "waitpid failed: \(String(cString: strerror(errno)))")
             }
             if ContinuousClock.now > deadline {
+                timedOut = true
                 kill(pid, SIGKILL)
                 _ = waitpid(pid, &status, 0)
                 break
@@ -86,7 +103,7 @@ public enum ToolProcess {
         }
         let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-        return ToolRun(status: exitStatus(fromWaitStatus: status), stdout: out, stderr: err)
+        return (ToolRun(status: exitStatus(fromWaitStatus: status), stdout: out, stderr: err), timedOut)
     }
 
     /// A fresh private directory for one test's state, removed by `remove()`.
