@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import Testing
+import ToolTestSupport
 
 @Suite struct CertificateTests {
     @Test func fieldsMatchWhatWasAskedFor() throws {
@@ -69,18 +70,18 @@ import Testing
         let key = try P256PrivateKey.generate()
         let cert = try SelfSignedCertificate(key: key, commonName: "cli check")
         try cert.pemRepresentation.write(toFile: dir.file("cert.pem"), atomically: false, encoding: .utf8)
-        let out = try run("/bin/sh", ["-c",
+        let out = try ToolProcess.runProgram(at: "/bin/sh", ["-c",
             "\(opensslPath) x509 -in '\(dir.file("cert.pem"))' -pubkey -noout | \(opensslPath) pkey -pubin -outform DER | sha256sum"])
-        #expect(out.status == 0, "\(out.standardError)")
-        #expect(out.standardOutput.hasPrefix(cert.fingerprint.hex + "  -"))
+        #expect(out.status == 0, "\(out.stderr)")
+        #expect(out.stdout.hasPrefix(cert.fingerprint.hex + "  -"))
         #expect(cert.fingerprint == key.fingerprint)
 
-        let text = try run(opensslPath, ["x509", "-in", dir.file("cert.pem"), "-noout", "-text"])
-        #expect(text.standardOutput.contains("Subject: CN = cli check"))
-        #expect(text.standardOutput.contains("Issuer: CN = cli check"))
-        #expect(text.standardOutput.contains("ecdsa-with-SHA256"))
-        #expect(text.standardOutput.contains("CA:FALSE"))
-        #expect(text.standardOutput.contains("Version: 3"))
+        let text = try ToolProcess.runProgram(at: opensslPath, ["x509", "-in", dir.file("cert.pem"), "-noout", "-text"])
+        #expect(text.stdout.contains("Subject: CN = cli check"))
+        #expect(text.stdout.contains("Issuer: CN = cli check"))
+        #expect(text.stdout.contains("ecdsa-with-SHA256"))
+        #expect(text.stdout.contains("CA:FALSE"))
+        #expect(text.stdout.contains("Version: 3"))
     }
 
     @Test func serverContextRefusesACertificateForAnotherKey() throws {

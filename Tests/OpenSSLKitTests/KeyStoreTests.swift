@@ -1,4 +1,5 @@
 import Foundation
+import ToolTestSupport
 import OpenSSLKit
 import Synchronization
 import Testing
@@ -145,8 +146,8 @@ private func writeFile(_ path: String, _ text: String, mode: mode_t) throws {
         defer { dir.remove() }
         try writeFile(dir.file("garbage.pem"), "garbage", mode: 0o600)
         #expect(throws: KeyStoreError.invalidKey) { try PEMKeyStore.load(from: dir.file("garbage.pem")) }
-        let rsa = try run(opensslPath, ["genrsa", "2048"])
-        try writeFile(dir.file("rsa.pem"), rsa.standardOutput, mode: 0o600)
+        let rsa = try ToolProcess.runProgram(at: opensslPath, ["genrsa", "2048"])
+        try writeFile(dir.file("rsa.pem"), rsa.stdout, mode: 0o600)
         #expect(throws: KeyStoreError.invalidKey) { try PEMKeyStore.load(from: dir.file("rsa.pem")) }
     }
 

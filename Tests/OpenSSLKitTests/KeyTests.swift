@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import Testing
+import ToolTestSupport
 
 @Suite struct KeyTests {
     @Test func generatedKeysAreDistinctP256() throws {
@@ -34,9 +35,9 @@ import Testing
         defer { dir.remove() }
         let key = try P256PrivateKey.generate()
         try key.pemRepresentation.write(toFile: dir.file("k.pem"), atomically: false, encoding: .utf8)
-        let pub = try run(opensslPath, ["pkey", "-in", dir.file("k.pem"), "-pubout"])
+        let pub = try ToolProcess.runProgram(at: opensslPath, ["pkey", "-in", dir.file("k.pem"), "-pubout"])
         #expect(pub.status == 0)
-        #expect(throws: OpenSSLError.invalidPEM) { try P256PrivateKey(pem: pub.standardOutput) }
+        #expect(throws: OpenSSLError.invalidPEM) { try P256PrivateKey(pem: pub.stdout) }
         let cert = try SelfSignedCertificate(key: key, commonName: "x")
         #expect(throws: OpenSSLError.invalidPEM) { try P256PrivateKey(pem: cert.pemRepresentation) }
     }
@@ -48,27 +49,27 @@ import Testing
         ["genpkey", "-algorithm", "ED25519"],
     ])
     func otherKeyTypesAreRefused(generator: [String]) throws {
-        let made = try run(opensslPath, generator)
-        #expect(made.status == 0, "\(made.standardError)")
-        #expect(made.standardOutput.contains("PRIVATE KEY-----"))
-        #expect(throws: OpenSSLError.unsupportedKeyType) { try P256PrivateKey(pem: made.standardOutput) }
+        let made = try ToolProcess.runProgram(at: opensslPath, generator)
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(made.stdout.contains("PRIVATE KEY-----"))
+        #expect(throws: OpenSSLError.unsupportedKeyType) { try P256PrivateKey(pem: made.stdout) }
     }
 
     @Test func opensslGeneratedP256KeysLoadInBothEncodings() throws {
-        let pkcs8 = try run(opensslPath, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
-        let sec1 = try run(opensslPath, ["ecparam", "-name", "prime256v1", "-genkey", "-noout"])
-        #expect(sec1.standardOutput.contains("BEGIN EC PRIVATE KEY"))
-        for pem in [pkcs8.standardOutput, sec1.standardOutput] {
+        let pkcs8 = try ToolProcess.runProgram(at: opensslPath, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"])
+        let sec1 = try ToolProcess.runProgram(at: opensslPath, ["ecparam", "-name", "prime256v1", "-genkey", "-noout"])
+        #expect(sec1.stdout.contains("BEGIN EC PRIVATE KEY"))
+        for pem in [pkcs8.stdout, sec1.stdout] {
             let key = try P256PrivateKey(pem: pem)
             #expect(key.subjectPublicKeyInfoDER.count == 91)
         }
     }
 
     @Test func encryptedKeyIsRefusedWithoutPrompting() throws {
-        let made = try run(opensslPath, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+        let made = try ToolProcess.runProgram(at: opensslPath, ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
                                          "-aes-256-cbc", "-pass", "pass:secret"])
-        #expect(made.standardOutput.contains("BEGIN ENCRYPTED PRIVATE KEY"))
-        #expect(throws: OpenSSLError.invalidPEM) { try P256PrivateKey(pem: made.standardOutput) }
+        #expect(made.stdout.contains("BEGIN ENCRYPTED PRIVATE KEY"))
+        #expect(throws: OpenSSLError.invalidPEM) { try P256PrivateKey(pem: made.stdout) }
     }
 
     @Test func ourKeyPEMReadsInTheOpenSSLCLIWithTheSameFingerprint() throws {
@@ -76,9 +77,9 @@ import Testing
         defer { dir.remove() }
         let key = try P256PrivateKey.generate()
         try key.pemRepresentation.write(toFile: dir.file("k.pem"), atomically: false, encoding: .utf8)
-        let out = try run("/bin/sh", ["-c", "\(opensslPath) pkey -in '\(dir.file("k.pem"))' -pubout -outform DER | sha256sum"])
+        let out = try ToolProcess.runProgram(at: "/bin/sh", ["-c", "\(opensslPath) pkey -in '\(dir.file("k.pem"))' -pubout -outform DER | sha256sum"])
         #expect(out.status == 0)
-        #expect(out.standardOutput.hasPrefix(key.fingerprint.hex + " "))
+        #expect(out.stdout.hasPrefix(key.fingerprint.hex + " "))
     }
 
     @Test func errorsCarryOpenSSLReasonAndLeaveNoQueuedErrors() throws {

@@ -154,23 +154,9 @@ struct Identity: Sendable {
 
 // MARK: - Subprocesses
 
-/// ToolTestSupport's types under the names these tests use (the test files do not import it).
-typealias TemporaryDirectory = ToolTestSupport.TemporaryDirectory
-typealias ProcessOutput = ToolRun
-
-extension ToolRun {
-    var standardOutput: String { stdout }
-    var standardError: String { stderr }
-}
-
 /// The openssl CLI.
 let opensslPath = "/usr/bin/openssl"
 
-/// Runs a program to completion (ToolTestSupport's runner) with this process's environment and
-/// `input` on stdin; kills it and throws if it outlives `timeout`.
-func run(_ executable: String, _ arguments: [String], input: [UInt8] = [], timeout: Duration = .seconds(30)) throws -> ProcessOutput {
-    try ToolProcess.runProgram(at: executable, arguments, stdin: input, timeout: timeout)
-}
 
 /// A child process whose stdout we can read line by line under a deadline; killed on `kill()`
 /// and on deinit, so no path leaves it running.

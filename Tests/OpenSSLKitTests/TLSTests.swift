@@ -1,4 +1,5 @@
 import Foundation
+import ToolTestSupport
 import OpenSSLKit
 import Testing
 
@@ -135,8 +136,8 @@ private struct Side: Sendable {
             }
             return Side(error: failure(result))
         }
-        async let cli = onThread { () throws -> ProcessOutput in
-            try run(opensslPath, ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2"], timeout: .seconds(15))
+        async let cli = onThread { () throws -> ToolRun in
+            try ToolProcess.runProgram(at: opensslPath, ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2"], timeout: .seconds(15))
         }
         let (s, output) = try await (server, cli)
         #expect(s.error?.message.contains("unsupported protocol") == true)
@@ -181,12 +182,12 @@ private struct Side: Sendable {
             try connection.shutdown(deadline: end)
             return Side(protocolName: connection.negotiatedProtocol)
         }
-        async let cli = onThread { () throws -> ProcessOutput in
-            try run(opensslPath, ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-quiet"], timeout: .seconds(15))
+        async let cli = onThread { () throws -> ToolRun in
+            try ToolProcess.runProgram(at: opensslPath, ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-quiet"], timeout: .seconds(15))
         }
         let (s, output) = try await (server, cli)
         #expect(s.protocolName == "TLSv1.3")
-        #expect(output.standardOutput.contains("hello from rivet"), "\(output.standardError)")
+        #expect(output.stdout.contains("hello from rivet"), "\(output.stderr)")
     }
 
     @Test func plainTCPGarbageIsATypedErrorOnBothSides() async throws {

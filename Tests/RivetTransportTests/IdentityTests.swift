@@ -1,4 +1,5 @@
 import Foundation
+import ToolTestSupport
 import OpenSSLKit
 import RivetPairing
 import RivetTransport
@@ -39,8 +40,8 @@ func mode(_ path: String) -> mode_t? {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.path)
-        let spki = try run("/bin/sh", ["-c", "\(opensslPath) pkey -in '\(identity.keyPath)' -pubout -outform DER | \(opensslPath) dgst -sha256 -hex"])
-        #expect(spki.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix(identity.fingerprintHex))
+        let spki = try ToolProcess.runProgram(at: "/bin/sh", ["-c", "\(opensslPath) pkey -in '\(identity.keyPath)' -pubout -outform DER | \(opensslPath) dgst -sha256 -hex"])
+        #expect(spki.stdout.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix(identity.fingerprintHex))
         #expect(identity.fingerprintHex.count == 64)
         let groups = identity.fingerprintForPeople.split(separator: " ")
         #expect(groups.count == 16 && groups.allSatisfy { $0.count == 4 })

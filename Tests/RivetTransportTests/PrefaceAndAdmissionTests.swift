@@ -1,4 +1,5 @@
 import Foundation
+import ToolTestSupport
 import OpenSSLKit
 import RivetPairing
 import RivetSession
@@ -118,9 +119,9 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         #expect(try await onThread { closedByPeer(plain) })
 
         let port = server.port
-        let tls12 = try await onThread { try run(opensslPath, ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2"], timeout: .seconds(15)) }
+        let tls12 = try await onThread { try ToolProcess.runProgram(at: opensslPath, ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_2"], timeout: .seconds(15)) }
         #expect(tls12.status != 0)
-        #expect(tls12.standardError.contains("alert protocol version") || tls12.standardError.contains("protocol version"))
+        #expect(tls12.stderr.contains("alert protocol version") || tls12.stderr.contains("protocol version"))
         #expect(await eventually { server.closedReasons().contains { $0.contains("TLS 1.3") } })
         #expect(server.handler.admitted.withLock { $0 } == 0)
     }
@@ -130,16 +131,16 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         defer { server.stop() }
         let port = server.port
         let output = try await onThread {
-            try run(opensslPath, ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-showcerts"], timeout: .seconds(15))
+            try ToolProcess.runProgram(at: opensslPath, ["s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-showcerts"], timeout: .seconds(15))
         }
-        #expect(output.standardOutput.contains("TLSv1.3"))
-        let text = output.standardOutput
+        #expect(output.stdout.contains("TLSv1.3"))
+        let text = output.stdout
         let begin = try #require(text.range(of: "-----BEGIN CERTIFICATE-----"))
         let end = try #require(text.range(of: "-----END CERTIFICATE-----"))
         let certificate = try SelfSignedCertificate(pem: String(text[begin.lowerBound..<end.upperBound]))
         #expect(certificate.fingerprint == server.identity.fingerprint)
-        #expect(output.standardOutput.contains("New, TLSv1.3"))
-        #expect(output.standardOutput.contains("Peer signature type: ECDSA") && output.standardOutput.contains("Server public key is 256 bit"))
+        #expect(output.stdout.contains("New, TLSv1.3"))
+        #expect(output.stdout.contains("Peer signature type: ECDSA") && output.stdout.contains("Server public key is 256 bit"))
         // The server completed the handshake and then saw s_client leave without a preface.
         #expect(await eventually { server.closedReasons() == ["the connection ended during the RVD1 preface"] }, "\(server.closedReasons())")
     }
