@@ -1,8 +1,8 @@
 import Foundation
-import ToolTestSupport
 import OpenSSLKit
 import Synchronization
 import Testing
+import ToolTestSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import Foundation
-import ToolTestSupport
 import OpenSSLKit
 import Testing
+import ToolTestSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,9 +1,9 @@
 import Foundation
-import ToolTestSupport
 import OpenSSLKit
 import RivetPairing
 import RivetTransport
 import Testing
+import ToolTestSupport
 
 #if canImport(Glibc)
 import Glibc

@@ -1,11 +1,11 @@
 import Foundation
-import ToolTestSupport
 import OpenSSLKit
 import RivetPairing
 import RivetSession
 import RivetTransport
 import Synchronization
 import Testing
+import ToolTestSupport
 
 #if canImport(Glibc)
 import Glibc
