@@ -91,7 +91,7 @@ extension NativeHTTP {
         let opener = OpenBridge(onOpen)
         try await withTaskCancellationHandler {
             _ = try await exchange(
-                streamRequest,
+                streamRequest, receiveBufferSize: StreamReceiver.receiveBufferSize,
                 onHead: { head in
                     if let refusal = receiver.validate(head) { return refusal }
                     return opener.runBlocking(
@@ -151,6 +151,11 @@ private final class OpenBridge: @unchecked Sendable {
 /// The byte side of a stream, shared by `NativeHTTP` and `ScriptedTransport` so scripted
 /// streams go through the same validation and the same line splitter as real ones.
 package final class StreamReceiver {
+    /// The most bytes one received piece holds: a fast stream is read in large pieces (fewer
+    /// reads, and fewer output flushes for a consumer that flushes per piece), while a slow one
+    /// still delivers each piece as soon as it arrives.
+    package static let receiveBufferSize = 256 << 10
+
     private var splitter: EventStreamLineSplitter
     private let onLine: (UnsafeBufferPointer<UInt8>) throws -> Void
     private let onIdle: (() throws -> Void)?
