@@ -82,9 +82,51 @@ extension NativeHTTP {
             receiver: StreamReceiver(limits: limits, onLineBytes: onLineBytes, onIdle: onIdle))
     }
 
+    /// Opens the event stream at `path` like ``stream(_:headers:limits:onOpen:onLine:onIdle:)``,
+    /// but parses it with `parser` and hands `onEvent` each event it dispatches as the bytes of
+    /// its type, data and ID: valid only during the call, possibly not UTF-8
+    /// (`String(decoding:as:)` of each gives the ``ServerSentEvent`` the parser's `append` would
+    /// give). Lines never reach the caller, so a fast stream costs no call per line.
+    ///
+    /// - `parser` enforces its limits as bytes arrive and carries the event source's state:
+    ///   create it with the last event ID of an earlier connection. However the call ends, the
+    ///   connection's unfinished line and event are then discarded (`finish()`), never applied,
+    ///   and `parser` holds what the next connection needs: ``EventStreamParser/lastEventID``
+    ///   to send as `Last-Event-ID`, ``EventStreamParser/reconnectionTime`` from `retry`.
+    /// - `onEvent` runs on the transfer's thread; an error it throws ends the stream with that
+    ///   error (events after it in the same piece are parsed but not delivered).
+    /// - `onOpen`, `onIdle`, validation, origin, credential and redirect rules are those of
+    ///   ``stream(_:headers:limits:onOpen:onLine:onIdle:)``.
+    /// - Throws: as ``stream(_:headers:limits:onOpen:onLine:onIdle:)``, with
+    ///   ``EventStreamError`` for a line or event over the parser's limits.
+    public func stream(
+        _ path: String, headers: [NativeHeaderField] = [], parser: inout EventStreamParser,
+        onOpen: (@Sendable (NativeResponse) async throws -> Void)? = nil,
+        onEvent: @escaping (
+            _ type: UnsafeBufferPointer<UInt8>, _ data: UnsafeBufferPointer<UInt8>, _ id: UnsafeBufferPointer<UInt8>
+        ) throws -> Void,
+        onIdle: (() throws -> Void)? = nil
+    ) async throws {
+        var taken = EventStreamParser(limits: parser.limits)
+        swap(&taken, &parser)
+        let receiver = EventReceiver(parser: taken, onEvent: onEvent, onIdle: onIdle)
+        defer { parser = receiver.endConnection() }
+        try await stream(path, headers: headers, onOpen: onOpen, append: { receiver.append($0) })
+    }
+
     private func stream(
         _ path: String, headers: [NativeHeaderField], onOpen: (@Sendable (NativeResponse) async throws -> Void)?,
         receiver: StreamReceiver
+    ) async throws {
+        try await stream(path, headers: headers, onOpen: onOpen, append: { receiver.append($0) })
+        receiver.finish()
+    }
+
+    /// The exchange of every stream: validates the head, runs `onOpen`, then hands each body
+    /// piece to `append`, which returns the error that stops the transfer, or nil.
+    private func stream(
+        _ path: String, headers: [NativeHeaderField], onOpen: (@Sendable (NativeResponse) async throws -> Void)?,
+        append: @escaping (UnsafeRawBufferPointer) -> (any Error)?
     ) async throws {
         let streamRequest = NativeRequest(
             method: "GET", path, headers: StreamReceiver.requestHeaders(headers), maxBytes: 0)
@@ -93,16 +135,15 @@ extension NativeHTTP {
             _ = try await exchange(
                 streamRequest, receiveBufferSize: StreamReceiver.receiveBufferSize,
                 onHead: { head in
-                    if let refusal = receiver.validate(head) { return refusal }
+                    if let refusal = StreamReceiver.refusal(of: head) { return refusal }
                     return opener.runBlocking(
                         NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt))
                 },
-                onBody: { receiver.append($0) })
+                onBody: append)
         } onCancel: {
             opener.cancel()
         }
         try Task.checkCancellation()
-        receiver.finish()
     }
 }
 
@@ -190,6 +231,11 @@ package final class StreamReceiver {
 
     /// The refusal of a head that does not open an event stream, or nil.
     package func validate(_ head: NativeHTTP.ResponseHead) -> NativeClientError? {
+        Self.refusal(of: head)
+    }
+
+    /// The refusal of a head that does not open an event stream, or nil.
+    package static func refusal(of head: NativeHTTP.ResponseHead) -> NativeClientError? {
         let response = NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt)
         if let error = response.error { return error }
         guard head.status == 200 else {
@@ -235,5 +281,53 @@ package final class StreamReceiver {
     /// Ends the stream: an unfinished line is dropped.
     package func finish() {
         splitter.finish()
+    }
+}
+
+/// The byte side of an event stream parsed into events (``NativeHTTP/stream(_:headers:parser:onOpen:onEvent:onIdle:)``):
+/// each piece goes through one parser call, which hands out whole events.
+final class EventReceiver {
+    private var parser: EventStreamParser
+    private let onEvent: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void
+    private let onIdle: (() throws -> Void)?
+
+    init(
+        parser: EventStreamParser,
+        onEvent: @escaping (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void,
+        onIdle: (() throws -> Void)?
+    ) {
+        self.parser = parser
+        self.onEvent = onEvent
+        self.onIdle = onIdle
+    }
+
+    /// Parses `piece` and delivers its events, then runs `onIdle`; the error that must stop the
+    /// transfer, or nil.
+    func append(_ piece: UnsafeRawBufferPointer) -> (any Error)? {
+        var failure: (any Error)?
+        let onEvent = self.onEvent
+        do throws(EventStreamError) {
+            try parser.appendBytes(piece.bindMemory(to: UInt8.self)) { type, data, id in
+                guard failure == nil else { return }
+                do { try onEvent(type, data, id) } catch { failure = error }
+            }
+        } catch {
+            return failure ?? error
+        }
+        if let failure { return failure }
+        do {
+            try onIdle?()
+        } catch {
+            return error
+        }
+        return nil
+    }
+
+    /// Ends the connection: discards its unfinished line and event and hands back the parser.
+    func endConnection() -> EventStreamParser {
+        parser.finish()
+        var ended = EventStreamParser(limits: parser.limits)
+        swap(&ended, &parser)
+        return ended
     }
 }

@@ -150,6 +150,99 @@ final class StreamLog: Sendable {
     }
 }
 
+/// The stream parsed into events (`stream(_:headers:parser:onOpen:onEvent:onIdle:)`).
+@Suite struct EventStreamTests {
+    /// Records an event's fields as one log entry.
+    static func record(_ log: StreamLog) -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void {
+        { type, data, id in
+            log.add(
+                "\(String(decoding: type, as: UTF8.self)) \(String(decoding: data, as: UTF8.self)) \(String(decoding: id, as: UTF8.self))")
+        }
+    }
+
+    @Test func eventsArriveAfterOnOpenAndTheParserKeepsTheSourcesState() async throws {
+        let server = try server(
+            LoopbackHTTPResponse(steps: [
+                .send(eventStreamHead()), .send(bytes("id: 1\r\nevent: tick\ndata: a\r")), .pause(.milliseconds(20)),
+                .send(bytes("\n\r\n:c\nretry: 250\ndata: caf\u{E9}\n\nid: 9\ndata: unfinished\n")),
+            ]))
+        let log = StreamLog()
+        var parser = EventStreamParser(lastEventID: "0")
+        try await client(server).stream(
+            "/events", parser: &parser,
+            onOpen: { response in
+                try await Task.sleep(for: .milliseconds(50))
+                log.add("open \(response.status)")
+            },
+            onEvent: Self.record(log), onIdle: { log.add("idle") })
+        let events = log.all.filter { $0 != "idle" }
+        #expect(events == ["open 200", "tick a 1", "message caf\u{E9} 1"])
+        #expect(log.all.contains("idle"))
+        #expect(parser.lastEventID == "1", "the unfinished event's id is never committed")
+        #expect(parser.reconnectionTime == .milliseconds(250))
+        #expect(parser.finish() == false, "the stream already discarded the unfinished event")
+        #expect(server.requests.first?.firstValue(forName: "accept") == "text/event-stream")
+    }
+
+    @Test func theParsersBoundsApplyAndItsStateSurvivesTheFailure() async throws {
+        let limits = try EventStreamLimits(maxLineBytes: 1000, maxEventBytes: 4000)
+        let body = bytes("id: 5\ndata: ok\n\ndata:") + Array(repeating: 0x61, count: 996) + bytes("\n\n")
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + body)]))
+        let log = StreamLog()
+        var parser = EventStreamParser(limits: limits)
+        let error = await caught {
+            try await client(server).stream("/", parser: &parser, onEvent: Self.record(log))
+        }
+        #expect(error as? EventStreamError == .lineTooLong)
+        #expect(log.all == ["message ok 5"])
+        #expect(parser.lastEventID == "5")
+        #expect(parser.limits == limits)
+    }
+
+    @Test func anErrorFromOnEventEndsTheStreamWithIt() async throws {
+        struct Stop: Error {}
+        let server = try server(
+            LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data: 1\n\ndata: 2\n\n")), .hangUntilStopped]))
+        let log = StreamLog()
+        var parser = EventStreamParser()
+        let error = await caught {
+            try await client(server).stream(
+                "/", parser: &parser,
+                onEvent: { type, data, id in
+                    Self.record(log)(type, data, id)
+                    throw Stop()
+                })
+        }
+        #expect(error is Stop)
+        #expect(log.all == ["message 1 "])
+    }
+
+    @Test func aRefusedHeadDeliversNothing() async throws {
+        let server = try server(.fixed(headers: [LoopbackHTTPHeader("Content-Type", "text/plain")], body: bytes("data: x\n\n")))
+        let log = StreamLog()
+        var parser = EventStreamParser()
+        let error = await caught {
+            try await client(server).stream("/", parser: &parser, onOpen: { _ in log.add("open") }, onEvent: Self.record(log))
+        }
+        #expect((error as? NativeClientError)?.retryClass == .permanent)
+        #expect(log.all.isEmpty)
+    }
+
+    @Test func cancellationEndsAStreamThatIsStillOpen() async throws {
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data: a\n\n")), .hangUntilStopped]))
+        let log = StreamLog()
+        let http = try client(server)
+        let task = Task {
+            var parser = EventStreamParser()
+            try await http.stream("/", parser: &parser, onEvent: Self.record(log))
+        }
+        #expect(await waitUntil { log.all.count == 1 })
+        task.cancel()
+        let result = await task.result
+        #expect(throws: CancellationError.self) { try result.get() }
+    }
+}
+
 /// Polls `condition` every 5 ms for up to 10 s.
 func waitUntil(_ condition: () -> Bool) async -> Bool {
     for _ in 0..<2000 {
