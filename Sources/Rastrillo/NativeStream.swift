@@ -93,9 +93,17 @@ extension NativeHTTP {
     ///   connection's unfinished line and event are then discarded (`finish()`), never applied,
     ///   and `parser` holds what the next connection needs: ``EventStreamParser/lastEventID``
     ///   to send as `Last-Event-ID`, ``EventStreamParser/reconnectionTime`` from `retry`.
-    /// - `onEvent` runs on the transfer's thread; an error it throws ends the stream with that
-    ///   error (events after it in the same piece are parsed but not delivered).
-    /// - `onOpen`, `onIdle`, validation, origin, credential and redirect rules are those of
+    /// - Receiving and parsing overlap: the transfer's thread only copies each received piece
+    ///   into a bounded buffer (512 KiB; when it is full, receiving waits), and a thread of the
+    ///   call's own parses what has arrived, calls `onEvent` for each event in order, and runs
+    ///   `onIdle` whenever it has caught up, before it waits for more bytes. The call returns or
+    ///   throws only after that thread is done: bytes that arrived before the server ended the
+    ///   stream, or before a transport failure, are all parsed and delivered first (not after
+    ///   cancellation, which drops what is left).
+    /// - An error `onEvent` or `onIdle` throws ends the stream with that error (events after it
+    ///   in the same batch of bytes are parsed but not delivered); so does a line or event over
+    ///   the parser's limits, which comes before a transport failure that followed those bytes.
+    /// - `onOpen`, validation, origin, credential and redirect rules are those of
     ///   ``stream(_:headers:limits:onOpen:onLine:onIdle:)``.
     /// - Throws: as ``stream(_:headers:limits:onOpen:onLine:onIdle:)``, with
     ///   ``EventStreamError`` for a line or event over the parser's limits.
@@ -111,22 +119,42 @@ extension NativeHTTP {
         swap(&taken, &parser)
         let receiver = EventReceiver(parser: taken, onEvent: onEvent, onIdle: onIdle)
         defer { parser = receiver.endConnection() }
-        try await stream(path, headers: headers, onOpen: onOpen, append: { receiver.append($0) })
+        // The exchange runs as a task of its own so that a failure on the parsing thread (a
+        // bound, or an error from onEvent or onIdle) can stop it at once, even while the server
+        // sends nothing more.
+        let exchange = Task {
+            try await self.stream(
+                path, headers: headers, onOpen: onOpen, append: { receiver.append($0) }, onCancel: { receiver.cancel() })
+        }
+        receiver.whenStopped { exchange.cancel() }
+        do {
+            try await withTaskCancellationHandler {
+                try await exchange.value
+            } onCancel: {
+                exchange.cancel()
+            }
+        } catch {
+            let cancelled = Task.isCancelled
+            if let failure = await receiver.drain(cancelled: cancelled), !cancelled { throw failure }
+            throw error
+        }
+        if let failure = await receiver.drain(cancelled: false) { throw failure }
     }
 
     private func stream(
         _ path: String, headers: [NativeHeaderField], onOpen: (@Sendable (NativeResponse) async throws -> Void)?,
         receiver: StreamReceiver
     ) async throws {
-        try await stream(path, headers: headers, onOpen: onOpen, append: { receiver.append($0) })
+        try await stream(path, headers: headers, onOpen: onOpen, append: { receiver.append($0) }, onCancel: {})
         receiver.finish()
     }
 
     /// The exchange of every stream: validates the head, runs `onOpen`, then hands each body
-    /// piece to `append`, which returns the error that stops the transfer, or nil.
+    /// piece to `append`, which returns the error that stops the transfer, or nil; `onCancel`
+    /// runs when the calling task is cancelled.
     private func stream(
         _ path: String, headers: [NativeHeaderField], onOpen: (@Sendable (NativeResponse) async throws -> Void)?,
-        append: @escaping (UnsafeRawBufferPointer) -> (any Error)?
+        append: @escaping (UnsafeRawBufferPointer) -> (any Error)?, onCancel: @escaping @Sendable () -> Void
     ) async throws {
         let streamRequest = NativeRequest(
             method: "GET", path, headers: StreamReceiver.requestHeaders(headers), maxBytes: 0)
@@ -142,6 +170,7 @@ extension NativeHTTP {
                 onBody: append)
         } onCancel: {
             opener.cancel()
+            onCancel()
         }
         try Task.checkCancellation()
     }
@@ -281,53 +310,5 @@ package final class StreamReceiver {
     /// Ends the stream: an unfinished line is dropped.
     package func finish() {
         splitter.finish()
-    }
-}
-
-/// The byte side of an event stream parsed into events (``NativeHTTP/stream(_:headers:parser:onOpen:onEvent:onIdle:)``):
-/// each piece goes through one parser call, which hands out whole events.
-final class EventReceiver {
-    private var parser: EventStreamParser
-    private let onEvent: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void
-    private let onIdle: (() throws -> Void)?
-
-    init(
-        parser: EventStreamParser,
-        onEvent: @escaping (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) throws -> Void,
-        onIdle: (() throws -> Void)?
-    ) {
-        self.parser = parser
-        self.onEvent = onEvent
-        self.onIdle = onIdle
-    }
-
-    /// Parses `piece` and delivers its events, then runs `onIdle`; the error that must stop the
-    /// transfer, or nil.
-    func append(_ piece: UnsafeRawBufferPointer) -> (any Error)? {
-        var failure: (any Error)?
-        let onEvent = self.onEvent
-        do throws(EventStreamError) {
-            try parser.appendBytes(piece.bindMemory(to: UInt8.self)) { type, data, id in
-                guard failure == nil else { return }
-                do { try onEvent(type, data, id) } catch { failure = error }
-            }
-        } catch {
-            return failure ?? error
-        }
-        if let failure { return failure }
-        do {
-            try onIdle?()
-        } catch {
-            return error
-        }
-        return nil
-    }
-
-    /// Ends the connection: discards its unfinished line and event and hands back the parser.
-    func endConnection() -> EventStreamParser {
-        parser.finish()
-        var ended = EventStreamParser(limits: parser.limits)
-        swap(&ended, &parser)
-        return ended
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import LoopbackHTTPServer
 import Rastrillo
 import RastrilloStreams
@@ -215,6 +216,81 @@ final class StreamLog: Sendable {
         }
         #expect(error is Stop)
         #expect(log.all == ["message 1 "])
+    }
+
+    /// A chunked event stream that sends `body` as one chunk and closes before the last chunk:
+    /// a transport failure after every byte of `body` arrived.
+    func cutShort(_ body: [UInt8]) -> LoopbackHTTPResponse {
+        let head = LoopbackHTTPResponse.headBytes(
+            status: 200,
+            headers: [
+                LoopbackHTTPHeader("Content-Type", "text/event-stream"), LoopbackHTTPHeader("Transfer-Encoding", "chunked"),
+                LoopbackHTTPHeader("Connection", "close"),
+            ])
+        return LoopbackHTTPResponse(steps: [.send(head + LoopbackHTTPResponse.chunkBytes(body)), .close])
+    }
+
+    @Test func bytesBeforeATransportFailureAreAllDeliveredFirst() async throws {
+        let events = (0..<300).map { "id: \($0)\ndata: event \($0)\n\n" }.joined()
+        let server = try server(cutShort(bytes(events)))
+        let log = StreamLog()
+        var parser = EventStreamParser()
+        let error = await caught { try await client(server).stream("/", parser: &parser, onEvent: Self.record(log)) }
+        let failure = try #require(error as? NativeClientError)
+        #expect(failure.retryClass == .offline || failure.retryClass == .transient)
+        #expect(log.all == (0..<300).map { "message event \($0) \($0)" })
+        #expect(parser.lastEventID == "299")
+    }
+
+    @Test func aBoundBrokenBeforeATransportFailureIsTheError() async throws {
+        let limits = try EventStreamLimits(maxLineBytes: 100, maxEventBytes: 400)
+        let body = bytes("data: a\n\ndata: ") + Array(repeating: 0x62, count: 200) + bytes("\n\n")
+        let server = try server(cutShort(body))
+        let log = StreamLog()
+        var parser = EventStreamParser(limits: limits)
+        let error = await caught { try await client(server).stream("/", parser: &parser, onEvent: Self.record(log)) }
+        #expect(error as? EventStreamError == .lineTooLong)
+        #expect(log.all == ["message a "])
+    }
+
+    @Test func anErrorFromOnIdleEndsAStreamThatSendsNothingMore() async throws {
+        struct Stop: Error {}
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data: 1\n\n")), .hangUntilStopped]))
+        let log = StreamLog()
+        var parser = EventStreamParser()
+        let error = await caught {
+            try await client(server).stream(
+                "/", parser: &parser, onEvent: Self.record(log),
+                onIdle: {
+                    log.add("idle")
+                    throw Stop()
+                })
+        }
+        #expect(error is Stop)
+        #expect(log.all == ["message 1 ", "idle"])
+    }
+
+    @Test func aSlowConsumerGetsEveryEventInOrderWhileReceivingWaits() async throws {
+        // Several times the receive buffer, consumed slowly: receiving has to wait for room.
+        let count = 40_000
+        let payload = String(repeating: "x", count: 60)
+        let events = (0..<count).map { "id: \($0)\ndata: \(payload)\n\n" }.joined()
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes(events))]))
+        let seen = Mutex<(count: Int, inOrder: Bool)>((0, true))
+        var parser = EventStreamParser()
+        try await client(server).stream(
+            "/", parser: &parser,
+            onEvent: { _, data, id in
+                let number = Int(String(decoding: id, as: UTF8.self)) ?? -1
+                seen.withLock { state in
+                    if number != state.count || data.count != 60 { state.inOrder = false }
+                    state.count += 1
+                    if state.count % 4_000 == 0 { usleep(20_000) }
+                }
+            })
+        #expect(seen.withLock { $0.count } == count)
+        #expect(seen.withLock { $0.inOrder })
+        #expect(parser.lastEventID == String(count - 1))
     }
 
     @Test func aRefusedHeadDeliversNothing() async throws {
