@@ -6,8 +6,7 @@ import RastrilloStreams
 /// the transfer's thread hands each received piece to ``append(_:)``, which copies it into a
 /// bounded buffer and returns; a thread of the receiver's own takes everything buffered at once,
 /// parses it, delivers its events and runs `onIdle` whenever it has caught up.
-// @unchecked: the buffer and flags are guarded by `mutex`; the parser and the working buffer are
-// used by the parsing thread only, and by the caller only after `drain` saw that thread end.
+// @unchecked: shared state is guarded by `mutex`; the parser belongs to the parsing thread until `drain`.
 final class EventReceiver: @unchecked Sendable {
     /// Bytes buffered and not yet parsed, at most (a larger single piece is still taken whole):
     /// when the parser falls behind, receiving waits.

@@ -99,8 +99,7 @@ final class StreamOutput: Sendable {
 
 /// The event or raw lines not yet written. Each connection delivers its lines from one thread at
 /// a time, and the follower flushes or discards them only after the connection ended.
-// @unchecked: used by one thread at a time, as above; the buffer sits behind a pointer so the
-// per-event path pays neither a lock nor a class's dynamic exclusivity check.
+// @unchecked: used by one thread at a time (see above), so it needs no lock on the per-event path.
 final class PendingLines: @unchecked Sendable {
     /// Write the buffer at once past this many bytes, so memory stays bounded.
     private static let flushThreshold = 1 << 18
