@@ -8,9 +8,10 @@ import Synchronization
 /// In order: ignores `SIGPIPE` (a closed stdout then shows up as ``OutputClosed``); parses the
 /// arguments (a ``UsageError`` prints one line on stderr and exits 2); answers `--help`
 /// (stdout, exit 0) and `--version` (`TOOL VERSION`, exit 0); handles `SIGINT` and `SIGTERM`
-/// (dispositions set to `SIG_IGN`, signals read through Dispatch signal sources, the body started
-/// only once both sources are registered; a signal in the microseconds before that is ignored);
-/// runs the body in a task; maps its outcome to the exit status:
+/// (a handler hands each to a thread of its own through a pipe; the handlers are in place
+/// before the body starts, so no signal is missed, and threads started from then on keep both
+/// signals blocked, so their system calls are not interrupted); runs the body in a task; maps
+/// its outcome to the exit status:
 ///
 /// - returned status → that status;
 /// - the first `SIGINT`/`SIGTERM` cancels the body's task; once the body returns or throws,
@@ -55,30 +56,22 @@ public enum ToolRunner {
         }
 
         let run = RunState()
-        let signalQueue = DispatchQueue(label: "CommandLineKit.ToolRunner.signals")
-        let registered = DispatchSemaphore(value: 0)
-        var sources: [any DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: signalQueue)
-            source.setEventHandler { run.received(signal: number) }
-            source.setRegistrationHandler { registered.signal() }
-            source.resume()
-            sources.append(source)
+        guard SignalThread.start({ run.received(signal: $0) }) else {
+            writeError("\(spec.name): could not start the signal thread")
+            exit(ExitStatus.failure.code)
         }
-        // Registration is asynchronous; a signal sent before it completes would be ignored, so
-        // the body starts only once both sources are listening.
-        for _ in sources { registered.wait() }
-        let keptSources = SignalSources(sources)
 
-        let task = Task { try await body(parsed) }
-        run.started(task)
-        Task {
-            let result = await task.result
-            let code = exitCode(for: result, signal: run.signal, spec: spec)
-            withExtendedLifetime(keptSources) {}
-            exit(code)
+        // One task runs the body and exits with its outcome.
+        let task = Task {
+            let result: Result<ExitStatus, any Error>
+            do {
+                result = .success(try await body(parsed))
+            } catch {
+                result = .failure(error)
+            }
+            exit(exitCode(for: result, signal: run.signal, spec: spec))
         }
+        run.started(task)
 
         if isMainThread() {
             dispatchMain()
@@ -158,14 +151,14 @@ public enum ToolRunner {
 private final class RunState: Sendable {
     private struct State {
         var signal: Int32?
-        var task: Task<ExitStatus, any Error>?
+        var task: Task<Void, Never>?
     }
 
     private let state = Mutex(State())
 
     var signal: Int32? { state.withLock { $0.signal } }
 
-    func started(_ task: Task<ExitStatus, any Error>) {
+    func started(_ task: Task<Void, Never>) {
         let alreadySignalled = state.withLock { state -> Bool in
             state.task = task
             return state.signal != nil
@@ -174,7 +167,7 @@ private final class RunState: Sendable {
     }
 
     func received(signal number: Int32) {
-        let (first, task) = state.withLock { state -> (Bool, Task<ExitStatus, any Error>?) in
+        let (first, task) = state.withLock { state -> (Bool, Task<Void, Never>?) in
             if state.signal != nil { return (false, nil) }
             state.signal = number
             return (true, state.task)
@@ -187,9 +180,82 @@ private final class RunState: Sendable {
     }
 }
 
-/// Keeps the signal sources alive until the process exits.
-// @unchecked: the sources are only held, never touched again after being resumed.
-private final class SignalSources: @unchecked Sendable {
-    let sources: [any DispatchSourceSignal]
-    init(_ sources: [any DispatchSourceSignal]) { self.sources = sources }
+/// SIGINT and SIGTERM for ``ToolRunner``: a handler writes each signal's number to a pipe
+/// (`write(2)` is async-signal-safe) and a thread of its own reads it and hands it on. Installing
+/// a handler is synchronous, so once ``start(_:)`` returns no signal is missed (one arriving
+/// before the thread reads waits in the pipe); that costs one thread and no registration round
+/// trip, where Dispatch signal sources cost libdispatch's threads and a wait for them.
+private enum SignalThread {
+    /// The pipe's write end, for the handler; -1 until ``start(_:)``.
+    static let writeEnd = Atomic<Int32>(-1)
+
+    private final class Reader {
+        let readEnd: Int32
+        let received: @Sendable (Int32) -> Void
+        init(readEnd: Int32, received: @escaping @Sendable (Int32) -> Void) {
+            self.readEnd = readEnd
+            self.received = received
+        }
+    }
+
+    /// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it starts from
+    /// now on), installs the handlers and starts the thread that takes the signals and calls
+    /// `received` with each. Returns false when the pipe or the thread cannot be created.
+    static func start(_ received: @escaping @Sendable (Int32) -> Void) -> Bool {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return false }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        writeEnd.store(ends[1], ordering: .releasing)
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { number in
+            let descriptor = SignalThread.writeEnd.load(ordering: .acquiring)
+            guard descriptor >= 0 else { return }
+            let savedErrno = errno
+            var byte = UInt8(truncatingIfNeeded: number)
+            _ = write(descriptor, &byte, 1)
+            errno = savedErrno
+        }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = SA_RESTART
+        sigaction(SIGINT, &action, nil)
+        sigaction(SIGTERM, &action, nil)
+
+        let reader = Unmanaged.passRetained(Reader(readEnd: ends[0], received: received)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let code = pthread_create(&thread, &attributes, { raw in
+            let reader = Unmanaged<Reader>.fromOpaque(raw!).takeRetainedValue()
+            var signals = sigset_t()
+            sigemptyset(&signals)
+            sigaddset(&signals, SIGINT)
+            sigaddset(&signals, SIGTERM)
+            // The one thread the signals reach (besides threads that existed before start).
+            pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+            while true {
+                var byte: UInt8 = 0
+                let count = read(reader.readEnd, &byte, 1)
+                if count == 1 {
+                    reader.received(Int32(byte))
+                } else if count < 0, errno == EINTR {
+                    continue
+                } else {
+                    return nil
+                }
+            }
+        }, reader)
+        if code != 0 {
+            Unmanaged<Reader>.fromOpaque(reader).release()
+            return false
+        }
+        return true
+    }
 }

@@ -103,11 +103,14 @@ public struct NativeHTTP: NativeTransport {
     ///
     /// - Throws: the callbacks' error; `CancellationError`; `NativeClientError` as for
     ///   ``responseDetails(_:)``.
+    /// - Parameter receiveBufferSize: the most bytes one `onBody` call gets (1 KiB to 10 MiB);
+    ///   nil for libcurl's 16 KiB.
     func exchange(
-        _ request: NativeRequest, onHead: @escaping (ResponseHead) -> (any Error)?,
+        _ request: NativeRequest, receiveBufferSize: Int? = nil, onHead: @escaping (ResponseHead) -> (any Error)?,
         onBody: @escaping (UnsafeRawBufferPointer) -> (any Error)?
     ) async throws -> ResponseHead {
         let transfer = try makeTransfer(for: request)
+        transfer.receiveBufferSize = receiveBufferSize
         let state = ExchangeState()
         let origin = self.origin
         let observer = self.observer

@@ -82,27 +82,97 @@ extension NativeHTTP {
             receiver: StreamReceiver(limits: limits, onLineBytes: onLineBytes, onIdle: onIdle))
     }
 
+    /// Opens the event stream at `path` like ``stream(_:headers:limits:onOpen:onLine:onIdle:)``,
+    /// but parses it with `parser` and hands `onEvent` each event it dispatches as the bytes of
+    /// its type, data and ID: valid only during the call, possibly not UTF-8
+    /// (`String(decoding:as:)` of each gives the ``ServerSentEvent`` the parser's `append` would
+    /// give). Lines never reach the caller, so a fast stream costs no call per line.
+    ///
+    /// - `parser` enforces its limits as bytes arrive and carries the event source's state:
+    ///   create it with the last event ID of an earlier connection. However the call ends, the
+    ///   connection's unfinished line and event are then discarded (`finish()`), never applied,
+    ///   and `parser` holds what the next connection needs: ``EventStreamParser/lastEventID``
+    ///   to send as `Last-Event-ID`, ``EventStreamParser/reconnectionTime`` from `retry`.
+    /// - Receiving and parsing overlap: the transfer's thread only copies each received piece
+    ///   into a bounded buffer (512 KiB; when it is full, receiving waits), and a thread of the
+    ///   call's own parses what has arrived, calls `onEvent` for each event in order, and runs
+    ///   `onIdle` whenever it has caught up, before it waits for more bytes. The call returns or
+    ///   throws only after that thread is done: bytes that arrived before the server ended the
+    ///   stream, or before a transport failure, are all parsed and delivered first (not after
+    ///   cancellation, which drops what is left).
+    /// - An error `onEvent` or `onIdle` throws ends the stream with that error (events after it
+    ///   in the same batch of bytes are parsed but not delivered); so does a line or event over
+    ///   the parser's limits, which comes before a transport failure that followed those bytes.
+    /// - `onOpen`, validation, origin, credential and redirect rules are those of
+    ///   ``stream(_:headers:limits:onOpen:onLine:onIdle:)``.
+    /// - Throws: as ``stream(_:headers:limits:onOpen:onLine:onIdle:)``, with
+    ///   ``EventStreamError`` for a line or event over the parser's limits.
+    public func stream(
+        _ path: String, headers: [NativeHeaderField] = [], parser: inout EventStreamParser,
+        onOpen: (@Sendable (NativeResponse) async throws -> Void)? = nil,
+        onEvent: @escaping (
+            _ type: UnsafeBufferPointer<UInt8>, _ data: UnsafeBufferPointer<UInt8>, _ id: UnsafeBufferPointer<UInt8>
+        ) throws -> Void,
+        onIdle: (() throws -> Void)? = nil
+    ) async throws {
+        var taken = EventStreamParser(limits: parser.limits)
+        swap(&taken, &parser)
+        let receiver = EventReceiver(parser: taken, onEvent: onEvent, onIdle: onIdle)
+        defer { parser = receiver.endConnection() }
+        // The exchange runs as a task of its own so that a failure on the parsing thread (a
+        // bound, or an error from onEvent or onIdle) can stop it at once, even while the server
+        // sends nothing more.
+        let exchange = Task {
+            try await self.stream(
+                path, headers: headers, onOpen: onOpen, append: { receiver.append($0) }, onCancel: { receiver.cancel() })
+        }
+        receiver.whenStopped { exchange.cancel() }
+        do {
+            try await withTaskCancellationHandler {
+                try await exchange.value
+            } onCancel: {
+                exchange.cancel()
+            }
+        } catch {
+            let cancelled = Task.isCancelled
+            if let failure = await receiver.drain(cancelled: cancelled), !cancelled { throw failure }
+            throw error
+        }
+        if let failure = await receiver.drain(cancelled: false) { throw failure }
+    }
+
     private func stream(
         _ path: String, headers: [NativeHeaderField], onOpen: (@Sendable (NativeResponse) async throws -> Void)?,
         receiver: StreamReceiver
+    ) async throws {
+        try await stream(path, headers: headers, onOpen: onOpen, append: { receiver.append($0) }, onCancel: {})
+        receiver.finish()
+    }
+
+    /// The exchange of every stream: validates the head, runs `onOpen`, then hands each body
+    /// piece to `append`, which returns the error that stops the transfer, or nil; `onCancel`
+    /// runs when the calling task is cancelled.
+    private func stream(
+        _ path: String, headers: [NativeHeaderField], onOpen: (@Sendable (NativeResponse) async throws -> Void)?,
+        append: @escaping (UnsafeRawBufferPointer) -> (any Error)?, onCancel: @escaping @Sendable () -> Void
     ) async throws {
         let streamRequest = NativeRequest(
             method: "GET", path, headers: StreamReceiver.requestHeaders(headers), maxBytes: 0)
         let opener = OpenBridge(onOpen)
         try await withTaskCancellationHandler {
             _ = try await exchange(
-                streamRequest,
+                streamRequest, receiveBufferSize: StreamReceiver.receiveBufferSize,
                 onHead: { head in
-                    if let refusal = receiver.validate(head) { return refusal }
+                    if let refusal = StreamReceiver.refusal(of: head) { return refusal }
                     return opener.runBlocking(
                         NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt))
                 },
-                onBody: { receiver.append($0) })
+                onBody: append)
         } onCancel: {
             opener.cancel()
+            onCancel()
         }
         try Task.checkCancellation()
-        receiver.finish()
     }
 }
 
@@ -151,6 +221,11 @@ private final class OpenBridge: @unchecked Sendable {
 /// The byte side of a stream, shared by `NativeHTTP` and `ScriptedTransport` so scripted
 /// streams go through the same validation and the same line splitter as real ones.
 package final class StreamReceiver {
+    /// The most bytes one received piece holds: a fast stream is read in large pieces (fewer
+    /// reads, and fewer output flushes for a consumer that flushes per piece), while a slow one
+    /// still delivers each piece as soon as it arrives.
+    package static let receiveBufferSize = 256 << 10
+
     private var splitter: EventStreamLineSplitter
     private let onLine: (UnsafeBufferPointer<UInt8>) throws -> Void
     private let onIdle: (() throws -> Void)?
@@ -185,6 +260,11 @@ package final class StreamReceiver {
 
     /// The refusal of a head that does not open an event stream, or nil.
     package func validate(_ head: NativeHTTP.ResponseHead) -> NativeClientError? {
+        Self.refusal(of: head)
+    }
+
+    /// The refusal of a head that does not open an event stream, or nil.
+    package static func refusal(of head: NativeHTTP.ResponseHead) -> NativeClientError? {
         let response = NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt)
         if let error = response.error { return error }
         guard head.status == 200 else {

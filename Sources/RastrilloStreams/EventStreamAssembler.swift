@@ -1,3 +1,5 @@
+import Glibc
+
 /// One event dispatched from an event stream.
 public struct ServerSentEvent: Sendable, Hashable, CustomStringConvertible {
     /// The event type: the last `event` field's value, or `message` when there was none or it
@@ -41,32 +43,27 @@ public struct ServerSentEvent: Sendable, Hashable, CustomStringConvertible {
 public struct EventStreamAssembler: Sendable {
     /// The last event ID committed by a blank line: what a reconnect sends as `Last-Event-ID`.
     /// An `id` field of an event that never got its blank line is never committed.
-    public var lastEventID: String { String(decoding: lastEventIDBytes, as: UTF8.self) }
+    public var lastEventID: String { String(decoding: storage.fields.pointee.committedID.bytes, as: UTF8.self) }
     /// The reconnection time the server last asked for with a valid `retry` field, or `nil`.
     /// Kept across ``finish()``: it belongs to the event source, not to one connection.
     public private(set) var reconnectionTime: Duration?
 
-    private var lastEventIDBytes: [UInt8]
-    private var lastEventIDBuffer: [UInt8]
-    /// True when an `id` field set the buffer since the last dispatch or ``finish()``.
-    private var idSeen = false
-    private var dataBuffer: [UInt8] = []
-    private var eventTypeBuffer: [UInt8] = []
-
-    private static let message = Array("message".utf8)
-    /// Buffers up to this capacity are kept for the next event instead of freed.
-    private static let keptCapacity = 65_536
+    /// The data, type and ID buffers, shared by copies of the assembler until one of them
+    /// changes (copy on write).
+    private var storage: AssemblerStorage
 
     /// An assembler for a stream resuming after `lastEventID` (empty for a first connection).
     public init(lastEventID: String = "") {
-        lastEventIDBytes = Array(lastEventID.utf8)
-        lastEventIDBuffer = lastEventIDBytes
+        storage = AssemblerStorage()
+        var id = lastEventID
+        id.withUTF8 { storage.fields.pointee.committedID.set($0) }
     }
 
     /// True when fields of an event are waiting for their blank line.
     public var hasUnfinishedEvent: Bool {
-        !dataBuffer.isEmpty || !eventTypeBuffer.isEmpty
-            || String(decoding: lastEventIDBuffer, as: UTF8.self) != lastEventID
+        let fields = storage.fields.pointee
+        return !fields.data.isEmpty || !fields.type.isEmpty
+            || (fields.idSeen && String(decoding: fields.pendingID.bytes, as: UTF8.self) != lastEventID)
     }
 
     /// Interprets one line (without its terminator).
@@ -94,31 +91,52 @@ public struct EventStreamAssembler: Sendable {
         _ line: UnsafeBufferPointer<UInt8>,
         onEvent: (_ type: UnsafeBufferPointer<UInt8>, _ data: UnsafeBufferPointer<UInt8>, _ id: UnsafeBufferPointer<UInt8>) -> Void
     ) {
-        guard let first = line.first else { return dispatch(onEvent) }
-        if first == UInt8(ascii: ":") { return }
-        let name: UnsafeBufferPointer<UInt8>
-        let value: UnsafeBufferPointer<UInt8>
-        if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
-            name = UnsafeBufferPointer(rebasing: line[..<colon])
-            var start = colon + 1
-            if start < line.count, line[start] == UInt8(ascii: " ") { start += 1 }
-            value = UnsafeBufferPointer(rebasing: line[start...])
-        } else {
-            name = line
-            value = UnsafeBufferPointer(rebasing: line[line.count...])
+        makeUnique()
+        consumeUnique(line, onEvent: onEvent)
+    }
+
+    /// Gives this assembler its own buffers if a copy shares them, so ``consumeUnique(_:onEvent:)``
+    /// may change them in place.
+    @inline(__always)
+    mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) { storage = storage.copy() }
+    }
+
+    /// ``consume(_:onEvent:)`` after ``makeUnique()``: a caller feeding many lines checks for
+    /// sharing once, not per line.
+    @inline(__always)
+    mutating func consumeUnique(
+        _ line: UnsafeBufferPointer<UInt8>,
+        onEvent: (_ type: UnsafeBufferPointer<UInt8>, _ data: UnsafeBufferPointer<UInt8>, _ id: UnsafeBufferPointer<UInt8>) -> Void
+    ) {
+        guard let base = line.baseAddress, !line.isEmpty else {
+            return Self.dispatch(storage.fields, onEvent)
         }
-        if Self.equals(name, "data") {
-            dataBuffer.append(contentsOf: value)
-            dataBuffer.append(0x0A)
-        } else if Self.equals(name, "event") {
-            Self.replace(&eventTypeBuffer, with: value)
-        } else if Self.equals(name, "id") {
-            if !value.contains(0) {
-                Self.replace(&lastEventIDBuffer, with: value)
-                idSeen = true
+        let count = line.count
+        if base[0] == UInt8(ascii: ":") { return }
+        // The field name ends at the first colon; the names that matter are at most 5 bytes, so
+        // only a line with a colon there (or no colon in a line that short) can name one.
+        var colon = 0
+        while colon < count, colon <= 5, base[colon] != UInt8(ascii: ":") { colon += 1 }
+        guard colon <= 5 else { return }
+        var start = Swift.min(colon + 1, count)
+        if start < count, base[start] == UInt8(ascii: " ") { start += 1 }
+        let value = UnsafeBufferPointer(start: base + start, count: count - start)
+        let fields = storage.fields
+        switch colon {
+        case 4 where Self.name(base, is: "data"):
+            fields.pointee.data.append(value, then: 0x0A)
+        case 5 where Self.name(base, is: "event"):
+            fields.pointee.type.set(value)
+        case 2 where Self.name(base, is: "id"):
+            if !Self.containsNUL(value) {
+                fields.pointee.pendingID.set(value)
+                fields.pointee.idSeen = true
             }
-        } else if Self.equals(name, "retry") {
+        case 5 where Self.name(base, is: "retry"):
             if let milliseconds = Self.milliseconds(value) { reconnectionTime = .milliseconds(milliseconds) }
+        default:
+            return
         }
     }
 
@@ -128,52 +146,64 @@ public struct EventStreamAssembler: Sendable {
     @discardableResult
     public mutating func finish() -> Bool {
         let discarded = hasUnfinishedEvent
-        dataBuffer = []
-        eventTypeBuffer = []
-        lastEventIDBuffer = lastEventIDBytes
-        idSeen = false
+        makeUnique()
+        let fields = storage.fields
+        fields.pointee.data.clear(keepingUpTo: 0)
+        fields.pointee.type.clear(keepingUpTo: 0)
+        fields.pointee.pendingID.clear(keepingUpTo: 0)
+        fields.pointee.idSeen = false
         return discarded
     }
 
-    private mutating func dispatch(
+    private static func dispatch(
+        _ fields: UnsafeMutablePointer<AssemblerFields>,
         _ onEvent: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void
     ) {
-        if idSeen {
-            lastEventIDBuffer.withUnsafeBufferPointer { Self.replace(&lastEventIDBytes, with: $0) }
-            idSeen = false
+        if fields.pointee.idSeen {
+            // The pending ID becomes the committed one; the old committed buffer is reused for
+            // the next `id` field.
+            swap(&fields.pointee.committedID, &fields.pointee.pendingID)
+            fields.pointee.idSeen = false
         }
         defer {
-            Self.clear(&dataBuffer)
-            Self.clear(&eventTypeBuffer)
+            fields.pointee.data.clear(keepingUpTo: keptCapacity)
+            fields.pointee.type.clear(keepingUpTo: keptCapacity)
         }
-        if dataBuffer.isEmpty { return }
-        if dataBuffer.last == 0x0A { dataBuffer.removeLast() }
-        let type = eventTypeBuffer.isEmpty ? Self.message : eventTypeBuffer
-        type.withUnsafeBufferPointer { type in
-            dataBuffer.withUnsafeBufferPointer { data in
-                lastEventIDBytes.withUnsafeBufferPointer { id in onEvent(type, data, id) }
-            }
-        }
-    }
-
-    /// Makes `buffer` hold `bytes`, copying in place when the lengths match.
-    private static func replace(_ buffer: inout [UInt8], with bytes: UnsafeBufferPointer<UInt8>) {
-        if buffer.count == bytes.count {
-            guard let source = bytes.baseAddress else { return }
-            buffer.withUnsafeMutableBufferPointer { $0.baseAddress!.update(from: source, count: bytes.count) }
+        if fields.pointee.data.isEmpty { return }
+        // Every data field ends with the LF it appended: drop the last one.
+        fields.pointee.data.count -= 1
+        let data = fields.pointee.data.bytes
+        let id = fields.pointee.committedID.bytes
+        if fields.pointee.type.isEmpty {
+            let message: StaticString = "message"
+            message.withUTF8Buffer { onEvent($0, data, id) }
         } else {
-            buffer.removeAll(keepingCapacity: buffer.capacity <= keptCapacity)
-            buffer.append(contentsOf: bytes)
+            onEvent(fields.pointee.type.bytes, data, id)
         }
     }
 
-    private static func clear(_ buffer: inout [UInt8]) {
-        buffer.removeAll(keepingCapacity: buffer.capacity <= keptCapacity)
+    /// Buffers up to this capacity are kept for the next event instead of freed.
+    private static let keptCapacity = 65_536
+
+    /// True when a byte of `bytes` is 0; words at a time, the last one overlapping.
+    @inline(__always)
+    private static func containsNUL(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = bytes.baseAddress else { return false }
+        let count = bytes.count
+        guard count >= 8 else { return bytes.contains(0) }
+        let raw = UnsafeRawPointer(base)
+        var offset = 0
+        while true {
+            let word = raw.loadUnaligned(fromByteOffset: Swift.min(offset, count - 8), as: UInt64.self)
+            if (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080 != 0 { return true }
+            offset += 8
+            if offset >= count { return false }
+        }
     }
 
-    private static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
-        bytes.count == name.utf8CodeUnitCount
-            && name.withUTF8Buffer { bytes.elementsEqual($0) }
+    @inline(__always)
+    private static func name(_ bytes: UnsafePointer<UInt8>, is name: StaticString) -> Bool {
+        memcmp(bytes, name.utf8Start, name.utf8CodeUnitCount) == 0
     }
 
     private static func milliseconds(_ digits: UnsafeBufferPointer<UInt8>) -> Int64? {
@@ -186,5 +216,124 @@ public struct EventStreamAssembler: Sendable {
             total = overflow1 || overflow2 ? Int64.max : sum
         }
         return total
+    }
+}
+
+/// One growable byte buffer of the assembler, in raw memory: the per-line path pays no array
+/// uniqueness checks or reference counting. Owned by exactly one ``AssemblerStorage``, which
+/// frees it.
+struct AssemblerBytes {
+    private var base: UnsafeMutablePointer<UInt8>?
+    private var capacity = 0
+    /// Bytes held.
+    var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    /// The bytes held, valid until the next change.
+    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+
+    /// Replaces the bytes with `bytes`.
+    @inline(__always)
+    mutating func set(_ bytes: UnsafeBufferPointer<UInt8>) {
+        count = 0
+        append(bytes)
+    }
+
+    /// Appends `bytes`.
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        if count + bytes.count > capacity { grow(to: count + bytes.count) }
+        (base! + count).update(from: source, count: bytes.count)
+        count += bytes.count
+    }
+
+    /// Appends `bytes`, then `byte`.
+    @inline(__always)
+    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>, then byte: UInt8) {
+        if count + bytes.count + 1 > capacity { grow(to: count + bytes.count + 1) }
+        if let source = bytes.baseAddress, bytes.count > 0 { (base! + count).update(from: source, count: bytes.count) }
+        base![count + bytes.count] = byte
+        count += bytes.count + 1
+    }
+
+    /// Empties the buffer; frees its memory when it holds more than `keptCapacity` bytes.
+    mutating func clear(keepingUpTo keptCapacity: Int) {
+        count = 0
+        if capacity > keptCapacity { free() }
+    }
+
+    private mutating func grow(to needed: Int) {
+        var newCapacity = Swift.max(capacity * 2, 64)
+        while newCapacity < needed { newCapacity *= 2 }
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        if let base {
+            newBase.update(from: base, count: count)
+            base.deallocate()
+        }
+        base = newBase
+        capacity = newCapacity
+    }
+
+    /// Releases the memory; the buffer is then empty.
+    mutating func free() {
+        base?.deallocate()
+        base = nil
+        capacity = 0
+        count = 0
+    }
+
+    /// A buffer holding a copy of these bytes.
+    func copy() -> AssemblerBytes {
+        var copy = AssemblerBytes()
+        copy.append(bytes)
+        return copy
+    }
+}
+
+/// The buffers of an assembler.
+struct AssemblerFields {
+    /// The data buffer: every `data` value, each followed by an LF.
+    var data = AssemblerBytes()
+    /// The event type buffer.
+    var type = AssemblerBytes()
+    /// The last event ID committed by a blank line.
+    var committedID = AssemblerBytes()
+    /// The last-event-ID buffer set by an `id` field since the last dispatch; meaningful only
+    /// when `idSeen` (otherwise the buffer's value is `committedID`).
+    var pendingID = AssemblerBytes()
+    var idSeen = false
+}
+
+/// The storage an ``EventStreamAssembler`` and its copies share until one changes.
+// @unchecked: the fields are changed only through an assembler that holds the only reference
+// (copy on write), so a shared storage is only ever read.
+final class AssemblerStorage: @unchecked Sendable {
+    /// Held through a pointer, not stored `var`s: a class's stored `var` gets a dynamic
+    /// exclusivity check on every access.
+    let fields: UnsafeMutablePointer<AssemblerFields>
+
+    init(_ initial: AssemblerFields = AssemblerFields()) {
+        fields = .allocate(capacity: 1)
+        fields.initialize(to: initial)
+    }
+
+    deinit {
+        fields.pointee.data.free()
+        fields.pointee.type.free()
+        fields.pointee.committedID.free()
+        fields.pointee.pendingID.free()
+        fields.deinitialize(count: 1)
+        fields.deallocate()
+    }
+
+    /// A storage holding copies of these buffers.
+    func copy() -> AssemblerStorage {
+        let fields = self.fields.pointee
+        return AssemblerStorage(
+            AssemblerFields(
+                data: fields.data.copy(), type: fields.type.copy(), committedID: fields.committedID.copy(),
+                pendingID: fields.pendingID.copy(), idSeen: fields.idSeen))
     }
 }

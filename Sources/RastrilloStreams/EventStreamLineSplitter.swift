@@ -132,7 +132,7 @@ public struct EventStreamLineSplitter: Sendable {
                 if prefix > 0 { try take(Self.bom[0..<prefix]) }
             }
             if nextCR < index { nextCR = Self.find(Self.cr, in: bytes, from: index, to: count) }
-            let end = Self.find(Self.lf, in: bytes, from: index, to: nextCR)
+            let end = Self.findLF(in: bytes, from: index, to: nextCR)
             let piece = UnsafeBufferPointer(rebasing: bytes[index..<end])
             guard end < count else {
                 if !piece.isEmpty { try take(piece) }
@@ -155,6 +155,29 @@ public struct EventStreamLineSplitter: Sendable {
                 }
             }
         }
+    }
+
+    /// The index of the first LF in `bytes[start..<end]`, or `end`. Short lines (blank lines
+    /// above all) are common, so the first 16 bytes are searched inline, a word at a time, before
+    /// handing the rest to memchr.
+    @inline(__always)
+    private static func findLF(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
+        guard let base = bytes.baseAddress else { return end }
+        var index = start
+        let inlineEnd = Swift.min(end, start + 16)
+        while index + 8 <= inlineEnd {
+            // The first byte in the low bits, so the lowest flagged byte below is the first LF.
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self))
+                ^ 0x0A0A_0A0A_0A0A_0A0A
+            let zero = (word &- 0x0101_0101_0101_0101) & ~word & 0x8080_8080_8080_8080
+            if zero != 0 { return index + zero.trailingZeroBitCount / 8 }
+            index += 8
+        }
+        while index < inlineEnd {
+            if base[index] == lf { return index }
+            index += 1
+        }
+        return find(lf, in: bytes, from: index, to: end)
     }
 
     /// The index of the first `byte` in `bytes[start..<end]`, or `end`.

@@ -30,10 +30,25 @@ public struct EventStreamParser: Sendable {
     /// - Throws: ``EventStreamError/lineTooLong`` or ``EventStreamError/eventTooLarge`` as soon as
     ///   a bound is broken; the same error on every later call until ``finish()``.
     public mutating func append(_ chunk: some Sequence<UInt8>, onEvent: (ServerSentEvent) -> Void) throws(EventStreamError) {
-        var assembler = self.assembler
-        defer { self.assembler = assembler }
-        try splitter.append(chunk) { line in
-            if let event = assembler.consume(line) { onEvent(event) }
+        try withUnsafeMutablePointer(to: &assembler) { assembler throws(EventStreamError) in
+            try splitter.append(chunk) { line in
+                if let event = assembler.pointee.consume(line) { onEvent(event) }
+            }
+        }
+    }
+
+    /// Parses `chunk` like ``append(_:onEvent:)``, but hands `onEvent` each event as the bytes
+    /// of its type, data and ID, valid only during the call and possibly not UTF-8
+    /// (`String(decoding:as:)` of each gives the ``ServerSentEvent`` ``append(_:onEvent:)``
+    /// gives). For consumers that work on bytes and must not pay for three `String`s per event.
+    /// - Throws: as ``append(_:onEvent:)``.
+    public mutating func appendBytes(
+        _ chunk: UnsafeBufferPointer<UInt8>,
+        onEvent: (_ type: UnsafeBufferPointer<UInt8>, _ data: UnsafeBufferPointer<UInt8>, _ id: UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(EventStreamError) {
+        assembler.makeUnique()
+        try withUnsafeMutablePointer(to: &assembler) { assembler throws(EventStreamError) in
+            try splitter.appendBytes(chunk) { line in assembler.pointee.consumeUnique(line, onEvent: onEvent) }
         }
     }
 

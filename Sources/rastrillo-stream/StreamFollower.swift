@@ -38,30 +38,30 @@ struct StreamFollower {
             if !lastEventID.isEmpty, let field = try? NativeHeaderField(name: "Last-Event-ID", value: lastEventID) {
                 headers.append(field)
             }
-            let events = EventLines(lastEventID: lastEventID)
+            var parser = EventStreamParser(lastEventID: lastEventID)
             let snapshot = self.snapshot
+            let onOpen: @Sendable (NativeResponse) async throws -> Void = { response in
+                reconnect.opened()
+                try output.reachability(offline: false, json: json)
+                if json { try output.open(status: response.status) }
+                if let snapshot {
+                    let state = try await http.responseDetails(NativeRequest(snapshot))
+                    try state.requireSuccess()
+                    if json { try output.snapshot(state) }
+                }
+            }
             let reason: String
             do {
-                try await http.stream(
-                    client.target, headers: headers,
-                    onOpen: { response in
-                        reconnect.opened()
-                        try output.reachability(offline: false, json: json)
-                        if json { try output.open(status: response.status) }
-                        if let snapshot {
-                            let state = try await http.responseDetails(NativeRequest(snapshot))
-                            try state.requireSuccess()
-                            if json { try output.snapshot(state) }
-                        }
-                    },
-                    onLineBytes: { line in
-                        if raw {
-                            try output.raw(line)
-                        } else {
-                            try events.consume(line, into: output)
-                        }
-                    },
-                    onIdle: { try output.flush() })
+                if raw {
+                    try await http.stream(
+                        client.target, headers: headers, onOpen: onOpen, onLineBytes: { try output.raw($0) },
+                        onIdle: { try output.flush() })
+                } else {
+                    try await http.stream(
+                        client.target, headers: headers, parser: &parser, onOpen: onOpen,
+                        onEvent: { type, data, id in try output.event(type: type, data: data, id: id) },
+                        onIdle: { try output.flush() })
+                }
                 try output.flush()
                 reason = "the server ended the stream"
             } catch {
@@ -71,9 +71,8 @@ struct StreamFollower {
                 }
                 if error is OutputClosed || error is OutputError { throw error }
                 try output.flush()
-                events.finish()
-                lastEventID = events.lastEventID
-                retryFloor = events.reconnectionTime ?? retryFloor
+                lastEventID = parser.lastEventID
+                retryFloor = parser.reconnectionTime ?? retryFloor
                 guard let failure = error as? NativeClientError,
                     failure.retryClass == .offline || failure.retryClass == .transient
                 else {
@@ -85,9 +84,8 @@ struct StreamFollower {
                 try await pause(reconnect, floor: retryFloor, reason: failure.message, output: output, json: json)
                 continue
             }
-            events.finish()
-            lastEventID = events.lastEventID
-            retryFloor = events.reconnectionTime ?? retryFloor
+            lastEventID = parser.lastEventID
+            retryFloor = parser.reconnectionTime ?? retryFloor
             if once { return .ok }
             try await pause(reconnect, floor: retryFloor, reason: reason, output: output, json: json)
         }
@@ -108,36 +106,4 @@ struct StreamFollower {
             if rest > .zero { try await Task.sleep(for: rest) }
         }
     }
-}
-
-/// The event side of one connection: an `EventStreamAssembler` fed on the transfer's thread.
-// @unchecked: used by one connection at a time; its lines arrive on the transfer's thread and
-// the loop reads it only after the stream call returned.
-final class EventLines: @unchecked Sendable {
-    /// Held through a pointer, not a stored `var`: a class's stored `var` gets a dynamic
-    /// exclusivity check on every line, a measurable share of the tool's time.
-    private let assembler: UnsafeMutablePointer<EventStreamAssembler>
-
-    init(lastEventID: String) {
-        assembler = .allocate(capacity: 1)
-        assembler.initialize(to: EventStreamAssembler(lastEventID: lastEventID))
-    }
-
-    deinit {
-        assembler.deinitialize(count: 1)
-        assembler.deallocate()
-    }
-
-    /// Feeds one line's bytes; writes the event it dispatches to `output`.
-    func consume(_ line: UnsafeBufferPointer<UInt8>, into output: StreamOutput) throws {
-        var failure: (any Error)?
-        assembler.pointee.consume(line) { type, data, id in
-            do { try output.event(type: type, data: data, id: id) } catch { failure = error }
-        }
-        if let failure { throw failure }
-    }
-
-    func finish() { assembler.pointee.finish() }
-    var lastEventID: String { assembler.pointee.lastEventID }
-    var reconnectionTime: Duration? { assembler.pointee.reconnectionTime }
 }

@@ -4,46 +4,29 @@ import RastrilloStreams
 import Synchronization
 
 /// Standard output of rastrillo-stream: JSON Lines (or raw lines with `--raw`), shapes
-/// documented in rastrillo-stream(1), keys sorted. Event lines gather in a buffer that is
-/// written whenever the stream has no more bytes at hand (``flush()``), so each event reaches
+/// documented in rastrillo-stream(1), keys sorted. Event and raw lines gather in a buffer that
+/// is written whenever the stream has no more bytes at hand (``flush()``), so each event reaches
 /// the reader before the tool waits for the network again; every other line is written at once.
-/// Lines are whole on every write: an interrupted run never leaves half a line.
+/// Lines are whole on every write (``OutputChannel`` serializes writes): an interrupted run never
+/// leaves half a line.
 final class StreamOutput: Sendable {
-    private struct State: ~Copyable {
-        var buffer = ByteBuffer()
-        var offline = false
-    }
-
-    private let state = Mutex(State())
+    private let offline = Mutex(false)
     private let channel = OutputChannel.standardOutput
-    /// Write the buffer at once past this many bytes, so memory stays bounded.
-    private static let flushThreshold = 1 << 16
+    private let pending = PendingLines()
 
     /// One event: `{"data":…,"event":…,"id":…|null,"type":"event"}`, from the bytes of its
     /// fields as received (not UTF-8 sequences become U+FFFD, as `String(decoding:as:)` does).
+    /// Called by the one connection delivering events (see ``PendingLines``).
     func event(
         type: UnsafeBufferPointer<UInt8>, data: UnsafeBufferPointer<UInt8>, id: UnsafeBufferPointer<UInt8>
     ) throws {
-        try append { line in
-            JSONText.append(#"{"data":""#, to: &line)
-            JSONText.appendDecodingContent(data, to: &line)
-            JSONText.append(#"","event":""#, to: &line)
-            JSONText.appendDecodingContent(type, to: &line)
-            if id.isEmpty {
-                JSONText.append(#"","id":null,"type":"event"}"#, to: &line)
-            } else {
-                JSONText.append(#"","id":""#, to: &line)
-                JSONText.appendDecodingContent(id, to: &line)
-                JSONText.append(#"","type":"event"}"#, to: &line)
-            }
-            line.append(0x0A)
-        }
+        try pending.append(to: channel) { JSONText.appendEvent(type: type, data: data, id: id, to: &$0) }
     }
 
     /// One raw line of the stream, from its bytes as received (not UTF-8 sequences become
-    /// U+FFFD, as `String(decoding:as:)` does).
+    /// U+FFFD, as `String(decoding:as:)` does). Called by the one connection delivering lines.
     func raw(_ bytes: UnsafeBufferPointer<UInt8>) throws {
-        try append { line in
+        try pending.append(to: channel) { line in
             if JSONText.isASCII(bytes) {
                 line.append(bytes)
             } else {
@@ -88,47 +71,66 @@ final class StreamOutput: Sendable {
     /// `{"type":"offline"}` or `{"type":"online"}` when reachability changed since the last
     /// such line (the run starts as online, printing nothing).
     func reachability(offline: Bool, json: Bool) throws {
-        let changed = state.withLock { state -> Bool in
-            defer { state.offline = offline }
-            return state.offline != offline
+        let changed = self.offline.withLock { state -> Bool in
+            defer { state = offline }
+            return state != offline
         }
         guard changed, json else { return }
         try immediate(offline ? #"{"type":"offline"}"# : #"{"type":"online"}"#)
     }
 
-    /// Writes the buffered event lines.
+    /// Writes the buffered event lines. Called by the connection delivering events, or once
+    /// it ended.
     func flush() throws {
-        try state.withLock { state in
-            guard !state.buffer.isEmpty else { return }
-            defer { state.buffer.removeAll(keepingCapacity: Self.flushThreshold * 2) }
-            try state.buffer.withBytes { try channel.write($0) }
-        }
+        try pending.flush(to: channel)
     }
 
     /// Drops buffered event lines (an ending connection's unflushed lines are still whole
-    /// events, but a run that is being interrupted prints nothing more).
+    /// events, but a run that is being interrupted prints nothing more). Called once the
+    /// connection ended.
     func discard() {
-        state.withLock { $0.buffer.removeAll(keepingCapacity: 0) }
-    }
-
-    private func append(_ build: (inout ByteBuffer) -> Void) throws {
-        try state.withLock { state in
-            build(&state.buffer)
-            if state.buffer.count >= Self.flushThreshold {
-                defer { state.buffer.removeAll(keepingCapacity: Self.flushThreshold * 2) }
-                try state.buffer.withBytes { try channel.write($0) }
-            }
-        }
+        pending.discard()
     }
 
     private func immediate(_ line: String) throws {
-        try state.withLock { state in
-            if !state.buffer.isEmpty {
-                defer { state.buffer.removeAll(keepingCapacity: Self.flushThreshold * 2) }
-                try state.buffer.withBytes { try channel.write($0) }
-            }
-            try channel.write(line + "\n")
-        }
+        try channel.write(line + "\n")
+    }
+}
+
+/// The event or raw lines not yet written. Each connection delivers its lines from one thread at
+/// a time, and the follower flushes or discards them only after the connection ended.
+// @unchecked: used by one thread at a time (see above), so it needs no lock on the per-event path.
+final class PendingLines: @unchecked Sendable {
+    /// Write the buffer at once past this many bytes, so memory stays bounded.
+    private static let flushThreshold = 1 << 18
+
+    private let buffer: UnsafeMutablePointer<ByteBuffer>
+
+    init() {
+        buffer = .allocate(capacity: 1)
+        buffer.initialize(to: ByteBuffer())
+    }
+
+    deinit {
+        buffer.deinitialize(count: 1)
+        buffer.deallocate()
+    }
+
+    /// Appends what `build` writes; writes the buffer to `channel` once past the threshold.
+    @inline(__always)
+    func append(to channel: OutputChannel, _ build: (inout ByteBuffer) -> Void) throws {
+        build(&buffer.pointee)
+        if buffer.pointee.count >= Self.flushThreshold { try flush(to: channel) }
+    }
+
+    func flush(to channel: OutputChannel) throws {
+        guard !buffer.pointee.isEmpty else { return }
+        defer { buffer.pointee.removeAll(keepingCapacity: Self.flushThreshold * 2) }
+        try buffer.pointee.withBytes { try channel.write($0) }
+    }
+
+    func discard() {
+        buffer.pointee.removeAll(keepingCapacity: 0)
     }
 }
 
@@ -168,6 +170,169 @@ enum JSONText {
             var text = String(decoding: bytes, as: UTF8.self)
             text.withUTF8 { _ = appendEscaped($0, to: &output, stopAtNonASCII: false) }
         }
+    }
+
+    /// One event line, `{"data":…,"event":…,"id":…|null,"type":"event"}` and an LF, from the
+    /// bytes of its fields as received: as ``appendDecoding(_:to:)`` writes each field. ASCII
+    /// fields (the common case) are escaped straight into the buffer, sixteen bytes at a time.
+    static func appendEvent(
+        type: UnsafeBufferPointer<UInt8>, data: UnsafeBufferPointer<UInt8>, id: UnsafeBufferPointer<UInt8>,
+        to output: inout ByteBuffer
+    ) {
+        // Each byte escapes to at most 6 ("\u00XX"); the fixed text is under 64 bytes, and the
+        // 16-byte stores may write up to 15 bytes past the end.
+        let room = 6 * (type.count + data.count + id.count) + 64 + 16
+        let written = output.appendInPlace(reserving: room) { start in
+            var end = put(#"{"data":""#, at: start)
+            guard let afterData = escapeASCII(data, to: end) else { return nil }
+            end = put(#"","event":""#, at: afterData)
+            guard let afterType = escapeASCII(type, to: end) else { return nil }
+            if id.isEmpty { return put(#"","id":null,"type":"event"}\#n"#, at: afterType) }
+            end = put(#"","id":""#, at: afterType)
+            guard let afterID = escapeASCII(id, to: end) else { return nil }
+            return put(#"","type":"event"}\#n"#, at: afterID)
+        }
+        if written { return }
+        // A field that is not ASCII: decode it as String(decoding:as:) would.
+        append(#"{"data":""#, to: &output)
+        appendDecodingContent(data, to: &output)
+        append(#"","event":""#, to: &output)
+        appendDecodingContent(type, to: &output)
+        if id.isEmpty {
+            append(#"","id":null,"type":"event"}"#, to: &output)
+        } else {
+            append(#"","id":""#, to: &output)
+            appendDecodingContent(id, to: &output)
+            append(#"","type":"event"}"#, to: &output)
+        }
+        output.append(0x0A)
+    }
+
+    /// Copies `text` to `start`; returns the end of the copy.
+    @inline(__always)
+    private static func put(_ text: StaticString, at start: UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8> {
+        start.update(from: text.utf8Start, count: text.utf8CodeUnitCount)
+        return start + text.utf8CodeUnitCount
+    }
+
+    /// Escapes ASCII `bytes` (as ``appendEscaped(_:to:stopAtNonASCII:)`` does) to `start`, which
+    /// has room for 6 bytes per input byte plus 16; returns the end, or nil at a byte that is not
+    /// ASCII. Bytes go in blocks copied as they are and kept when none needs escaping; the last
+    /// block of a field overlaps the one before rather than read past the field.
+    @inline(__always)
+    private static func escapeASCII(
+        _ bytes: UnsafeBufferPointer<UInt8>, to start: UnsafeMutablePointer<UInt8>
+    ) -> UnsafeMutablePointer<UInt8>? {
+        guard let source = bytes.baseAddress else { return start }
+        let count = bytes.count
+        if count < 16 { return escapeShort(source, count: count, to: start) }
+        var index = 0
+        var end = start
+        // True while the output so far is the input copied as is, so a block may overlap it.
+        var verbatim = true
+        while index < count {
+            // The last block ends at the field's end, overlapping bytes already written.
+            let blockStart = Swift.min(index, count - 16)
+            let overlap = index - blockStart
+            let block = UnsafeRawPointer(source + blockStart).loadUnaligned(as: SIMD2<UInt64>.self)
+            if isPlain(block), verbatim || overlap == 0 {
+                UnsafeMutableRawPointer(end - overlap).storeBytes(of: block, as: SIMD2<UInt64>.self)
+                end += 16 - overlap
+            } else {
+                guard let next = escapeEach(source + index, count: 16 - overlap, to: end) else { return nil }
+                end = next
+                verbatim = false
+            }
+            index = blockStart + 16
+        }
+        return end
+    }
+
+    /// ``escapeASCII(_:to:)`` of fewer than 16 bytes: two overlapping loads cover them.
+    @inline(__always)
+    private static func escapeShort(
+        _ source: UnsafePointer<UInt8>, count: Int, to start: UnsafeMutablePointer<UInt8>
+    ) -> UnsafeMutablePointer<UInt8>? {
+        let raw = UnsafeRawPointer(source)
+        let out = UnsafeMutableRawPointer(start)
+        if count >= 8 {
+            let first = raw.loadUnaligned(as: UInt64.self)
+            let last = raw.loadUnaligned(fromByteOffset: count - 8, as: UInt64.self)
+            if isPlain(SIMD2(first, last)) {
+                out.storeBytes(of: first, as: UInt64.self)
+                out.storeBytes(of: last, toByteOffset: count - 8, as: UInt64.self)
+                return start + count
+            }
+        } else if count >= 4 {
+            let first = raw.loadUnaligned(as: UInt32.self)
+            let last = raw.loadUnaligned(fromByteOffset: count - 4, as: UInt32.self)
+            if !needsAttention(UInt64(first) | UInt64(last) << 32) {
+                out.storeBytes(of: first, as: UInt32.self)
+                out.storeBytes(of: last, toByteOffset: count - 4, as: UInt32.self)
+                return start + count
+            }
+        }
+        return escapeEach(source, count: count, to: start)
+    }
+
+    /// Escapes `count` bytes one at a time to `start`; returns the end, or nil at a byte that is
+    /// not ASCII.
+    private static func escapeEach(
+        _ source: UnsafePointer<UInt8>, count: Int, to start: UnsafeMutablePointer<UInt8>
+    ) -> UnsafeMutablePointer<UInt8>? {
+        var end = start
+        for index in 0..<count {
+            let byte = source[index]
+            if byte >= 0x80 { return nil }
+            if byte >= 0x20, byte != 0x22, byte != 0x5C {
+                end[0] = byte
+                end += 1
+                continue
+            }
+            end[0] = 0x5C
+            switch byte {
+            case 0x22, 0x5C:
+                end[1] = byte
+                end += 2
+            case 0x0A:
+                end[1] = UInt8(ascii: "n")
+                end += 2
+            case 0x0D:
+                end[1] = UInt8(ascii: "r")
+                end += 2
+            case 0x09:
+                end[1] = UInt8(ascii: "t")
+                end += 2
+            default:
+                end[1] = UInt8(ascii: "u")
+                end[2] = 0x30
+                end[3] = 0x30
+                end[4] = hexDigit(byte >> 4)
+                end[5] = hexDigit(byte & 15)
+                end += 6
+            }
+        }
+        return end
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? 0x30 + value : 0x57 + value
+    }
+
+    /// True when no byte of the sixteen needs escaping or decoding (none below 0x20, `"`, `\`
+    /// or above 0x7F); the test of ``needsAttention(_:)`` on two words at once.
+    @inline(__always)
+    private static func isPlain(_ block: SIMD2<UInt64>) -> Bool {
+        let ones = SIMD2<UInt64>(repeating: 0x0101_0101_0101_0101)
+        let highs = SIMD2<UInt64>(repeating: 0x8080_8080_8080_8080)
+        let quote = block ^ (ones &* 0x22)
+        let backslash = block ^ (ones &* 0x5C)
+        let below20 = (block &- ones &* 0x20) & ~block
+        let isQuote = (quote &- ones) & ~quote
+        let isBackslash = (backslash &- ones) & ~backslash
+        let flags = (below20 | isQuote | isBackslash | block) & highs
+        return flags[0] | flags[1] == 0
     }
 
     /// Literal text, as is.
@@ -325,6 +490,19 @@ struct ByteBuffer: ~Copyable {
         base[count] = first
         base[count + 1] = second
         count += 2
+    }
+
+    /// Reserves `room` bytes at the end and lets `write` fill them from their start, returning
+    /// where it stopped (at most `room` bytes on); nil from `write` appends nothing.
+    /// - Returns: true when `write` appended.
+    @inline(__always)
+    mutating func appendInPlace(
+        reserving room: Int, _ write: (UnsafeMutablePointer<UInt8>) -> UnsafeMutablePointer<UInt8>?
+    ) -> Bool {
+        reserve(room)
+        guard let end = write(base + count) else { return false }
+        count = base.distance(to: end)
+        return true
     }
 
     /// Drops the bytes from `newCount` on.

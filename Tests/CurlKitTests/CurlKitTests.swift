@@ -210,6 +210,21 @@ struct ExchangeTests {
         #expect(server.requests.map(\.target) == ["/one", "/two"])
     }
 
+    @Test func noPieceIsLargerThanTheReceiveBuffer() async throws {
+        let body = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let server = try server(.fixed(body: body))
+        for size in [1024, 256 << 10] {
+            let transfer = try CurlTransfer(url: server.url("/"))
+            transfer.receiveBufferSize = size
+            let received = Received()
+            transfer.record(into: received)
+            _ = try await transfer.perform()
+            #expect(received.body == body)
+            #expect(received.pieces.allSatisfy { $0.count <= size }, "buffer \(size)")
+            if size == 1024 { #expect(received.pieces.count >= body.count / 1024) }
+        }
+    }
+
     @Test func bodyBytesArriveExactlyAsSentUnlessDecompressionIsAsked() async throws {
         // `printf hello | gzip -n | od -An -tu1`
         let gzipped: [UInt8] = [

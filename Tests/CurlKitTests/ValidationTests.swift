@@ -121,6 +121,22 @@ struct ValidationTests {
         }
     }
 
+    @Test func receiveBufferSizeBoundsAtTheEdge() async throws {
+        let server = try server(.fixed(body: bytes("ok")))
+        let transfer = try CurlTransfer(url: server.url("/"))
+        for refused in [1023, (10 << 20) + 1, 0, -1] {
+            transfer.receiveBufferSize = refused
+            let error = await #expect(throws: CurlError.invalidRequest) { try await transfer.perform() }
+            #expect(error?.message == "invalid receive buffer size \(refused): it must be from 1 KiB to 10 MiB")
+        }
+        #expect(server.requests.isEmpty)
+        for accepted in [1024, 10 << 20] {
+            transfer.receiveBufferSize = accepted
+            #expect(try await transfer.perform().status == 200)
+        }
+        #expect(server.requests.count == 2)
+    }
+
     @Test func negativeBodyLengthIsRefused() {
         #expect(throws: CurlError.invalidRequest) { try CurlRequestBody.stream(length: -1) { _ in 0 } }
         #expect(throws: CurlError.invalidRequest) { try CurlRequestBody.fileDescriptor(0, length: -1) }

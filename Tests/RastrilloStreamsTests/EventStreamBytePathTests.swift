@@ -89,4 +89,142 @@ import Testing
             }
         }
     }
+
+    /// Events from `chunks` through the parser's byte path, with the parser after `finish()`
+    /// and what that discarded.
+    func parserBytePath(_ chunks: [[UInt8]], limits: EventStreamLimits = .standard, lastEventID: String = "0")
+        throws(EventStreamError) -> (events: [ServerSentEvent], parser: EventStreamParser, discarded: Bool)
+    {
+        var parser = EventStreamParser(limits: limits, lastEventID: lastEventID)
+        var events: [ServerSentEvent] = []
+        for chunk in chunks {
+            try chunk.withUnsafeBufferPointer { buffer throws(EventStreamError) in
+                try parser.appendBytes(buffer) { type, data, id in
+                    events.append(
+                        ServerSentEvent(
+                            type: String(decoding: type, as: UTF8.self), data: String(decoding: data, as: UTF8.self),
+                            id: String(decoding: id, as: UTF8.self)))
+                }
+            }
+        }
+        let discarded = parser.finish()
+        return (events, parser, discarded)
+    }
+
+    @Test func theParsersBytePathGivesItsEventsAtEveryCut() throws {
+        var reference = EventStreamParser(lastEventID: "0")
+        var events: [ServerSentEvent] = []
+        try reference.append(Self.stream) { events.append($0) }
+        let discarded = reference.finish()
+        #expect(events.count == 5)
+        #expect(discarded)
+        for cut in 0...Self.stream.count {
+            for second in [cut, min(cut + 7, Self.stream.count)] {
+                let chunks = [Array(Self.stream[..<cut]), Array(Self.stream[cut..<second]), Array(Self.stream[second...])]
+                let result = try parserBytePath(chunks)
+                #expect(result.events == events, "cuts at \(cut), \(second)")
+                #expect(result.parser.lastEventID == reference.lastEventID)
+                #expect(result.parser.reconnectionTime == reference.reconnectionTime)
+                #expect(result.discarded == discarded)
+            }
+        }
+    }
+
+    @Test func boundsHoldOnTheParsersBytePath() throws {
+        let limits = try EventStreamLimits(maxLineBytes: 16, maxEventBytes: 24)
+        let atBound = Array("data:56789abcdef\ndata:567\n\n".utf8)
+        let overLine = Array("data:56789abcdefg\n\n".utf8)
+        let overEvent = Array("data:56789abcdef\ndata:5678\n\n".utf8)
+        for cut in 0...overEvent.count {
+            for (input, expected) in [(atBound, nil), (overLine, EventStreamError.lineTooLong), (overEvent, .eventTooLarge)] {
+                guard cut <= input.count else { continue }
+                var caught: EventStreamError?
+                var events: [ServerSentEvent] = []
+                do {
+                    events = try parserBytePath([Array(input[..<cut]), Array(input[cut...])], limits: limits).events
+                } catch {
+                    caught = error
+                }
+                #expect(caught == expected, "cut at \(cut) of \(input.count)")
+                if expected == nil { #expect(events == [ServerSentEvent(data: "56789abcdef\n567", id: "0")]) }
+            }
+        }
+    }
+
+    @Test func linesOfEveryShortLengthSplitAtEveryChunkSize() throws {
+        // Lines of 0 to 40 bytes around the inline search's 8- and 16-byte steps, with each
+        // terminator, against lines known by construction.
+        var stream: [UInt8] = []
+        var expected: [String] = []
+        let terminators: [[UInt8]] = [[0x0A], [0x0D, 0x0A], [0x0D]]
+        for length in 0...40 {
+            let line = String((0..<length).map { Character(Unicode.Scalar(UInt8(0x61 + $0 % 26))) })
+            expected.append(line)
+            stream += Array(line.utf8) + terminators[length % 3]
+        }
+        for size in 1...48 {
+            var splitter = EventStreamLineSplitter()
+            var seen: [String] = []
+            var offset = 0
+            while offset < stream.count {
+                let chunk = Array(stream[offset..<min(offset + size, stream.count)])
+                try chunk.withUnsafeBufferPointer { buffer throws(EventStreamError) in
+                    try splitter.appendBytes(buffer) { seen.append(String(decoding: $0, as: UTF8.self)) }
+                }
+                offset += size
+            }
+            #expect(seen == expected, "chunks of \(size)")
+        }
+    }
+
+    @Test func anIDWithNULAnywhereIsIgnored() {
+        for length in 1...24 {
+            for position in 0..<length {
+                var value = Array(repeating: UInt8(ascii: "7"), count: length)
+                value[position] = 0
+                var assembler = EventStreamAssembler(lastEventID: "kept")
+                var ids: [String] = []
+                for line in [Array("id: ".utf8) + value, Array("data: x".utf8), []] {
+                    line.withUnsafeBufferPointer { line in
+                        assembler.consume(line) { _, _, id in ids.append(String(decoding: id, as: UTF8.self)) }
+                    }
+                }
+                #expect(ids == ["kept"], "NUL at \(position) of \(length)")
+            }
+            var assembler = EventStreamAssembler()
+            #expect(assemble(["id: " + String(repeating: "7", count: length), "data", ""], into: &assembler).first?.id
+                == String(repeating: "7", count: length))
+        }
+    }
+
+    @Test func onlyTheExactFieldNamesCount() {
+        var assembler = EventStreamAssembler(lastEventID: "0")
+        let ignored = [
+            "dat: x", "datas: x", "Data: x", "eventt: x", "even: x", "retryy: 1", "retr: 1", "ids: 9", "i: 9", "d",
+            "idd", "xdata: x", ": data: x", "data\u{0}: x",
+        ]
+        #expect(assemble(ignored + [""], into: &assembler).isEmpty)
+        #expect(assembler.reconnectionTime == nil)
+        #expect(assembler.lastEventID == "0")
+        #expect(
+            assemble(["event:e", "id:9", "retry:5", "data:d", "data", ""], into: &assembler)
+                == [ServerSentEvent(type: "e", data: "d\n", id: "9")])
+        #expect(assembler.reconnectionTime == .milliseconds(5))
+    }
+
+    @Test func copiesOfAnAssemblerChangeIndependently() {
+        var original = EventStreamAssembler(lastEventID: "1")
+        _ = assemble(["event: a", "data: first", "id: 2"], into: &original)
+        var copy = original
+        #expect(assemble(["data: more", ""], into: &copy) == [ServerSentEvent(type: "a", data: "first\nmore", id: "2")])
+        #expect(copy.lastEventID == "2")
+        #expect(original.lastEventID == "1")
+        #expect(original.hasUnfinishedEvent)
+        #expect(assemble([""], into: &original) == [ServerSentEvent(type: "a", data: "first", id: "2")])
+        let copyDiscarded = copy.finish()
+        #expect(!copyDiscarded)
+        #expect(assemble(["data: after"], into: &copy).isEmpty)
+        let originalDiscarded = original.finish()
+        #expect(!originalDiscarded)
+    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import LoopbackHTTPServer
 import Rastrillo
 import RastrilloStreams
@@ -147,6 +148,174 @@ final class StreamLog: Sendable {
         #expect((error as? NativeClientError)?.retryClass == .offline)
         #expect(connectivity.serverReachable(closed.serverOrigin) == false)
         #expect(connectivity.isOffline(closed.serverOrigin))
+    }
+}
+
+/// The stream parsed into events (`stream(_:headers:parser:onOpen:onEvent:onIdle:)`).
+@Suite struct EventStreamTests {
+    /// Records an event's fields as one log entry.
+    static func record(_ log: StreamLog) -> (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<UInt8>) -> Void {
+        { type, data, id in
+            log.add(
+                "\(String(decoding: type, as: UTF8.self)) \(String(decoding: data, as: UTF8.self)) \(String(decoding: id, as: UTF8.self))")
+        }
+    }
+
+    @Test func eventsArriveAfterOnOpenAndTheParserKeepsTheSourcesState() async throws {
+        let server = try server(
+            LoopbackHTTPResponse(steps: [
+                .send(eventStreamHead()), .send(bytes("id: 1\r\nevent: tick\ndata: a\r")), .pause(.milliseconds(20)),
+                .send(bytes("\n\r\n:c\nretry: 250\ndata: caf\u{E9}\n\nid: 9\ndata: unfinished\n")),
+            ]))
+        let log = StreamLog()
+        var parser = EventStreamParser(lastEventID: "0")
+        try await client(server).stream(
+            "/events", parser: &parser,
+            onOpen: { response in
+                try await Task.sleep(for: .milliseconds(50))
+                log.add("open \(response.status)")
+            },
+            onEvent: Self.record(log), onIdle: { log.add("idle") })
+        let events = log.all.filter { $0 != "idle" }
+        #expect(events == ["open 200", "tick a 1", "message caf\u{E9} 1"])
+        #expect(log.all.contains("idle"))
+        #expect(parser.lastEventID == "1", "the unfinished event's id is never committed")
+        #expect(parser.reconnectionTime == .milliseconds(250))
+        #expect(parser.finish() == false, "the stream already discarded the unfinished event")
+        #expect(server.requests.first?.firstValue(forName: "accept") == "text/event-stream")
+    }
+
+    @Test func theParsersBoundsApplyAndItsStateSurvivesTheFailure() async throws {
+        let limits = try EventStreamLimits(maxLineBytes: 1000, maxEventBytes: 4000)
+        let body = bytes("id: 5\ndata: ok\n\ndata:") + Array(repeating: 0x61, count: 996) + bytes("\n\n")
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + body)]))
+        let log = StreamLog()
+        var parser = EventStreamParser(limits: limits)
+        let error = await caught {
+            try await client(server).stream("/", parser: &parser, onEvent: Self.record(log))
+        }
+        #expect(error as? EventStreamError == .lineTooLong)
+        #expect(log.all == ["message ok 5"])
+        #expect(parser.lastEventID == "5")
+        #expect(parser.limits == limits)
+    }
+
+    @Test func anErrorFromOnEventEndsTheStreamWithIt() async throws {
+        struct Stop: Error {}
+        let server = try server(
+            LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data: 1\n\ndata: 2\n\n")), .hangUntilStopped]))
+        let log = StreamLog()
+        var parser = EventStreamParser()
+        let error = await caught {
+            try await client(server).stream(
+                "/", parser: &parser,
+                onEvent: { type, data, id in
+                    Self.record(log)(type, data, id)
+                    throw Stop()
+                })
+        }
+        #expect(error is Stop)
+        #expect(log.all == ["message 1 "])
+    }
+
+    /// A chunked event stream that sends `body` as one chunk and closes before the last chunk:
+    /// a transport failure after every byte of `body` arrived.
+    func cutShort(_ body: [UInt8]) -> LoopbackHTTPResponse {
+        let head = LoopbackHTTPResponse.headBytes(
+            status: 200,
+            headers: [
+                LoopbackHTTPHeader("Content-Type", "text/event-stream"), LoopbackHTTPHeader("Transfer-Encoding", "chunked"),
+                LoopbackHTTPHeader("Connection", "close"),
+            ])
+        return LoopbackHTTPResponse(steps: [.send(head + LoopbackHTTPResponse.chunkBytes(body)), .close])
+    }
+
+    @Test func bytesBeforeATransportFailureAreAllDeliveredFirst() async throws {
+        let events = (0..<300).map { "id: \($0)\ndata: event \($0)\n\n" }.joined()
+        let server = try server(cutShort(bytes(events)))
+        let log = StreamLog()
+        var parser = EventStreamParser()
+        let error = await caught { try await client(server).stream("/", parser: &parser, onEvent: Self.record(log)) }
+        let failure = try #require(error as? NativeClientError)
+        #expect(failure.retryClass == .offline || failure.retryClass == .transient)
+        #expect(log.all == (0..<300).map { "message event \($0) \($0)" })
+        #expect(parser.lastEventID == "299")
+    }
+
+    @Test func aBoundBrokenBeforeATransportFailureIsTheError() async throws {
+        let limits = try EventStreamLimits(maxLineBytes: 100, maxEventBytes: 400)
+        let body = bytes("data: a\n\ndata: ") + Array(repeating: 0x62, count: 200) + bytes("\n\n")
+        let server = try server(cutShort(body))
+        let log = StreamLog()
+        var parser = EventStreamParser(limits: limits)
+        let error = await caught { try await client(server).stream("/", parser: &parser, onEvent: Self.record(log)) }
+        #expect(error as? EventStreamError == .lineTooLong)
+        #expect(log.all == ["message a "])
+    }
+
+    @Test func anErrorFromOnIdleEndsAStreamThatSendsNothingMore() async throws {
+        struct Stop: Error {}
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data: 1\n\n")), .hangUntilStopped]))
+        let log = StreamLog()
+        var parser = EventStreamParser()
+        let error = await caught {
+            try await client(server).stream(
+                "/", parser: &parser, onEvent: Self.record(log),
+                onIdle: {
+                    log.add("idle")
+                    throw Stop()
+                })
+        }
+        #expect(error is Stop)
+        #expect(log.all == ["message 1 ", "idle"])
+    }
+
+    @Test func aSlowConsumerGetsEveryEventInOrderWhileReceivingWaits() async throws {
+        // Several times the receive buffer, consumed slowly: receiving has to wait for room.
+        let count = 40_000
+        let payload = String(repeating: "x", count: 60)
+        let events = (0..<count).map { "id: \($0)\ndata: \(payload)\n\n" }.joined()
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes(events))]))
+        let seen = Mutex<(count: Int, inOrder: Bool)>((0, true))
+        var parser = EventStreamParser()
+        try await client(server).stream(
+            "/", parser: &parser,
+            onEvent: { _, data, id in
+                let number = Int(String(decoding: id, as: UTF8.self)) ?? -1
+                seen.withLock { state in
+                    if number != state.count || data.count != 60 { state.inOrder = false }
+                    state.count += 1
+                    if state.count % 4_000 == 0 { usleep(20_000) }
+                }
+            })
+        #expect(seen.withLock { $0.count } == count)
+        #expect(seen.withLock { $0.inOrder })
+        #expect(parser.lastEventID == String(count - 1))
+    }
+
+    @Test func aRefusedHeadDeliversNothing() async throws {
+        let server = try server(.fixed(headers: [LoopbackHTTPHeader("Content-Type", "text/plain")], body: bytes("data: x\n\n")))
+        let log = StreamLog()
+        var parser = EventStreamParser()
+        let error = await caught {
+            try await client(server).stream("/", parser: &parser, onOpen: { _ in log.add("open") }, onEvent: Self.record(log))
+        }
+        #expect((error as? NativeClientError)?.retryClass == .permanent)
+        #expect(log.all.isEmpty)
+    }
+
+    @Test func cancellationEndsAStreamThatIsStillOpen() async throws {
+        let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead() + bytes("data: a\n\n")), .hangUntilStopped]))
+        let log = StreamLog()
+        let http = try client(server)
+        let task = Task {
+            var parser = EventStreamParser()
+            try await http.stream("/", parser: &parser, onEvent: Self.record(log))
+        }
+        #expect(await waitUntil { log.all.count == 1 })
+        task.cancel()
+        let result = await task.result
+        #expect(throws: CancellationError.self) { try result.get() }
     }
 }
 

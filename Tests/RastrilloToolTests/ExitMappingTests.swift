@@ -27,6 +27,15 @@ import Testing
         #expect(HTTPToolExit.status(for: error as any Error).code == code)
     }
 
+    @Test func theProcessEnvironmentIsReadAsProcessInfoReadsIt() {
+        let name = "RASTRILLO_TEST_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
+        setenv(name, "a=b c", 1)
+        defer { unsetenv(name) }
+        let environment = ClientArguments.processEnvironment()
+        #expect(environment[name] == "a=b c")
+        #expect(environment == ProcessInfo.processInfo.environment)
+    }
+
     @Test func localAndUsageFailures() {
         #expect(HTTPToolExit.status(for: NativeDownloadError.diskFull as any Error).code == 1)
         #expect(HTTPToolExit.status(for: NativeDownloadError.destinationExists as any Error).code == 1)

@@ -13,24 +13,27 @@ import Testing
         "caf\u{E9} \u{1F600} \u{10FFFF}", String(repeating: "x\"", count: 20), "0123456\"89abcdef\\",
     ]
 
+    /// The event line rastrillo-stream writes, without its LF.
     func eventLine(type: [UInt8], data: [UInt8], id: [UInt8]) -> [UInt8] {
         var line = ByteBuffer()
-        JSONText.append(#"{"data":"#, to: &line)
-        data.withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &line) }
-        JSONText.append(#","event":"#, to: &line)
-        type.withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &line) }
-        JSONText.append(#","id":"#, to: &line)
-        id.withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &line) }
-        JSONText.append(#","type":"event"}"#, to: &line)
-        return line.withBytes { Array($0) }
+        type.withUnsafeBufferPointer { type in
+            data.withUnsafeBufferPointer { data in
+                id.withUnsafeBufferPointer { id in JSONText.appendEvent(type: type, data: data, id: id, to: &line) }
+            }
+        }
+        let bytes = line.withBytes { Array($0) }
+        #expect(bytes.last == 0x0A)
+        return Array(bytes.dropLast())
     }
 
     /// JSONEncoder's sorted-keys text of the event, with the two spellings it differs in
     /// (`\/` and `\b`, `\f`) rewritten to ours (`/`, `\u0008`, `\u000c`).
+    /// An empty ID is `null`.
     func encoderLine(type: String, data: String, id: String) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let text = String(decoding: try encoder.encode(["data": data, "event": type, "id": id, "type": "event"]), as: UTF8.self)
+        let object: [String: String?] = ["data": data, "event": type, "id": id.isEmpty ? nil : id, "type": "event"]
+        let text = String(decoding: try encoder.encode(object), as: UTF8.self)
         return Array(text.replacingOccurrences(of: #"\b"#, with: #"\u0008"#).replacingOccurrences(of: #"\f"#, with: #"\u000c"#).utf8)
     }
 
@@ -44,6 +47,33 @@ import Testing
                 var viaBytes = ByteBuffer()
                 Array(data.utf8).withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &viaBytes) }
                 #expect(viaString.withBytes { Array($0) } == viaBytes.withBytes { Array($0) })
+            }
+        }
+    }
+
+    @Test func everyFieldLengthAndEscapePositionMatchesJSONEncoder() throws {
+        // Lengths around the 4-, 8- and 16-byte blocks, with one byte needing escape (or not
+        // ASCII) at every position.
+        for length in 0...40 {
+            let plain = (0..<length).map { UInt8(0x41 + $0 % 26) }
+            #expect(
+                eventLine(type: plain, data: plain, id: plain)
+                    == (try encoderLine(
+                        type: String(decoding: plain, as: UTF8.self), data: String(decoding: plain, as: UTF8.self),
+                        id: String(decoding: plain, as: UTF8.self))))
+            for position in 0..<length {
+                for special: UInt8 in [0x22, 0x5C, 0x0A, 0x01, 0x1F, 0x7F, 0xE9] {
+                    var bytes = plain
+                    bytes[position] = special
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    #expect(
+                        eventLine(type: plain, data: bytes, id: bytes)
+                            == (try encoderLine(type: String(decoding: plain, as: UTF8.self), data: text, id: text)),
+                        "byte \(special) at \(position) of \(length)")
+                    #expect(
+                        eventLine(type: bytes, data: plain, id: [])
+                            == (try encoderLine(type: text, data: String(decoding: plain, as: UTF8.self), id: "")))
+                }
             }
         }
     }

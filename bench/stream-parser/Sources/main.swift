@@ -1,9 +1,10 @@
 // bench/stream-parser: event-stream parser throughput on synthetic streams, fed in 16 KiB
 // chunks (what libcurl hands over) and one byte at a time (the worst case).
 //
-//   swift run -c release rastrillo-bench-sse [MiB]
+//   swift run -c release rastrillo-bench-sse [MiB [byte-path]]
 //
 // Prints MiB/s and events/s for each shape; the default feeds 64 MiB per shape.
+import Glibc
 import RastrilloStreams
 
 func stream(eventBytes: Int, lineEnding: String) -> [UInt8] {
@@ -36,8 +37,48 @@ func measure(_ name: String, _ block: [UInt8], mebibytes: Int, chunk: Int) {
             + " (\(Int(mebibytesFed)) MiB in \(String(Int(seconds * 1000))) ms)")
 }
 
+/// The byte path (`appendBytes`, events as bytes) on bench/stream's stream: 100-byte events of
+/// an `id` and a `data` line, in 256 KiB chunks (rastrillo-stream's receive buffer).
+func measureBytePath(mebibytes: Int) {
+    let event = Array("id: 00000000\ndata: ".utf8) + Array(repeating: UInt8(ascii: "x"), count: 79) + [0x0A, 0x0A]
+    var block: [UInt8] = []
+    while block.count < 1 << 20 { block += event }
+    var parser = EventStreamParser()
+    var events = 0
+    var dataBytes = 0
+    let chunk = 256 << 10
+    let clock = ContinuousClock()
+    let repetitions = max(1, mebibytes * (1 << 20) / block.count)
+    let elapsed = clock.measure {
+        block.withUnsafeBufferPointer { block in
+            for _ in 0..<repetitions {
+                var offset = 0
+                while offset < block.count {
+                    let end = min(block.count, offset + chunk)
+                    try! parser.appendBytes(UnsafeBufferPointer(rebasing: block[offset..<end])) { _, data, _ in
+                        events += 1
+                        dataBytes += data.count
+                    }
+                    offset = end
+                }
+            }
+        }
+    }
+    precondition(dataBytes == events * 79)
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let mebibytesFed = Double(repetitions * block.count) / Double(1 << 20)
+    print(
+        "100-byte events, LF, 256 KiB chunks, byte path: \(Int(mebibytesFed / seconds)) MiB/s,"
+            + " \(Int(Double(events) / seconds)) events/s (\(Int(mebibytesFed)) MiB in \(String(Int(seconds * 1000))) ms)")
+}
+
 let mebibytes = CommandLine.arguments.dropFirst().first.flatMap { Int($0) } ?? 64
+if CommandLine.arguments.dropFirst(2).first == "byte-path" {
+    measureBytePath(mebibytes: mebibytes)
+    exit(0)
+}
 measure("128-byte events, LF, 16 KiB chunks", stream(eventBytes: 128, lineEnding: "\n"), mebibytes: mebibytes, chunk: 16_384)
 measure("128-byte events, CRLF, 16 KiB chunks", stream(eventBytes: 128, lineEnding: "\r\n"), mebibytes: mebibytes, chunk: 16_384)
 measure("64 KiB events, LF, 16 KiB chunks", stream(eventBytes: 65_536, lineEnding: "\n"), mebibytes: mebibytes, chunk: 16_384)
 measure("128-byte events, LF, 1-byte chunks", stream(eventBytes: 128, lineEnding: "\n"), mebibytes: max(1, mebibytes / 16), chunk: 1)
+measureBytePath(mebibytes: mebibytes)
