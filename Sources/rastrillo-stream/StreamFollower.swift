@@ -3,6 +3,7 @@ import FoundationEssentials
 import Rastrillo
 import RastrilloCLI
 import RastrilloStreams
+import Synchronization
 
 /// The reconnect loop of rastrillo-stream: opens the stream, turns its lines into events,
 /// reconnects with `Last-Event-ID` paced by `NativeReconnect`, and decides the exit status.
@@ -39,6 +40,9 @@ struct StreamFollower {
                 headers.append(field)
             }
             var parser = EventStreamParser(lastEventID: lastEventID)
+            // --raw prints lines as they come, but still follows their `id` and `retry` fields,
+            // so a reconnect resumes with Last-Event-ID and waits as the server asked.
+            let rawFields = Mutex(EventStreamAssembler(lastEventID: lastEventID))
             let snapshot = self.snapshot
             let onOpen: @Sendable (NativeResponse) async throws -> Void = { response in
                 reconnect.opened()
@@ -54,7 +58,10 @@ struct StreamFollower {
             do {
                 if raw {
                     try await http.stream(
-                        client.target, headers: headers, onOpen: onOpen, onLineBytes: { try output.raw($0) },
+                        client.target, headers: headers, onOpen: onOpen, onLineBytes: { line in
+                            try output.raw(line)
+                            rawFields.withLock { $0.consume(line) { _, _, _ in } }
+                        },
                         onIdle: { try output.flush() })
                 } else {
                     try await http.stream(
@@ -71,8 +78,7 @@ struct StreamFollower {
                 }
                 if error is OutputClosed || error is OutputError { throw error }
                 try output.flush()
-                lastEventID = parser.lastEventID
-                retryFloor = parser.reconnectionTime ?? retryFloor
+                (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
                 guard let failure = error as? NativeClientError,
                     failure.retryClass == .offline || failure.retryClass == .transient
                 else {
@@ -84,11 +90,21 @@ struct StreamFollower {
                 try await pause(reconnect, floor: retryFloor, reason: failure.message, output: output, json: json)
                 continue
             }
-            lastEventID = parser.lastEventID
-            retryFloor = parser.reconnectionTime ?? retryFloor
+            (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
             if once { return .ok }
             try await pause(reconnect, floor: retryFloor, reason: reason, output: output, json: json)
         }
+    }
+
+    /// The last event ID and reconnection time a connection left: from the parser, or with
+    /// `--raw` from the fields its printed lines carried.
+    private func resumePoint(
+        _ parser: EventStreamParser, _ rawFields: borrowing Mutex<EventStreamAssembler>, _ retryFloor: Duration?
+    ) -> (String, Duration?) {
+        if raw {
+            return rawFields.withLock { ($0.lastEventID, $0.reconnectionTime ?? retryFloor) }
+        }
+        return (parser.lastEventID, parser.reconnectionTime ?? retryFloor)
     }
 
     /// Waits before the next attempt: the longer of the pacer's pause and the server's last

@@ -151,4 +151,33 @@ private func object(_ line: String) -> [String: Any] {
         #expect(!lines(of: tool.outputPath).contains { $0.contains("lost") })
         server.stop()
     }
+
+    /// `--raw` prints lines, not events, but a reconnect still resumes after the last committed
+    /// `id` and waits at least the server's `retry`.
+    @Test func rawReconnectsWithLastEventID() async throws {
+        let home = try Home()
+        let arrivals = Mutex<[ContinuousClock.Instant]>([])
+        let server = try LoopbackHTTPServer { _ in
+            let number = arrivals.withLock { value -> Int in
+                value.append(.now)
+                return value.count
+            }
+            if number == 1 {
+                return LoopbackHTTPResponse(steps: [.send(sseHead() + bytes("retry: 300\nid: 7\ndata: a\n\nid: 8\ndata: lost"))])
+            }
+            return LoopbackHTTPResponse(steps: [.send(sseHead() + bytes("data: b\n\n")), .hangUntilStopped])
+        }
+        let tool = try BackgroundTool("rastrillo-stream", ["--raw", server.url("/e")], home: home)
+        #expect(await eventually { lines(of: tool.outputPath).contains("data: b") })
+        tool.send(SIGINT)
+        #expect(await tool.wait() == 130)
+        let requests = server.requests
+        #expect(requests.count == 2)
+        #expect(requests.first?.firstValue(forName: "last-event-id") == nil)
+        #expect(requests.last?.firstValue(forName: "last-event-id") == "7")
+        let times = arrivals.withLock { $0 }
+        if times.count == 2 { #expect(times[1] - times[0] >= .milliseconds(300)) }
+        #expect(lines(of: tool.outputPath).prefix(3) == ["retry: 300", "id: 7", "data: a"])
+        server.stop()
+    }
 }
