@@ -147,7 +147,7 @@ public final class CurlTransfer {
         let handoff = ResultHandoff()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let started = TransferThread.start {
+                let started = DetachedThread.start {
                     handoff.store(job.transfer.run(job.context))
                     continuation.resume()
                 }
@@ -538,15 +538,16 @@ final class ResultHandoff: @unchecked Sendable {  // @unchecked: `result` is gua
     }
 }
 
-/// Runs a closure on a new detached POSIX thread.
-enum TransferThread {
+/// Runs a closure on a new detached POSIX thread: libcurl transfers here, and the package's other
+/// threads that must not block Swift's cooperative pool.
+package enum DetachedThread {
     private final class Work {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
     /// Returns false when the thread could not be created; the closure then never runs.
-    static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
+    package static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
         let work = Unmanaged.passRetained(Work(body)).toOpaque()
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)

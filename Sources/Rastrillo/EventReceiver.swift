@@ -1,3 +1,4 @@
+import CurlKit
 import Glibc
 import RastrilloStreams
 
@@ -137,21 +138,7 @@ final class EventReceiver: @unchecked Sendable {
 
     /// Starts the parsing thread (detached: ``drain(cancelled:)`` learns of its end from it).
     private func startThread() -> Bool {
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let code = pthread_create(&thread, &attributes, { raw in
-            Unmanaged<EventReceiver>.fromOpaque(raw!).takeRetainedValue().parseUntilEnd()
-            return nil
-        }, context)
-        if code != 0 {
-            Unmanaged<EventReceiver>.fromOpaque(context).release()
-            return false
-        }
-        return true
+        DetachedThread.start { self.parseUntilEnd() }
     }
 
     /// The parsing thread: takes every buffered byte at once, parses it, and runs `onIdle` when
