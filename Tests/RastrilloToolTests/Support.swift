@@ -47,10 +47,6 @@ func run(
     }
 }
 
-struct SpawnError: Error, CustomStringConvertible {
-    let description: String
-}
-
 /// A tool started in the background, to be signalled while it runs.
 final class BackgroundTool: Sendable {
     let pid: pid_t
@@ -66,27 +62,7 @@ final class BackgroundTool: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let executable = ToolProcess.path(of: tool)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = home.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard spawned == 0 else { throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(spawned)))") }
-        self.pid = pid
+        pid = try spawnProcess([ToolProcess.path(of: tool)] + arguments, environment: home.environment, actions: &actions)
     }
 
     /// Sends `signal`.

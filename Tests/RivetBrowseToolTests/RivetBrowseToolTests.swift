@@ -463,32 +463,3 @@ import Glibc
         }
     }
 }
-
-/// A file where an exit test's child writes why it failed.
-struct ChildReport {
-    let path = FileManager.default.temporaryDirectory
-        .appendingPathComponent("rivet-browse-child-\(UUID().uuidString).txt").path
-
-    func collect(_ result: ExitTest.Result?, sourceLocation: SourceLocation = #_sourceLocation) {
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        guard result == nil else { return }
-        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        Issue.record("child process said: \(text.isEmpty ? "nothing" : text)", sourceLocation: sourceLocation)
-    }
-}
-
-/// In an exit test's child: records `message` for the parent and exits 1.
-func childFail(_ message: String, report: String) -> Never {
-    _ = FileManager.default.createFile(atPath: report, contents: Data((message + "\n").utf8))
-    exit(1)
-}
-
-/// In an exit test's child: SIGALRM kills the process after `seconds`, so a hang fails the test.
-func armHangGuard(seconds: UInt32) {
-    var alarmOnly = sigset_t()
-    sigemptyset(&alarmOnly)
-    sigaddset(&alarmOnly, SIGALRM)
-    pthread_sigmask(SIG_UNBLOCK, &alarmOnly, nil)
-    signal(SIGALRM, SIG_DFL)
-    alarm(seconds)
-}
