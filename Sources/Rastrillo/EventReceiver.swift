@@ -23,7 +23,7 @@ final class EventReceiver: @unchecked Sendable {
     /// Signalled when the parser took the buffer, failed or stopped.
     private let taken = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // Guarded by `mutex`:
-    private var incoming = PieceBuffer()
+    private var incoming = RawByteBuffer()
     private var ended = false
     private var cancelled = false
     private var stopped = false
@@ -33,7 +33,7 @@ final class EventReceiver: @unchecked Sendable {
     private var waiter: CheckedContinuation<Void, Never>?
     private var onStop: (@Sendable () -> Void)?
     // The parsing thread's own:
-    private var working = PieceBuffer()
+    private var working = RawByteBuffer()
 
     init(
         parser: EventStreamParser,
@@ -79,7 +79,7 @@ final class EventReceiver: @unchecked Sendable {
         }
         if let failure { return failure }
         if cancelled || stopped { return CancellationError() }
-        incoming.append(piece)
+        incoming.append(piece.assumingMemoryBound(to: UInt8.self))
         pthread_cond_signal(arrived)
         return nil
     }
@@ -216,40 +216,5 @@ final class EventReceiver: @unchecked Sendable {
         } catch {
             return error
         }
-    }
-}
-
-/// A growable byte buffer in raw memory, owned by one ``EventReceiver``, which frees it.
-private struct PieceBuffer {
-    private var base: UnsafeMutablePointer<UInt8>?
-    private var capacity = 0
-    /// Bytes held.
-    var count = 0
-
-    /// The bytes held, valid until the next change.
-    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
-
-    mutating func append(_ piece: UnsafeRawBufferPointer) {
-        guard let source = piece.baseAddress, piece.count > 0 else { return }
-        if count + piece.count > capacity {
-            var newCapacity = Swift.max(capacity * 2, 64 << 10)
-            while newCapacity < count + piece.count { newCapacity *= 2 }
-            let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
-            if let base {
-                newBase.update(from: base, count: count)
-                base.deallocate()
-            }
-            base = newBase
-            capacity = newCapacity
-        }
-        UnsafeMutableRawPointer(base! + count).copyMemory(from: source, byteCount: piece.count)
-        count += piece.count
-    }
-
-    mutating func free() {
-        base?.deallocate()
-        base = nil
-        capacity = 0
-        count = 0
     }
 }

@@ -219,30 +219,34 @@ public struct EventStreamAssembler: Sendable {
     }
 }
 
-/// One growable byte buffer of the assembler, in raw memory: the per-line path pays no array
-/// uniqueness checks or reference counting. Owned by exactly one ``AssemblerStorage``, which
-/// frees it.
-struct AssemblerBytes {
+/// A growable byte buffer in raw memory: the per-line path pays no array uniqueness checks or
+/// reference counting. Not freed on its own: its one owner (an ``AssemblerStorage``, Rastrillo's
+/// event receiver) calls ``free()``.
+package struct RawByteBuffer {
     private var base: UnsafeMutablePointer<UInt8>?
     private var capacity = 0
-    /// Bytes held.
-    var count = 0
 
-    var isEmpty: Bool { count == 0 }
+    /// An empty buffer (no memory until the first append).
+    package init() {}
+
+    /// Bytes held.
+    package var count = 0
+
+    package var isEmpty: Bool { count == 0 }
 
     /// The bytes held, valid until the next change.
-    var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
+    package var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: base, count: count) }
 
     /// Replaces the bytes with `bytes`.
     @inline(__always)
-    mutating func set(_ bytes: UnsafeBufferPointer<UInt8>) {
+    package mutating func set(_ bytes: UnsafeBufferPointer<UInt8>) {
         count = 0
         append(bytes)
     }
 
     /// Appends `bytes`.
     @inline(__always)
-    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+    package mutating func append(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         if count + bytes.count > capacity { grow(to: count + bytes.count) }
         (base! + count).update(from: source, count: bytes.count)
@@ -251,7 +255,7 @@ struct AssemblerBytes {
 
     /// Appends `bytes`, then `byte`.
     @inline(__always)
-    mutating func append(_ bytes: UnsafeBufferPointer<UInt8>, then byte: UInt8) {
+    package mutating func append(_ bytes: UnsafeBufferPointer<UInt8>, then byte: UInt8) {
         if count + bytes.count + 1 > capacity { grow(to: count + bytes.count + 1) }
         if let source = bytes.baseAddress, bytes.count > 0 { (base! + count).update(from: source, count: bytes.count) }
         base![count + bytes.count] = byte
@@ -259,7 +263,7 @@ struct AssemblerBytes {
     }
 
     /// Empties the buffer; frees its memory when it holds more than `keptCapacity` bytes.
-    mutating func clear(keepingUpTo keptCapacity: Int) {
+    package mutating func clear(keepingUpTo keptCapacity: Int) {
         count = 0
         if capacity > keptCapacity { free() }
     }
@@ -277,7 +281,7 @@ struct AssemblerBytes {
     }
 
     /// Releases the memory; the buffer is then empty.
-    mutating func free() {
+    package mutating func free() {
         base?.deallocate()
         base = nil
         capacity = 0
@@ -285,8 +289,8 @@ struct AssemblerBytes {
     }
 
     /// A buffer holding a copy of these bytes.
-    func copy() -> AssemblerBytes {
-        var copy = AssemblerBytes()
+    package func copy() -> RawByteBuffer {
+        var copy = RawByteBuffer()
         copy.append(bytes)
         return copy
     }
@@ -295,14 +299,14 @@ struct AssemblerBytes {
 /// The buffers of an assembler.
 struct AssemblerFields {
     /// The data buffer: every `data` value, each followed by an LF.
-    var data = AssemblerBytes()
+    var data = RawByteBuffer()
     /// The event type buffer.
-    var type = AssemblerBytes()
+    var type = RawByteBuffer()
     /// The last event ID committed by a blank line.
-    var committedID = AssemblerBytes()
+    var committedID = RawByteBuffer()
     /// The last-event-ID buffer set by an `id` field since the last dispatch; meaningful only
     /// when `idSeen` (otherwise the buffer's value is `committedID`).
-    var pendingID = AssemblerBytes()
+    var pendingID = RawByteBuffer()
     var idSeen = false
 }
 
