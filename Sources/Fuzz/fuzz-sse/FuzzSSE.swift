@@ -52,6 +52,37 @@ func parse(_ bytes: ArraySlice<UInt8>, limits: EventStreamLimits, chunk: Int?) -
     outcome.reconnectionTime = parser.reconnectionTime
     parser.finish()
     precondition(parser.lastEventID == outcome.lastEventID, "finish changed the last event ID")
+    let bytePath = parseBytes(bytes, limits: limits, chunk: chunk)
+    precondition(bytePath == outcome, "the byte path (appendBytes) disagrees: \(bytePath) vs \(outcome)")
+    return outcome
+}
+
+/// `parse` through `appendBytes`, the raw-buffer path rastrillo-stream uses, each chunk in a
+/// buffer of exactly its size (so reading one byte past it is an address-sanitizer error).
+func parseBytes(_ bytes: ArraySlice<UInt8>, limits: EventStreamLimits, chunk: Int?) -> Outcome {
+    var parser = EventStreamParser(limits: limits)
+    var outcome = Outcome()
+    var offset = bytes.startIndex
+    repeat {
+        let end = chunk.map { min(bytes.endIndex, offset + $0) } ?? bytes.endIndex
+        let piece = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: end - offset)
+        defer { piece.deallocate() }
+        _ = piece.initialize(from: bytes[offset..<end])
+        do {
+            try parser.appendBytes(UnsafeBufferPointer(piece)) { type, data, id in
+                outcome.events.append(
+                    ServerSentEvent(
+                        type: String(decoding: type, as: UTF8.self), data: String(decoding: data, as: UTF8.self),
+                        id: String(decoding: id, as: UTF8.self)))
+            }
+        } catch {
+            outcome.failure = error
+            break
+        }
+        offset = end
+    } while offset < bytes.endIndex
+    outcome.lastEventID = parser.lastEventID
+    outcome.reconnectionTime = parser.reconnectionTime
     return outcome
 }
 
