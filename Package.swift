@@ -42,7 +42,13 @@ let package = Package(
         .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo", "RastrilloStreams"]),
         .target(name: "RastrilloCLI", dependencies: ["Rastrillo", "RastrilloStreams", "CommandLineKit"]),
         .executableTarget(
-            name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+            name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+            exclude: ["StaticLibStdCxx"],
+            // Start-up cost (bench/fetch): the shim directory links libstdc++ statically when the
+            // Swift runtime is static (see StaticLibStdCxx/libstdc++.so).
+            linkerSettings: [
+                .unsafeFlags(["-L\(Context.packageDirectory)/Sources/rastrillo-fetch/StaticLibStdCxx"])
+            ]),
         .executableTarget(
             name: "rastrillo-stream",
             dependencies: ["Rastrillo", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
