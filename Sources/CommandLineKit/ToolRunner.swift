@@ -25,15 +25,32 @@ import Synchronization
 /// - ``ToolError`` → `TOOL: message` and its status;
 /// - any other error → `TOOL: description` and status 1.
 public enum ToolRunner {
+    /// Where the body's task runs.
+    public enum Executor: Sendable {
+        /// Swift's global concurrency pool (Dispatch worker threads); the caller's thread is
+        /// parked (in `dispatchMain()` on the main thread, so `@MainActor` work keeps running).
+        case concurrencyPool
+        /// The calling thread, as the task's executor preference: the body and its child tasks
+        /// (`async let`, task groups) run one job at a time on the thread that called `main`,
+        /// and no pool or Dispatch thread is started for them, which saves a short-lived tool
+        /// about a millisecond of start-up. For bodies that wait on threads of their own (a
+        /// transfer thread) rather than block: a blocking call in the body stalls its child
+        /// tasks, and `@MainActor` work is not run. Unstructured `Task {}`s still use the pool.
+        case callingThread
+    }
+
     /// Runs `body` for `spec` and exits; never returns.
     ///
     /// Call it from a synchronous `static func main()` or from top-level code that does not
-    /// `await`: on the main thread it parks the thread in `dispatchMain()`, so `@MainActor`
-    /// work in the body keeps running. Called from any other thread, it blocks that thread.
+    /// `await`: with `.concurrencyPool`, on the main thread it parks the thread in
+    /// `dispatchMain()`, so `@MainActor` work in the body keeps running, and called from any
+    /// other thread it blocks that thread; with `.callingThread` the calling thread runs the
+    /// body's jobs until the process exits.
     /// - Parameters:
     ///   - arguments: the full argument vector, program name first.
+    ///   - executor: where the body's task runs (default: the concurrency pool).
     public static func main(
-        spec: CommandSpec, arguments: [String] = CommandLine.arguments,
+        spec: CommandSpec, arguments: [String] = CommandLine.arguments, executor: Executor = .concurrencyPool,
         body: @escaping @Sendable (ParsedArguments) async throws -> ExitStatus
     ) -> Never {
         signal(SIGPIPE, SIG_IGN)
@@ -62,7 +79,7 @@ public enum ToolRunner {
         }
 
         // One task runs the body and exits with its outcome.
-        let task = Task {
+        let operation: @Sendable () async -> Void = {
             let result: Result<ExitStatus, any Error>
             do {
                 result = .success(try await body(parsed))
@@ -71,7 +88,12 @@ public enum ToolRunner {
             }
             exit(exitCode(for: result, signal: run.signal, spec: spec))
         }
-        run.started(task)
+        if case .callingThread = executor {
+            let loop = CallingThreadExecutor()
+            run.started(Task(executorPreference: loop, operation: operation))
+            loop.run()
+        }
+        run.started(Task(operation: operation))
 
         if isMainThread() {
             dispatchMain()
@@ -144,6 +166,48 @@ public enum ToolRunner {
 
     private static func writeError(_ line: String) {
         try? OutputChannel.standardError.write(line + "\n")
+    }
+}
+
+/// ``ToolRunner/Executor/callingThread``: a task executor whose jobs the thread that calls
+/// `run()` takes from a queue, in order, sleeping on a condition variable while it is empty.
+private final class CallingThreadExecutor: TaskExecutor, @unchecked Sendable {
+    // @unchecked Sendable: `jobs` is only touched with `mutex` held.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var jobs: [UnownedJob] = []
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(ready, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(ready)
+        pthread_mutex_destroy(mutex)
+        ready.deallocate()
+        mutex.deallocate()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        pthread_mutex_lock(mutex)
+        jobs.append(job)
+        pthread_cond_signal(ready)
+        pthread_mutex_unlock(mutex)
+    }
+
+    /// Runs the queued jobs forever; the body's task ends the process.
+    func run() -> Never {
+        var batch: [UnownedJob] = []
+        while true {
+            pthread_mutex_lock(mutex)
+            while jobs.isEmpty { pthread_cond_wait(ready, mutex) }
+            swap(&batch, &jobs)
+            pthread_mutex_unlock(mutex)
+            for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            batch.removeAll(keepingCapacity: true)
+        }
     }
 }
 

@@ -4,7 +4,8 @@ import Rastrillo
 import RastrilloCLI
 import ToolSpecs
 
-ToolRunner.main(spec: ToolSpecs.rastrilloFetch) { arguments in
+// One request whose transfer runs on CurlKit's own thread: the body needs no pool threads.
+ToolRunner.main(spec: ToolSpecs.rastrilloFetch, executor: .callingThread) { arguments in
     let json = arguments.flag("json")
     do {
         let client = try ClientArguments(arguments)

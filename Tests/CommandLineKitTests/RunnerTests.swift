@@ -45,6 +45,36 @@ func stderrText(_ result: ExitTest.Result?) -> String {
         }
     }
 
+    /// `.callingThread`: the body, a child task and a resumption from another thread all run on
+    /// the thread that called `main`, and the returned status is still the exit status.
+    @Test func callingThreadExecutorRunsTheBodyOnTheCallingThread() async {
+        await #expect(processExitsWith: .exitCode(7)) {
+            let caller = pthread_self()
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], executor: .callingThread) { _ in
+                let started = pthread_equal(pthread_self(), caller) != 0
+                let fromThread = await withCheckedContinuation { (continuation: CheckedContinuation<Int, Never>) in
+                    Thread.detachNewThread { continuation.resume(returning: 5) }
+                }
+                let resumed = pthread_equal(pthread_self(), caller) != 0
+                async let child = pthread_equal(pthread_self(), caller) != 0
+                let inChild = await child
+                return started && fromThread == 5 && resumed && inChild ? .conflict : .failure
+            }
+        }
+    }
+
+    @Test func callingThreadExecutorIsCancelledBySigint() async {
+        let result = await #expect(processExitsWith: .exitCode(130), observing: [\.standardErrorContent]) {
+            markStreams()
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], executor: .callingThread) { _ in
+                kill(getpid(), SIGINT)
+                try await Task.sleep(for: .seconds(3600))
+                return .ok
+            }
+        }
+        #expect(stderrText(result) == streamMark)
+    }
+
     @Test func toolErrorPrintsItsMessageAndStatus() async {
         let result = await #expect(processExitsWith: .exitCode(6), observing: [\.standardErrorContent]) {
             ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in
