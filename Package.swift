@@ -44,17 +44,10 @@ let package = Package(
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
             exclude: ["StaticLibStdCxx"],
-            // Start-up cost (bench/fetch): a position-dependent executable needs no load-time
-            // relocation of its own pointers (trade-off: its own image is not address-randomised;
-            // its libraries still are); ld.bfd, because with gold a non-PIE link against the
-            // shared Swift runtime makes ld.so warn about protected functions at run time. The
-            // shim directory links libstdc++ statically when the Swift runtime is static (see
-            // StaticLibStdCxx/libstdc++.so).
+            // Start-up cost (bench/fetch): the shim directory links libstdc++ statically when the
+            // Swift runtime is static (see StaticLibStdCxx/libstdc++.so).
             linkerSettings: [
-                .unsafeFlags([
-                    "-Xclang-linker", "-no-pie", "-use-ld=bfd",
-                    "-L\(Context.packageDirectory)/Sources/rastrillo-fetch/StaticLibStdCxx",
-                ])
+                .unsafeFlags(["-L\(Context.packageDirectory)/Sources/rastrillo-fetch/StaticLibStdCxx"])
             ]),
         .executableTarget(
             name: "rastrillo-stream",
