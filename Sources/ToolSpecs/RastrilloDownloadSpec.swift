@@ -20,18 +20,11 @@ extension ToolSpecs {
              rastrillo-download --credential-file ~/.config/token https://example.com/export.tar export.tar
             """,
         options: [
-            .value(
-                "header", short: "H", valueName: "NAME:VALUE", help: "Send this header field.",
-                repeatable: true),
-            .value(
-                "credential-file", valueName: "FILE", kind: .file,
-                help: "Read the credential from FILE, which only its owner may read (one trailing newline is dropped)."),
-            .value(
-                "credential-env", valueName: "NAME", help: "Read the credential from the environment variable NAME."),
-            .value(
-                "credential-header", valueName: "NAME",
-                help: "Send the credential as the whole value of header NAME instead of 'Authorization: Bearer'."),
-            .value("cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE."),
+            headerOption,
+            credentialFileOption,
+            credentialEnvOption,
+            credentialHeaderOption,
+            cacertOption,
             .flag("json", help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object."),
         ],
         positionals: [

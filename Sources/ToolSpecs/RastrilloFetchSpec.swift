@@ -26,24 +26,17 @@ extension ToolSpecs {
             """,
         options: [
             .value("method", short: "X", valueName: "METHOD", help: "Send METHOD (default GET, or POST with --body-file)."),
-            .value(
-                "header", short: "H", valueName: "NAME:VALUE", help: "Send this header field.",
-                repeatable: true),
+            headerOption,
             .value(
                 "body-file", short: "d", valueName: "FILE", kind: .file,
                 help: "Send the contents of FILE as the request body ('-' reads standard input)."),
-            .value(
-                "credential-file", valueName: "FILE", kind: .file,
-                help: "Read the credential from FILE, which only its owner may read (one trailing newline is dropped)."),
-            .value(
-                "credential-env", valueName: "NAME", help: "Read the credential from the environment variable NAME."),
-            .value(
-                "credential-header", valueName: "NAME",
-                help: "Send the credential as the whole value of header NAME instead of 'Authorization: Bearer'."),
+            credentialFileOption,
+            credentialEnvOption,
+            credentialHeaderOption,
             .value(
                 "max-bytes", valueName: "N", kind: .integer(0...fetchMaxBytesLimit),
                 help: "Accept a response body of at most N bytes (default 4194304, 4 MiB)."),
-            .value("cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE."),
+            cacertOption,
             .value(
                 "timeout", valueName: "SECONDS", kind: .integer(1...86_400),
                 help: "Give up when the whole exchange takes longer than SECONDS (exit 3)."),

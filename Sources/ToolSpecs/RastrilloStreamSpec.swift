@@ -24,18 +24,12 @@ extension ToolSpecs {
              rastrillo-stream --snapshot /v1/state --credential-file ~/.token https://api.example.com/v1/events
             """,
         options: [
-            .value(
-                "header", short: "H", valueName: "NAME:VALUE", help: "Send this header field.",
-                repeatable: true),
-            .value(
-                "credential-file", valueName: "FILE", kind: .file,
+            headerOption,
+            credentialFile(
                 help: "Read the credential from FILE, which only its owner may read; read again before every reconnect."),
-            .value(
-                "credential-env", valueName: "NAME", help: "Read the credential from the environment variable NAME."),
-            .value(
-                "credential-header", valueName: "NAME",
-                help: "Send the credential as the whole value of header NAME instead of 'Authorization: Bearer'."),
-            .value("cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE."),
+            credentialEnvOption,
+            credentialHeaderOption,
+            cacertOption,
             .value(
                 "snapshot", valueName: "PATH",
                 help: "On every connection, fetch PATH (same origin) once the stream is open and print it before any event."),

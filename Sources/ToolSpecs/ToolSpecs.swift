@@ -11,3 +11,25 @@ public enum ToolSpecs {
         rivetd, rivetPair, rivetBrowse, rastrilloFetch, rastrilloStream, rastrilloDownload,
     ]
 }
+
+/// The options the three HTTP tools share, spelled once so their help, man pages and
+/// completions say the same thing.
+extension ToolSpecs {
+    static let headerOption = OptionSpec.value(
+        "header", short: "H", valueName: "NAME:VALUE", help: "Send this header field.", repeatable: true)
+    /// `--credential-file`, read once per run.
+    static let credentialFileOption = credentialFile(
+        help: "Read the credential from FILE, which only its owner may read (one trailing newline is dropped).")
+    static let credentialEnvOption = OptionSpec.value(
+        "credential-env", valueName: "NAME", help: "Read the credential from the environment variable NAME.")
+    static let credentialHeaderOption = OptionSpec.value(
+        "credential-header", valueName: "NAME",
+        help: "Send the credential as the whole value of header NAME instead of 'Authorization: Bearer'.")
+    static let cacertOption = OptionSpec.value(
+        "cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE.")
+
+    /// `--credential-file` with a tool's own help text.
+    static func credentialFile(help: String) -> OptionSpec {
+        .value("credential-file", valueName: "FILE", kind: .file, help: help)
+    }
+}
