@@ -19,14 +19,17 @@ let package = Package(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
 
+        // MARK: Thread primitives shared by the libraries (a monitor, a detached thread)
+        .target(name: "ThreadSupport"),
+
         // MARK: Swift wrappers: the only code that imports each C module
         .target(name: "OpenSSLKit", dependencies: ["COpenSSL"]),
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "AvahiKit", dependencies: ["CAvahi"]),
-        .target(name: "CurlKit", dependencies: ["CCurl"]),
+        .target(name: "CurlKit", dependencies: ["CCurl", "ThreadSupport"]),
 
         // MARK: Command-line kit shared by every tool
-        .target(name: "CommandLineKit"),
+        .target(name: "CommandLineKit", dependencies: ["ThreadSupport"]),
 
         // MARK: Pairing: coordinator, transcript, registry, authenticator, companion credential
         .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SQLiteKit"]),
@@ -38,7 +41,7 @@ let package = Package(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
         // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
-        .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams"]),
+        .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams", "ThreadSupport"]),
         .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo", "RastrilloStreams"]),
         .target(name: "RastrilloCLI", dependencies: ["Rastrillo", "RastrilloStreams", "CommandLineKit"]),
         .executableTarget(
@@ -78,7 +81,7 @@ let package = Package(
         // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
         .target(name: "Backoff"),
         .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
-        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"]),
+        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "ThreadSupport"]),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
             path: "Sources/Fuzz/fuzz-rvd1"),
@@ -98,7 +101,7 @@ let package = Package(
             name: "RivetDaemon",
             dependencies: [
                 "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
-                "RivetPairing", "OpenSSLKit", "Backoff", "RivetDiscovery",
+                "RivetPairing", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
             ]),
         .executableTarget(
             name: "rivetd", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),

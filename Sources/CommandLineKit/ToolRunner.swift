@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
+import ThreadSupport
 
 /// Runs a tool's body under the command-line contract and exits the process.
 ///
@@ -172,39 +173,26 @@ public enum ToolRunner {
 /// ``ToolRunner/Executor/callingThread``: a task executor whose jobs the thread that calls
 /// `run()` takes from a queue, in order, sleeping on a condition variable while it is empty.
 private final class CallingThreadExecutor: TaskExecutor, @unchecked Sendable {
-    // @unchecked Sendable: `jobs` is only touched with `mutex` held.
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    // @unchecked Sendable: `jobs` is only touched inside `monitor.withLock`.
+    private let monitor = Monitor()
     private var jobs: [UnownedJob] = []
-
-    init() {
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(ready, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(ready)
-        pthread_mutex_destroy(mutex)
-        ready.deallocate()
-        mutex.deallocate()
-    }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        pthread_mutex_lock(mutex)
-        jobs.append(job)
-        pthread_cond_signal(ready)
-        pthread_mutex_unlock(mutex)
+        monitor.withLock {
+            jobs.append(job)
+            monitor.broadcast()
+        }
     }
 
     /// Runs the queued jobs forever; the body's task ends the process.
     func run() -> Never {
         var batch: [UnownedJob] = []
         while true {
-            pthread_mutex_lock(mutex)
-            while jobs.isEmpty { pthread_cond_wait(ready, mutex) }
-            swap(&batch, &jobs)
-            pthread_mutex_unlock(mutex)
+            monitor.withLock {
+                while jobs.isEmpty { monitor.wait(until: nil) }
+                swap(&batch, &jobs)
+            }
             for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
             batch.removeAll(keepingCapacity: true)
         }
@@ -253,15 +241,6 @@ private enum SignalThread {
     /// The pipe's write end, for the handler; -1 until ``start(_:)``.
     static let writeEnd = Atomic<Int32>(-1)
 
-    private final class Reader {
-        let readEnd: Int32
-        let received: @Sendable (Int32) -> Void
-        init(readEnd: Int32, received: @escaping @Sendable (Int32) -> Void) {
-            self.readEnd = readEnd
-            self.received = received
-        }
-    }
-
     /// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it starts from
     /// now on), installs the handlers and starts the thread that takes the signals and calls
     /// `received` with each. Returns false when the pipe or the thread cannot be created.
@@ -290,36 +269,23 @@ private enum SignalThread {
         sigaction(SIGINT, &action, nil)
         sigaction(SIGTERM, &action, nil)
 
-        let reader = Unmanaged.passRetained(Reader(readEnd: ends[0], received: received)).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let code = pthread_create(&thread, &attributes, { raw in
-            let reader = Unmanaged<Reader>.fromOpaque(raw!).takeRetainedValue()
-            var signals = sigset_t()
-            sigemptyset(&signals)
-            sigaddset(&signals, SIGINT)
-            sigaddset(&signals, SIGTERM)
+        let readEnd = ends[0]
+        let handled = signals
+        return DetachedThread.start {
+            var handled = handled
             // The one thread the signals reach (besides threads that existed before start).
-            pthread_sigmask(SIG_UNBLOCK, &signals, nil)
+            pthread_sigmask(SIG_UNBLOCK, &handled, nil)
             while true {
                 var byte: UInt8 = 0
-                let count = read(reader.readEnd, &byte, 1)
+                let count = read(readEnd, &byte, 1)
                 if count == 1 {
-                    reader.received(Int32(byte))
+                    received(Int32(byte))
                 } else if count < 0, errno == EINTR {
                     continue
                 } else {
-                    return nil
+                    return
                 }
             }
-        }, reader)
-        if code != 0 {
-            Unmanaged<Reader>.fromOpaque(reader).release()
-            return false
         }
-        return true
     }
 }

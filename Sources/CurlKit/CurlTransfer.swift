@@ -1,6 +1,7 @@
 import CCurl
 import Glibc
 import Synchronization
+import ThreadSupport
 
 /// One HTTP exchange through libcurl: configure it, then `perform()` it.
 ///
@@ -535,34 +536,6 @@ final class ResultHandoff: @unchecked Sendable {  // @unchecked: `result` is gua
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return result ?? .failure(CurlError(code: .setupFailed, message: "the transfer thread left no result"))
-    }
-}
-
-/// Runs a closure on a new detached POSIX thread: libcurl transfers here, and the package's other
-/// threads that must not block Swift's cooperative pool.
-package enum DetachedThread {
-    private final class Work {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-
-    /// Returns false when the thread could not be created; the closure then never runs.
-    package static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
-        let work = Unmanaged.passRetained(Work(body)).toOpaque()
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let code = pthread_create(&thread, &attributes, { raw in
-            Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, work)
-        if code != 0 {
-            Unmanaged<Work>.fromOpaque(work).release()
-            return false
-        }
-        return true
     }
 }
 

@@ -1,6 +1,6 @@
-import CurlKit
 import Glibc
 import RastrilloStreams
+import ThreadSupport
 
 /// The byte side of an event stream parsed into events
 /// (``NativeHTTP/stream(_:headers:parser:onOpen:onEvent:onIdle:)``), in two stages that overlap:

@@ -1,5 +1,6 @@
 import OpenSSLKit
 import RivetPairing
+import ThreadSupport
 #if canImport(Glibc)
 import Glibc
 #endif

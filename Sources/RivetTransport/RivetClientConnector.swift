@@ -3,6 +3,7 @@ import Foundation
 import OpenSSLKit
 import RivetPairing
 import RivetSession
+import ThreadSupport
 #if canImport(Glibc)
 import Glibc
 #endif

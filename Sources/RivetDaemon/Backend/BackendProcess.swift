@@ -1,6 +1,7 @@
-import RivetTransport
 import Foundation
+import RivetTransport
 import RivetWire
+import ThreadSupport
 #if canImport(Glibc)
 import Glibc
 #endif

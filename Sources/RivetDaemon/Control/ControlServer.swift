@@ -1,5 +1,6 @@
-import RivetTransport
 import Foundation
+import RivetTransport
+import ThreadSupport
 #if canImport(Glibc)
 import Glibc
 #endif

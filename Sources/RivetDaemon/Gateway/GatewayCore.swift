@@ -4,6 +4,7 @@ import RivetGateway
 import RivetPairing
 import RivetTransport
 import RivetWire
+import ThreadSupport
 #if canImport(Glibc)
 import Glibc
 #endif

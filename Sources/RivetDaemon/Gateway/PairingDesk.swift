@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetSession
 import RivetTransport
+import ThreadSupport
 
 /// The daemon's pairing host: `RivetPairingService` (the coordinator's rules, storing completed
 /// pairings in the registry) with the control socket's person on the desktop side.

@@ -2,6 +2,7 @@ import Foundation
 import RivetGateway
 import RivetTransport
 import RivetWire
+import ThreadSupport
 
 /// One authenticated session's two threads: a reader that decodes RVT1 from the stream and
 /// hands each frame to the core, and a writer that writes the frames the gateway queued for the
