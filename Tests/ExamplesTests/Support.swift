@@ -42,8 +42,9 @@ final class Child: Sendable {
     let stderrPath: String
     private let exitStatus = Mutex<Int32?>(nil)
 
-    /// Starts `argv` with `environment`; stdin and stdout are pipes, stderr goes to a file in
-    /// `directory`. The child starts with every signal unblocked and at its default disposition.
+    /// Starts `argv` with `environment` (through ToolTestSupport's `spawnProcess`, so with every
+    /// signal unblocked and at its default disposition); stdin and stdout are one socket,
+    /// stderr goes to a file in `directory`.
     init(_ argv: [String], environment: [String: String], directory: String) throws {
         stderrPath = directory + "/\(UUID().uuidString).err"
         // One socket pair, close-on-exec from birth (tests spawn in parallel, and a sibling child
@@ -59,29 +60,14 @@ final class Child: Sendable {
         posix_spawn_file_actions_adddup2(&actions, pair[1], 0)
         posix_spawn_file_actions_adddup2(&actions, pair[1], 1)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t(), all = sigset_t()
-        sigemptyset(&empty)
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let cArgv = argv.map { strdup($0) } + [nil]
-        let cEnv = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            cArgv.forEach { free($0) }
-            cEnv.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, argv[0], &actions, &attributes, cArgv, cEnv)
+        let spawned = Result { try spawnProcess(argv, environment: environment, actions: &actions) }
         close(pair[1])
-        guard result == 0 else {
+        do {
+            pid = try spawned.get()
+        } catch {
             close(pair[0])
-            throw ExampleFailure("cannot start \(argv[0]): \(String(cString: strerror(result)))")
+            throw error
         }
-        self.pid = pid
         socket = pair[0]
     }
 
@@ -93,7 +79,7 @@ final class Child: Sendable {
             if let known { return known }
             var status: Int32 = 0
             guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
-            known = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            known = ToolTestSupport.exitStatus(fromWaitStatus: status)
             return known
         }
     }
