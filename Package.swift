@@ -29,7 +29,10 @@ let package = Package(
         .target(name: "CurlKit", dependencies: ["CCurl", "ThreadSupport"]),
 
         // MARK: Command-line kit shared by every tool
+        // CommandLineKit needs only the standard library (a tool that links it starts without
+        // Foundation: bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
         .target(name: "CommandLineKit", dependencies: ["ThreadSupport"]),
+        .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"]),
 
         // MARK: Pairing: coordinator, transcript, registry, authenticator, companion credential
         .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SQLiteKit"]),
@@ -41,11 +44,14 @@ let package = Package(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
         // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
-        .target(name: "Rastrillo", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams", "ThreadSupport"]),
-        .target(name: "RastrilloTestSupport", dependencies: ["Rastrillo", "RastrilloStreams"]),
-        .target(name: "RastrilloCLI", dependencies: ["Rastrillo", "RastrilloStreams", "CommandLineKit"]),
+        // RastrilloCore needs only the standard library, so the tools start without Foundation
+        // (bench/fetch); Rastrillo re-exports it with the Foundation-facing conformances.
+        .target(name: "RastrilloCore", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams", "ThreadSupport"]),
+        .target(name: "Rastrillo", dependencies: ["RastrilloCore"]),
+        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloCore", "RastrilloStreams"]),
+        .target(name: "RastrilloCLI", dependencies: ["RastrilloCore", "RastrilloStreams", "CommandLineKit"]),
         .executableTarget(
-            name: "rastrillo-fetch", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+            name: "rastrillo-fetch", dependencies: ["RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
             exclude: ["StaticLibStdCxx"],
             // Start-up cost (bench/fetch): the shim directory links libstdc++ statically when the
             // Swift runtime is static (see StaticLibStdCxx/libstdc++.so).
@@ -54,15 +60,18 @@ let package = Package(
             ]),
         .executableTarget(
             name: "rastrillo-stream",
-            dependencies: ["Rastrillo", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+            dependencies: ["RastrilloCore", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
         .executableTarget(
-            name: "rastrillo-download", dependencies: ["Rastrillo", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+            name: "rastrillo-download", dependencies: ["RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
 
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
         .executableTarget(
             name: "rivet-pair",
-            dependencies: ["CommandLineKit", "ToolSpecs", "RivetPairing", "RivetDaemon", "RivetTransport", "RivetSession"]),
+            dependencies: [
+                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetDaemon", "RivetTransport",
+                "RivetSession",
+            ]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire"),
@@ -104,7 +113,7 @@ let package = Package(
                 "RivetPairing", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
             ]),
         .executableTarget(
-            name: "rivetd", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),
+            name: "rivetd", dependencies: ["CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(
             name: "rivet-bench-rpc",
@@ -121,7 +130,7 @@ let package = Package(
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
-        .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit"]),
+        .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         .testTarget(
             name: "RivetBrowseToolTests",
             dependencies: ["rivet-browse", "RivetDiscovery", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
@@ -145,13 +154,13 @@ let package = Package(
         .testTarget(
             name: "RastrilloToolTests",
             dependencies: [
-                "rastrillo-fetch", "rastrillo-download", "rastrillo-stream", "Rastrillo", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
+                "rastrillo-fetch", "rastrillo-download", "rastrillo-stream", "RastrilloCore", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
                 "LoopbackHTTPServer", "OpenSSLKit",
             ]),
         .testTarget(
-            name: "RastrilloTests", dependencies: ["Rastrillo", "RastrilloStreams", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
+            name: "RastrilloTests", dependencies: ["Rastrillo", "RastrilloCore", "RastrilloStreams", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
         .testTarget(
-            name: "CommandLineKitTests", dependencies: ["CommandLineKit"],
+            name: "CommandLineKitTests", dependencies: ["CommandLineKit", "CommandLineFiles"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "RivetPairingTests", dependencies: ["RivetPairing", "OpenSSLKit", "SQLiteKit"],

@@ -184,7 +184,7 @@ public struct SubcommandSpec: Sendable, Hashable {
 
 /// The declarative description of one tool's command line. It drives parsing
 /// (``parse(_:)``), `--help` (``helpText(subcommand:)``), `--version`, the shell completion
-/// scripts (``ToolSurface``) and the checks against the man page (``lint(manPage:)``).
+/// scripts (`ToolSurface`, in CommandLineFiles) and the checks against the man page (``lint(manPage:)``).
 ///
 /// `--help`/`-h` and `--version` are added to every spec by the kit; do not declare them.
 public struct CommandSpec: Sendable, Hashable {

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -33,7 +32,7 @@ public struct Diagnostics: Sendable {
         Diagnostics(
             toolName: currentToolName,
             usesColor: colorAllowed(
-                environment: ProcessInfo.processInfo.environment, isTerminal: isatty(STDERR_FILENO) == 1),
+                environment: ProcessEnvironment.current(), isTerminal: isatty(STDERR_FILENO) == 1),
             sink: { line in try? OutputChannel.standardError.write(line) })
     }
 

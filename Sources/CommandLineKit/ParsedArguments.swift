@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// The result of ``CommandSpec/parse(_:)``: every value has already been validated against its
 /// ``ValueKind``, so the typed accessors do not fail on user input.
 ///
@@ -94,9 +92,6 @@ public struct ParsedArguments: Sendable {
     public func hostPort(_ name: String) -> HostPort? {
         value(name).flatMap { HostPort(parsing: $0) }
     }
-
-    /// The URL value of option or positional `name` (declared `.url`), or nil.
-    public func url(_ name: String) -> URL? { value(name).flatMap { URL(string: $0) } }
 
     private func isPositional(_ name: String) -> Bool {
         spec.positionals.contains { $0.name == name }

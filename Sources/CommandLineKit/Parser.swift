@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 extension CommandSpec {
     /// Parses `arguments` (without the program name) against this spec.
     ///
@@ -299,9 +297,7 @@ private struct ArgumentParser {
                     in: context)
             }
         case .url:
-            guard let url = URL(string: value), let scheme = url.scheme, !scheme.isEmpty,
-                value.contains(":")
-            else {
+            guard Self.isAbsoluteURL(value) else {
                 throw .invalidValue(
                     value, for: label, expected: "an absolute URL such as https://host/path",
                     in: context)
@@ -320,6 +316,30 @@ private struct ArgumentParser {
                 throw .outOfRange(value, for: label, range: range, in: context)
             }
         }
+    }
+}
+
+extension ArgumentParser {
+    /// Whether `text` reads as an absolute URL (RFC 3986): a scheme (a letter, then letters,
+    /// digits, `+`, `-` or `.`), a colon and something after it, with no space or control
+    /// character anywhere. What a tool accepts beyond that (http or https only, one origin) is
+    /// its own stricter check.
+    static func isAbsoluteURL(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, colon < bytes.count - 1,
+            bytes[0].isASCIILetter
+        else { return false }
+        let schemeIsValid = bytes[1..<colon].allSatisfy {
+            $0.isASCIILetter || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".")
+        }
+        return schemeIsValid && !bytes.contains { $0 <= 0x20 || $0 == 0x7F }
+    }
+}
+
+extension UInt8 {
+    fileprivate var isASCIILetter: Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
     }
 }
 

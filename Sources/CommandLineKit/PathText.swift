@@ -1,7 +1,7 @@
 /// Path-string helpers with the results of `NSString`'s `lastPathComponent` and
 /// `deletingLastPathComponent` for the paths the kit handles, without loading Foundation's
 /// string bridging at start-up.
-enum PathText {
+public enum PathText {
     /// `path` without its trailing slashes; a path of only slashes stays `/`.
     private static func trimmed(_ path: String) -> Substring {
         var text = Substring(path)
@@ -10,7 +10,7 @@ enum PathText {
     }
 
     /// The last component: `a/b/` → `b`, `/` → `/`, `` → ``.
-    static func lastComponent(_ path: String) -> String {
+    public static func lastComponent(_ path: String) -> String {
         let text = trimmed(path)
         if text == "/" { return "/" }
         guard let slash = text.lastIndex(of: "/") else { return String(text) }
@@ -18,7 +18,7 @@ enum PathText {
     }
 
     /// The path without its last component: `/a/b` → `/a`, `/a` → `/`, `a` → ``.
-    static func deletingLastComponent(_ path: String) -> String {
+    public static func deletingLastComponent(_ path: String) -> String {
         let text = trimmed(path)
         if text == "/" { return "/" }
         guard let slash = text.lastIndex(of: "/") else { return "" }

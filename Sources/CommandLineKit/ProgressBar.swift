@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -48,7 +47,7 @@ public final class ProgressBar: Sendable {
     ///   - sink: receives the text to draw (standard error by default).
     public init(
         label: String, total: Int64?, unit: Unit = .bytes,
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        environment: [String: String] = ProcessEnvironment.current(),
         isTerminal: Bool = isatty(STDERR_FILENO) == 1, columns: Int? = nil,
         minimumInterval: Duration = .milliseconds(100),
         now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },

@@ -1,7 +1,6 @@
 import CommandLineKit
-import FoundationEssentials
 import Glibc
-import Rastrillo
+import RastrilloCore
 
 /// What the HTTP tools' shared options say: the origin and target of the URL, the header
 /// fields, the credential and the CA file.
@@ -27,7 +26,7 @@ public struct ClientArguments {
     /// - Throws: `UsageError` for a URL that is not an absolute http(s) URL, a malformed header
     ///   or `--credential-header` without a credential; `LocalFailure` for a credential that
     ///   cannot be read or used (the message never quotes it).
-    public init(_ arguments: ParsedArguments, environment: [String: String] = ClientArguments.processEnvironment())
+    public init(_ arguments: ParsedArguments, environment: [String: String] = ProcessEnvironment.current())
         throws
     {
         let url = arguments.positional("URL") ?? ""
@@ -52,24 +51,6 @@ public struct ClientArguments {
         }
         credential = try credentialSource?.load(headerName: headerName, environment: environment)
         caFile = arguments.value("cacert")
-    }
-
-    /// The process's environment, read straight from `environ`: the same variables as
-    /// `ProcessInfo.processInfo.environment`, without setting up `ProcessInfo`, whose first use
-    /// is a measurable share of a one-request tool's run.
-    public static func processEnvironment() -> [String: String] {
-        var variables: [String: String] = [:]
-        guard var entry = Optional(environ) else { return [:] }
-        while let pointer = entry.pointee {
-            let text = String(cString: pointer)
-            if let equals = text.firstIndex(of: "=") {
-                let name = String(text[..<equals])
-                // The first definition of a name wins, as getenv(3) does.
-                if variables[name] == nil { variables[name] = String(text[text.index(after: equals)...]) }
-            }
-            entry += 1
-        }
-        return variables
     }
 
     /// The credential read again from its source (the file as it is now), or nil without one.

@@ -1,5 +1,5 @@
 import CommandLineKit
-import Rastrillo
+import RastrilloCore
 import RastrilloStreams
 
 /// The exit statuses of the HTTP tools (design: "Command-line contract").

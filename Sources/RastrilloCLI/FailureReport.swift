@@ -1,5 +1,5 @@
 import CommandLineKit
-import Rastrillo
+import RastrilloCore
 import RastrilloStreams
 
 /// How an HTTP tool tells its caller a run failed: one line on standard error, either

@@ -1,5 +1,5 @@
 import Foundation
-import Rastrillo
+import RastrilloCore
 import RastrilloStreams
 import Synchronization
 

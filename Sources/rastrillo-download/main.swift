@@ -1,13 +1,12 @@
 import CommandLineKit
-import Foundation
-import Rastrillo
+import RastrilloCore
 import RastrilloCLI
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rastrilloDownload) { arguments in
     let json = arguments.flag("json")
     let destination = arguments.positional("DEST") ?? ""
-    let bar = ProgressBar(label: (destination as NSString).lastPathComponent, total: nil)
+    let bar = ProgressBar(label: PathText.lastComponent(destination), total: nil)
     defer { bar.finish() }
     do {
         let client = try ClientArguments(arguments)

@@ -1,5 +1,5 @@
 import CommandLineKit
-import Rastrillo
+import RastrilloCore
 import RastrilloStreams
 import Synchronization
 

@@ -1,6 +1,5 @@
 import CommandLineKit
-import FoundationEssentials
-import Rastrillo
+import RastrilloCore
 import RastrilloCLI
 import ToolSpecs
 

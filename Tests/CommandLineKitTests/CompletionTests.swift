@@ -1,3 +1,4 @@
+import CommandLineFiles
 import CommandLineKit
 import Foundation
 import Testing

@@ -5,7 +5,7 @@ import OpenSSLKit
 import Synchronization
 import Testing
 
-@testable import Rastrillo
+@testable import RastrilloCore
 
 @Suite struct DownloadTests {
     func mode(_ path: String) -> mode_t {

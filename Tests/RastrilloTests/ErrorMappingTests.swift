@@ -2,7 +2,8 @@ import CurlKit
 import Foundation
 import Testing
 
-@testable import Rastrillo
+import Rastrillo
+@testable import RastrilloCore
 
 @Suite struct ErrorMappingTests {
     let received = Date(timeIntervalSince1970: 784_111_777)

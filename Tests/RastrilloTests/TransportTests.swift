@@ -4,7 +4,7 @@ import LoopbackHTTPServer
 import Synchronization
 import Testing
 
-@testable import Rastrillo
+@testable import RastrilloCore
 
 /// Failures below HTTP, from real sockets and real TLS.
 @Suite struct TransportTests {

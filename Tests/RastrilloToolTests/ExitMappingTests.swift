@@ -1,6 +1,6 @@
 import CommandLineKit
 import Foundation
-import Rastrillo
+import RastrilloCore
 import RastrilloCLI
 import Testing
 
@@ -25,15 +25,6 @@ import Testing
     ] as [(NativeClientError, Int32)])
     func everyClientErrorCase(error: NativeClientError, code: Int32) {
         #expect(HTTPToolExit.status(for: error as any Error).code == code)
-    }
-
-    @Test func theProcessEnvironmentIsReadAsProcessInfoReadsIt() {
-        let name = "RASTRILLO_TEST_\(getpid())_\(UInt32.random(in: 0...UInt32.max))"
-        setenv(name, "a=b c", 1)
-        defer { unsetenv(name) }
-        let environment = ClientArguments.processEnvironment()
-        #expect(environment[name] == "a=b c")
-        #expect(environment == ProcessInfo.processInfo.environment)
     }
 
     @Test func localAndUsageFailures() {

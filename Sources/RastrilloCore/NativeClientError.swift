@@ -96,7 +96,7 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
 /// Equality compares the case and its code (the network code of `offline` and `transport`, the
 /// status of `server` and `rejected`); never the body, the retry delay or the message. The
 /// message never contains the credential.
-public struct NativeClientError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
+public struct NativeClientError: Error, Hashable, Sendable, CustomStringConvertible {
     enum Code: Hashable, Sendable {
         case offline(NativeNetworkCode), transport(NativeNetworkCode)
         case unauthorized, forbidden, notFound, conflict, tooLarge, rateLimited
@@ -229,8 +229,6 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
 
     /// The message.
     public var description: String { message }
-    /// The message, for `localizedDescription`.
-    public var errorDescription: String? { message }
 
     /// Equal when the cases and their codes are equal.
     public static func == (lhs: NativeClientError, rhs: NativeClientError) -> Bool { lhs.code == rhs.code }

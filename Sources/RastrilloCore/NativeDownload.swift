@@ -6,7 +6,7 @@ import OpenSSLKit
 /// durable. Whatever it is, the partial file the download created is gone.
 ///
 /// Equality compares the kind; `systemError` keeps the `errno`.
-public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConvertible, LocalizedError {
+public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case destinationExists, cannotCreate, diskFull, writeFailed, syncFailed
     }
@@ -53,8 +53,6 @@ public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConver
 
     /// The message.
     public var description: String { message }
-    /// The message, for `localizedDescription`.
-    public var errorDescription: String? { message }
 
     /// Equal when the kinds are equal.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }

@@ -1,0 +1,19 @@
+// The Rastrillo library: everything of RastrilloCore, plus what needs Foundation.
+//
+// RastrilloCore needs only the standard library, so the HTTP tools, which link it alone, start
+// without loading Foundation (bench/fetch measures that start). Programs that import Rastrillo
+// also get `localizedDescription` with the errors' own sentences.
+@_exported import RastrilloCore
+import FoundationEssentials
+
+/// `localizedDescription` is the error's message.
+extension NativeClientError: LocalizedError {
+    /// The message, for `localizedDescription`.
+    public var errorDescription: String? { message }
+}
+
+/// `localizedDescription` is the error's message.
+extension NativeDownloadError: LocalizedError {
+    /// The message, for `localizedDescription`.
+    public var errorDescription: String? { message }
+}
