@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -148,24 +147,29 @@ public enum StandardOutput {
     }
 }
 
-/// The documented JSON shape of every tool: keys sorted, slashes not escaped, dates as ISO 8601
-/// strings, data as Base64, one object per line.
+/// The documented JSON shape of every tool: compact, one value per line, object keys sorted by
+/// their UTF-8 bytes, `/` and non-ASCII written as is, `"` `\\` and control characters escaped
+/// (`\n`, `\u001f`) — byte for byte what Foundation's `JSONEncoder` writes with
+/// `[.sortedKeys, .withoutEscapingSlashes]`, made with the standard library alone so a tool
+/// need not link Foundation.
+///
+/// Values carry dates and bytes as strings of their own (an ISO 8601 text, Base64): a
+/// Foundation `Date` or `Data` would encode as its plain `Codable` form (a number of seconds
+/// since 2001, an array of byte values), and a `URL` as an object, not as a string.
 public enum JSONOutput {
     /// `value` encoded as one line of JSON followed by `"\n"`.
-    /// - Throws: ``OutputError/encodingFailed`` naming the type when it cannot be encoded
-    ///   (for example a non-finite floating-point number).
+    /// - Throws: ``OutputError/encodingFailed`` naming the type when it cannot be encoded: a
+    ///   non-finite floating-point number, a top-level value that encodes nothing, arrays and
+    ///   objects nested 512 deep, or an error thrown by the value's own `encode(to:)`.
     public static func line(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.dataEncodingStrategy = .base64
-        let data: Data
+        var bytes: [UInt8]
         do {
-            data = try encoder.encode(value)
+            bytes = try JSONText.encode(value)
         } catch {
             throw OutputError.encodingFailed(type(of: value), error)
         }
-        return String(decoding: data, as: UTF8.self) + "\n"
+        bytes.append(UInt8(ascii: "\n"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Encodes `value` as one line and writes it to standard output at once.
