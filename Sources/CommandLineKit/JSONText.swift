@@ -33,6 +33,15 @@ enum JSONText {
         return writer.bytes
     }
 
+    /// Foundation types whose `Codable` form differs from what `JSONEncoder` writes for them,
+    /// by qualified type name, with the string form a value should carry instead.
+    static let foundationSpecialCases = [
+        "FoundationEssentials.Date": "an ISO 8601 string",
+        "FoundationEssentials.Data": "a Base64 string",
+        "FoundationEssentials.URL": "its absolute string",
+        "FoundationEssentials.Decimal": "its description string",
+    ]
+
     /// The JSON number for `value`: its shortest round-trip `description` without a trailing
     /// `.0` (`1`, `0.1`, `1e-07`, `1e+300`, `-0`).
     static func number<F: BinaryFloatingPoint & CustomStringConvertible>(
@@ -182,6 +191,16 @@ final class JSONTreeEncoder: Encoder {
     /// `value` encoded: in this encoder when `keys` is empty, else in a child encoder `keys`
     /// below this one; nil when it encoded nothing.
     func wrap<T: Encodable>(_ value: T, at keys: [any CodingKey]) throws -> JSONValue? {
+        if let form = JSONText.foundationSpecialCases[_typeName(T.self)] {
+            // Foundation's JSONEncoder writes these four its own way, but their Codable forms
+            // (a reference-date number, a byte array, a keyed URL, a mantissa object) would
+            // print silently different JSON; refusing keeps the documented shape honest.
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: codingPath + keys,
+                    debugDescription: "\(T.self) has no JSON form here: encode it as \(form)"))
+        }
         let encoder = keys.isEmpty ? self : JSONTreeEncoder(parent: self, keys: keys)
         try value.encode(to: encoder)
         return encoder.takeValue()

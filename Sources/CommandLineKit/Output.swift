@@ -153,14 +153,16 @@ public enum StandardOutput {
 /// `[.sortedKeys, .withoutEscapingSlashes]`, made with the standard library alone so a tool
 /// need not link Foundation.
 ///
-/// Values carry dates and bytes as strings of their own (an ISO 8601 text, Base64): a
-/// Foundation `Date` or `Data` would encode as its plain `Codable` form (a number of seconds
-/// since 2001, an array of byte values), and a `URL` as an object, not as a string.
+/// Values carry dates, bytes, URLs and decimals as strings of their own (ISO 8601 text,
+/// Base64, ...): a Foundation `Date`, `Data`, `URL` or `Decimal` is refused with
+/// ``OutputError/encodingFailed``, since its plain `Codable` form (seconds since 2001, an array
+/// of byte values, an object) is not what `JSONEncoder` would have written.
 public enum JSONOutput {
     /// `value` encoded as one line of JSON followed by `"\n"`.
     /// - Throws: ``OutputError/encodingFailed`` naming the type when it cannot be encoded: a
-    ///   non-finite floating-point number, a top-level value that encodes nothing, arrays and
-    ///   objects nested 512 deep, or an error thrown by the value's own `encode(to:)`.
+    ///   non-finite floating-point number, a Foundation `Date`, `Data`, `URL` or `Decimal`, a
+    ///   top-level value that encodes nothing, arrays and objects nested 512 deep, or an error
+    ///   thrown by the value's own `encode(to:)`.
     public static func line(_ value: some Encodable) throws -> String {
         var bytes: [UInt8]
         do {

@@ -45,7 +45,19 @@ final class TestPipe: Sendable {
         let line = try JSONOutput.line(event)
         #expect(line == #"{"alpha":{"a":1,"b":2},"note":"two\nlines \"quoted\"","state":"online","url":"https://example.com/a/b","zeta":1}"# + "\n")
         #expect(line.filter { $0 == "\n" }.count == 1)
-        #expect(try JSONOutput.line(["when": Date(timeIntervalSince1970: 0)]) == #"{"when":"1970-01-01T00:00:00Z"}"# + "\n")
+    }
+
+    /// JSONEncoder writes these four its own way; their Codable forms would print different
+    /// JSON, so the tools' values carry them as strings and the encoder refuses them.
+    @Test func foundationValuesWithTheirOwnJSONFormAreRefused() throws {
+        let date = #expect(throws: OutputError.encodingFailed) {
+            try JSONOutput.line(["when": Date(timeIntervalSince1970: 0)])
+        }
+        #expect(date?.message.contains("an ISO 8601 string") == true)
+        #expect(throws: OutputError.encodingFailed) { try JSONOutput.line([Data([1, 2])]) }
+        #expect(throws: OutputError.encodingFailed) { try JSONOutput.line(URL(string: "https://a/")!) }
+        #expect(throws: OutputError.encodingFailed) { try JSONOutput.line(["n": Decimal(1)]) }
+        #expect(try JSONOutput.line(["when": "1970-01-01T00:00:00Z"]) == #"{"when":"1970-01-01T00:00:00Z"}"# + "\n")
     }
 
     @Test func unencodableValueIsAClearError() {
