@@ -21,8 +21,9 @@ import ThreadSupport
 /// - the response body is delivered byte for byte as received (no decompression) unless
 ///   `automaticDecompression` is set;
 /// - `Expect: 100-continue` is never added by libcurl; a caller that wants it sends the header;
-/// - libcurl uses no signals, prints nothing, and runs on its own thread, never on the Swift
-///   concurrency pool.
+/// - libcurl uses no signals, prints nothing, and runs on its own thread (or on the caller's,
+///   when ``runsOnCallingThread`` says so), never on a Swift concurrency pool thread of its own
+///   choosing.
 public final class CurlTransfer {
     /// The absolute `http` or `https` URL to fetch; change it with `setURL(_:)`.
     public private(set) var url: String
@@ -61,6 +62,13 @@ public final class CurlTransfer {
     /// Advertises every encoding libcurl decodes (`Accept-Encoding`) and decodes the body before
     /// `onBody` sees it. Off by default: the body arrives exactly as sent.
     public var automaticDecompression = false
+    /// Runs the transfer on the thread that calls `perform`, blocking that thread until the
+    /// transfer ends, instead of on a thread of its own. Cancellation works the same way (the
+    /// cancelling thread wakes the transfer). Off by default. Set it only when the calling
+    /// thread has nothing else to do meanwhile, such as a tool whose one request runs on its
+    /// main thread (CommandLineKit's calling-thread executor): it saves starting a thread. Never
+    /// set it for a caller on the Swift concurrency pool, whose thread it would hold.
+    public var runsOnCallingThread = false
     /// Called once, on the transfer's thread, with the final response's status line and headers
     /// (interim 1xx responses are skipped), before any body byte. Returning `.abort` stops the
     /// transfer and `perform` throws `CurlError.aborted`.
@@ -112,7 +120,8 @@ public final class CurlTransfer {
         self.url = url
     }
 
-    /// Runs the transfer to completion on a dedicated thread, streaming the response through
+    /// Runs the transfer to completion on a dedicated thread (or the calling thread, with
+    /// ``runsOnCallingThread``), streaming the response through
     /// `onStatusAndHeaders` and `onBody`, and returns the final status and headers.
     ///
     /// Cancelling the calling task stops the transfer promptly (the thread is woken, whatever the
@@ -146,6 +155,14 @@ public final class CurlTransfer {
         }
         let job = Job(transfer: self, context: context)
         let handoff = ResultHandoff()
+        if runsOnCallingThread {
+            await withTaskCancellationHandler {
+                handoff.store(job.transfer.run(job.context))
+            } onCancel: {
+                cancel.cancel()
+            }
+            return try handoff.take().get()
+        }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let started = DetachedThread.start {

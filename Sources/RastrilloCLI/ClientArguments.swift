@@ -60,13 +60,19 @@ public struct ClientArguments {
     }
 
     /// The client these options describe.
-    public func client() -> NativeHTTP {
-        client(credential: credential)
+    /// - Parameter transfersOnCallingThread: see `NativeHTTP.Options.transfersOnCallingThread`.
+    public func client(transfersOnCallingThread: Bool = false) -> NativeHTTP {
+        client(credential: credential, transfersOnCallingThread: transfersOnCallingThread)
     }
 
     /// A client of the origin with `credential` and `observer`, and the options' CA file.
-    public func client(credential: NativeCredential?, observer: NativeTrafficObserver? = nil) -> NativeHTTP {
-        NativeHTTP(origin: origin, credential: credential, observer: observer, options: NativeHTTP.Options(caFile: caFile))
+    /// - Parameter transfersOnCallingThread: see `NativeHTTP.Options.transfersOnCallingThread`.
+    public func client(
+        credential: NativeCredential?, observer: NativeTrafficObserver? = nil, transfersOnCallingThread: Bool = false
+    ) -> NativeHTTP {
+        NativeHTTP(
+            origin: origin, credential: credential, observer: observer,
+            options: NativeHTTP.Options(caFile: caFile, transfersOnCallingThread: transfersOnCallingThread))
     }
 
     /// `NAME: VALUE` (or `NAME:VALUE`) as a header field.

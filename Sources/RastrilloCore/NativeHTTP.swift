@@ -29,11 +29,17 @@ public struct NativeHTTP: NativeTransport {
         /// The longest the connection phase (resolve, TCP, TLS) may take; nil for libcurl's
         /// 300 s. Expiry is `offline(.timedOut)`.
         public var connectTimeout: Duration?
+        /// Runs each transfer on the thread that awaits it, blocking that thread, instead of on
+        /// a thread of its own (`CurlTransfer.runsOnCallingThread`). For a caller whose thread
+        /// has nothing else to do, such as a one-request tool on its main thread; never for a
+        /// caller on the Swift concurrency pool.
+        public var transfersOnCallingThread: Bool
 
-        /// The defaults: the system's CAs, libcurl's connect timeout.
-        public init(caFile: String? = nil, connectTimeout: Duration? = nil) {
+        /// The defaults: the system's CAs, libcurl's connect timeout, a thread per transfer.
+        public init(caFile: String? = nil, connectTimeout: Duration? = nil, transfersOnCallingThread: Bool = false) {
             self.caFile = caFile
             self.connectTimeout = connectTimeout
+            self.transfersOnCallingThread = transfersOnCallingThread
         }
     }
 
@@ -180,6 +186,7 @@ public struct NativeHTTP: NativeTransport {
             transfer.timeout = request.timeout
             transfer.connectTimeout = options.connectTimeout
             transfer.caFile = options.caFile
+            transfer.runsOnCallingThread = options.transfersOnCallingThread
             return transfer
         } catch {
             throw NativeClientError.invalidRequest.with(error.message)

@@ -3,7 +3,10 @@ import RastrilloCore
 import RastrilloCLI
 import ToolSpecs
 
-// One request whose transfer runs on CurlKit's own thread: the body needs no pool threads.
+// One request, run on the main thread from start to end: the body's task on the calling-thread
+// executor and the transfer on the thread awaiting it, so no pool or transfer thread starts
+// (bench/fetch measures the start-up this saves). SIGINT still cancels it: ToolRunner's signal
+// thread cancels the task, which wakes the transfer.
 ToolRunner.main(spec: ToolSpecs.rastrilloFetch, executor: .callingThread) { arguments in
     let json = arguments.flag("json")
     do {
@@ -15,7 +18,7 @@ ToolRunner.main(spec: ToolSpecs.rastrilloFetch, executor: .callingThread) { argu
             headers: client.headers, body: body?.body,
             maxBytes: arguments.integer("max-bytes") ?? NativeHTTP.defaultMaxBytes,
             timeout: arguments.integer("timeout").map { .seconds($0) })
-        let response = try await client.client().responseDetails(request)
+        let response = try await client.client(transfersOnCallingThread: true).responseDetails(request)
         if json {
             try JSONOutput.write(ResponseJSON(response))
         } else {

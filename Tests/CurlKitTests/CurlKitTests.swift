@@ -502,6 +502,47 @@ struct AbortAndCancelTests {
         #expect(server.requests.isEmpty)
     }
 
+    @Test func onTheCallingThreadTheCallbacksRunOnTheThreadThatPerforms() async throws {
+        let server = try server(.fixed(body: bytes("calling thread")))
+        let url = server.url("/")
+        let task = Task { () throws -> (CurlResult, [UInt8], Bool) in
+            let transfer = try CurlTransfer(url: url)
+            transfer.runsOnCallingThread = true
+            let caller = pthread_self()
+            var onCaller = true
+            var body: [UInt8] = []
+            transfer.onBody = { piece in
+                onCaller = onCaller && pthread_equal(pthread_self(), caller) != 0
+                body += piece
+                return .continue
+            }
+            let result = try await transfer.perform()
+            return (result, body, onCaller)
+        }
+        let (result, body, sameThread) = try await task.value
+        #expect(result.status == 200)
+        #expect(body == bytes("calling thread"))
+        #expect(sameThread)
+    }
+
+    @Test func onTheCallingThreadCancellationMidBodyStopsItPromptly() async throws {
+        let head = LoopbackHTTPResponse.headBytes(status: 200, headers: [LoopbackHTTPHeader("Content-Length", "1000")])
+        let server = try server(LoopbackHTTPResponse(steps: [.send(head + bytes("0123456789")), .hangUntilStopped]))
+        let got = SharedCount()
+        let (elapsed, error) = try await cancel(
+            url: server.url("/"),
+            configure: { transfer in
+                transfer.runsOnCallingThread = true
+                transfer.onBody = { piece in
+                    got.add(piece.count)
+                    return .continue
+                }
+            },
+            whenReady: { got.current == 10 })
+        #expect(error is CancellationError)
+        #expect(elapsed < .seconds(1))
+    }
+
     @Test func performInACancelledTaskDoesNoIO() async throws {
         let server = try server(.fixed())
         let url = server.url("/")
