@@ -312,7 +312,7 @@ struct ManPage {
     /// Whether `word` occurs with no name character right before or after it.
     private func contains(word: String) -> Bool {
         var searchStart = text.startIndex
-        while let range = text[searchStart...].firstRange(of: word) {
+        while let range = text[searchStart...].firstRange(ofText: word) {
             let before = range.lowerBound == text.startIndex ? nil : text[text.index(before: range.lowerBound)]
             let after = range.upperBound == text.endIndex ? nil : text[range.upperBound]
             if !Self.isNameCharacter(before) && !Self.isNameCharacter(after) { return true }

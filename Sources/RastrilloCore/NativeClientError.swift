@@ -42,6 +42,9 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
         self.name = name
     }
 
+    /// The name as words, for messages (`cannot connect to host`).
+    var words: String { String(name.map { $0 == "_" ? " " : $0 }) }
+
     /// No route to the host: the network is unreachable from here (`ENETUNREACH`,
     /// `EHOSTUNREACH`). Offline.
     public static let notConnectedToInternet = NativeNetworkCode(.notConnectedToInternet, "not_connected_to_internet")
@@ -135,13 +138,13 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
     /// The network or the host is unreachable (no route, connection lost, host not found, cannot
     /// connect, DNS failure, timed out). Retry class `offline`.
     public static func offline(_ code: NativeNetworkCode) -> NativeClientError {
-        NativeClientError(.offline(code), "offline: \(code.name.replacing("_", with: " "))")
+        NativeClientError(.offline(code), "offline: \(code.words)")
     }
 
     /// Any other transport failure, TLS among them: never shown as offline. Retry class
     /// `transient`.
     public static func transport(_ code: NativeNetworkCode) -> NativeClientError {
-        NativeClientError(.transport(code), "transport failure: \(code.name.replacing("_", with: " "))")
+        NativeClientError(.transport(code), "transport failure: \(code.words)")
     }
 
     /// The request was refused before any I/O: a target outside the origin, an invalid method or

@@ -1,3 +1,4 @@
+import RastrilloStreams
 /// The one server a client talks to: scheme, host and port. Every request a `NativeHTTP` sends
 /// is bound to its origin; a URL or path outside it is refused before any I/O.
 ///
@@ -49,7 +50,7 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
         if pathOrURL.hasPrefix("/") && !pathOrURL.hasPrefix("//") {
             return try Self.checkTarget(Self.droppingFragment(pathOrURL))
         }
-        guard pathOrURL.contains("://") else {
+        guard ServerOrigin.schemeSeparator(in: pathOrURL[...]) != nil else {
             throw Self.refused(
                 "\(String(reflecting: pathOrURL)) is neither a path starting with / nor an absolute URL of \(self)")
         }
@@ -87,7 +88,7 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func parse(_ text: String) throws(NativeClientError) -> (NativeOrigin, String) {
-        guard let separator = text.firstRange(of: "://") else {
+        guard let separator = ServerOrigin.schemeSeparator(in: text[...]) else {
             throw refused("\(String(reflecting: text)) is not an absolute http or https URL")
         }
         let scheme = text[..<separator.lowerBound].lowercased()

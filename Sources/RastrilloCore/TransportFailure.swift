@@ -46,7 +46,7 @@ enum TransportFailure {
         default:
             base = .transport(.other)
         }
-        let what = base.networkCode.map { $0.name.replacing("_", with: " ") } ?? base.name
+        let what = base.networkCode.map(\.words) ?? base.name
         let kind = base.retryClass == .offline ? "offline" : "transport failure"
         return base.with("\(kind): \(what) (\(origin.authority)): \(error.message)")
     }

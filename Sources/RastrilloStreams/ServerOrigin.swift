@@ -19,7 +19,7 @@ public struct ServerOrigin: Sendable, Hashable, CustomStringConvertible {
     ///   the host is empty, the text carries user information (`user@`), or the port is not a
     ///   number in 1...65535.
     public init(_ text: String) throws(ConnectivityError) {
-        guard let separator = text.firstRange(of: "://") else {
+        guard let separator = Self.schemeSeparator(in: text[...]) else {
             throw .invalidOrigin(text, "it has no scheme:// prefix")
         }
         let scheme = text[..<separator.lowerBound].lowercased()
@@ -84,4 +84,15 @@ public struct ServerOrigin: Sendable, Hashable, CustomStringConvertible {
 
     /// `scheme://host:port`, the port always written.
     public var description: String { "\(scheme)://\(host):\(port)" }
+
+    /// The range of the first `://` in `text`, or nil. (The standard library alone: a string
+    /// search from _StringProcessing would link its regex engine into every HTTP tool.)
+    package static func schemeSeparator(in text: Substring) -> Range<String.Index>? {
+        var start = text.startIndex
+        while let colon = text[start...].firstIndex(of: ":") {
+            if text[colon...].hasPrefix("://") { return colon..<text.index(colon, offsetBy: 3) }
+            start = text.index(after: colon)
+        }
+        return nil
+    }
 }

@@ -12,7 +12,7 @@ EVENTS=${1:-1000000}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 if [ -z "${TOOL:-}" ]; then
     echo "building rastrillo-stream (release, static Swift runtime)..." >&2
-    (cd "$ROOT" && swift build -c release --static-swift-stdlib --product rastrillo-stream >&2)
+    (cd "$ROOT" && swift build -c release $(make -s -C "$ROOT" print-static-flags) --product rastrillo-stream >&2)
     TOOL=$ROOT/.build/release/rastrillo-stream
 fi
 WORK=$(mktemp -d)
