@@ -1,4 +1,5 @@
 import Rastrillo
+import RastrilloStreams
 import Testing
 
 @Suite struct OriginTests {
@@ -33,6 +34,22 @@ import Testing
     ])
     func invalidURLsAreRefused(url: String) {
         #expect(throws: NativeClientError.invalidRequest) { try NativeOrigin.split(url) }
+    }
+
+    @Test func theSchemeSeparatorIsTheFirstColonSlashSlash() throws {
+        func separator(_ text: String) -> String? {
+            ServerOrigin.schemeSeparator(in: text[...]).map { String(text[..<$0.lowerBound]) }
+        }
+        #expect(separator("http://h") == "http")
+        #expect(separator("a:b://h") == "a:b")
+        #expect(separator("http:/x://y") == "http:/x")
+        #expect(separator("://") == "")
+        #expect(separator("http:/") == nil)
+        #expect(separator("http:") == nil)
+        #expect(separator("") == nil)
+        let (origin, target) = try NativeOrigin.split("http://h/a://b")
+        #expect(origin.description == "http://h")
+        #expect(target == "/a://b")
     }
 
     @Test func anOriginHasNoPath() {
