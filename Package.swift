@@ -131,7 +131,10 @@ let package = Package(
             name: "scoreboard-backend", dependencies: ["RivetDevice"], path: "examples/scoreboard-backend",
             plugins: ["RivetGeneratorPlugin"]),
         .executableTarget(
-            name: "scoreboard-companion", dependencies: ["RivetDevice", "RivetDaemon", "RivetPairing", "Rastrillo"],
+            // RastrilloCore is listed beside Rastrillo, which re-exports it, so a change to it
+            // rebuilds this target incrementally too.
+            name: "scoreboard-companion",
+            dependencies: ["RivetDevice", "RivetDaemon", "RivetPairing", "Rastrillo", "RastrilloCore"],
             path: "examples/scoreboard-companion", plugins: ["RivetGeneratorPlugin"]),
 
         // MARK: Tests

@@ -8,10 +8,11 @@ import ThreadSupport
 /// In order: ignores `SIGPIPE` (a closed stdout then shows up as ``OutputClosed``); parses the
 /// arguments (a ``UsageError`` prints one line on stderr and exits 2); answers `--help`
 /// (stdout, exit 0) and `--version` (`TOOL VERSION`, exit 0); handles `SIGINT` and `SIGTERM`
-/// (a handler hands each to a thread of its own through a pipe; the handlers are in place
-/// before the body starts, so no signal is missed, and threads started from then on keep both
-/// signals blocked, so their system calls are not interrupted); runs the body in a task; maps
-/// its outcome to the exit status:
+/// (the handlers are in place before the body starts, so no signal is missed; on the
+/// concurrency pool a handler hands each to a thread of its own through a pipe, and threads
+/// started from then on keep both signals blocked, so their system calls are not interrupted;
+/// on the calling thread no thread is started: see ``interruptDescriptor``); runs the body in a
+/// task; maps its outcome to the exit status:
 ///
 /// - returned status → that status;
 /// - the first `SIGINT`/`SIGTERM` cancels the body's task; once the body returns or throws,
@@ -32,11 +33,23 @@ public enum ToolRunner {
         case concurrencyPool
         /// The calling thread, as the task's executor preference: the body and its child tasks
         /// (`async let`, task groups) run one job at a time on the thread that called `main`,
-        /// and no pool or Dispatch thread is started for them, which saves a short-lived tool
-        /// about a millisecond of start-up. For bodies that wait on threads of their own (a
-        /// transfer thread) rather than block: a blocking call in the body stalls its child
-        /// tasks, and `@MainActor` work is not run. Unstructured `Task {}`s still use the pool.
+        /// and no pool, Dispatch or signal thread is started for them, which saves a
+        /// short-lived tool about a millisecond of start-up. A blocking call in the body stalls
+        /// its child tasks, and `@MainActor` work is not run; unstructured `Task {}`s still use
+        /// the pool. The first SIGINT or SIGTERM cancels the body's task when this thread is
+        /// idle; a body that blocks the thread itself must also wake on
+        /// ``ToolRunner/interruptDescriptor``. Signals are not blocked in any thread.
         case callingThread
+    }
+
+    /// With the calling-thread executor, a descriptor that becomes readable when the first
+    /// SIGINT or SIGTERM arrives; nil otherwise. A body that blocks the calling thread in a wait
+    /// of its own (a transfer on the calling thread) includes it in that wait and stops as if
+    /// cancelled when it is readable; it must not read it. A body that blocks without watching
+    /// it still ends at the second signal.
+    public static var interruptDescriptor: Int32? {
+        let descriptor = SignalPipe.readEnd.load(ordering: .acquiring)
+        return descriptor >= 0 ? descriptor : nil
     }
 
     /// Runs `body` for `spec` and exits; never returns.
@@ -73,9 +86,17 @@ public enum ToolRunner {
         }
 
         let run = RunState()
-        guard SignalThread.start({ run.received(signal: $0) }) else {
-            writeError("\(spec.name): could not start the signal thread")
-            exit(ExitStatus.failure.code)
+        switch executor {
+        case .concurrencyPool:
+            guard SignalThread.start({ run.received(signal: $0) }) else {
+                writeError("\(spec.name): could not start the signal thread")
+                exit(ExitStatus.failure.code)
+            }
+        case .callingThread:
+            guard SignalPipe.install() else {
+                writeError("\(spec.name): could not create the signal pipe")
+                exit(ExitStatus.failure.code)
+            }
         }
 
         // One task runs the body and exits with its outcome.
@@ -86,10 +107,14 @@ public enum ToolRunner {
             } catch {
                 result = .failure(error)
             }
-            exit(exitCode(for: result, signal: run.signal, spec: spec))
+            // A signal that stopped a blocking wait on `interruptDescriptor` may not have been
+            // handed to `run` yet: the handler's record counts too.
+            exit(exitCode(for: result, signal: run.signal ?? SignalPipe.received, spec: spec))
         }
         if case .callingThread = executor {
-            let loop = CallingThreadExecutor()
+            let loop = CallingThreadExecutor(interrupt: SignalPipe.readEnd.load(ordering: .acquiring)) {
+                if let signal = SignalPipe.received { run.received(signal: signal) }
+            }
             run.started(Task(executorPreference: loop, operation: operation))
             loop.run()
         }
@@ -170,27 +195,67 @@ public enum ToolRunner {
 }
 
 /// ``ToolRunner/Executor/callingThread``: a task executor whose jobs the thread that calls
-/// `run()` takes from a queue, in order, sleeping on a condition variable while it is empty.
+/// `run()` takes from a queue, in order. While the queue is empty the thread waits in poll(2) on
+/// a wake pipe (written by `enqueue`) and on the signal pipe, so the first SIGINT or SIGTERM
+/// reaches `onInterrupt` on this thread with no thread of its own.
 private final class CallingThreadExecutor: TaskExecutor, @unchecked Sendable {
-    // @unchecked Sendable: `jobs` is only touched inside `monitor.withLock`.
+    // @unchecked Sendable: `jobs` is only touched inside `monitor.withLock`; the descriptors
+    // are fixed at init.
     private let monitor = Monitor()
     private var jobs: [UnownedJob] = []
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let interrupt: Int32
+    private let onInterrupt: @Sendable () -> Void
+
+    /// - Parameters:
+    ///   - interrupt: the signal pipe's read end (never read here), or -1.
+    ///   - onInterrupt: called on the running thread, once, when `interrupt` becomes readable.
+    init(interrupt: Int32, onInterrupt: @escaping @Sendable () -> Void) {
+        var ends: [Int32] = [-1, -1]
+        if pipe(&ends) != 0 {
+            // Without a wake pipe the loop polls the queue every millisecond instead.
+            ends = [-1, -1]
+        }
+        for end in ends where end >= 0 {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        wakeRead = ends[0]
+        wakeWrite = ends[1]
+        self.interrupt = interrupt
+        self.onInterrupt = onInterrupt
+    }
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        monitor.withLock {
-            jobs.append(job)
-            monitor.broadcast()
-        }
+        monitor.withLock { jobs.append(job) }
+        // A full pipe already wakes the loop; a lost byte is harmless.
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
     }
 
     /// Runs the queued jobs forever; the body's task ends the process.
     func run() -> Never {
         var batch: [UnownedJob] = []
+        var watchingInterrupt = interrupt >= 0
         while true {
-            monitor.withLock {
-                while jobs.isEmpty { monitor.wait(until: nil) }
-                swap(&batch, &jobs)
+            monitor.withLock { swap(&batch, &jobs) }
+            if batch.isEmpty {
+                var fds = [
+                    pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+                    pollfd(fd: watchingInterrupt ? interrupt : -1, events: Int16(POLLIN), revents: 0),
+                ]
+                guard poll(&fds, nfds_t(fds.count), wakeRead >= 0 ? -1 : 1) >= 0 else { continue }
+                if fds[1].revents != 0 {
+                    watchingInterrupt = false
+                    onInterrupt()
+                }
+                if fds[0].revents != 0 {
+                    var drain = [UInt8](repeating: 0, count: 64)
+                    while read(wakeRead, &drain, drain.count) > 0 {}
+                }
+                continue
             }
             for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
             batch.removeAll(keepingCapacity: true)
@@ -228,6 +293,52 @@ private final class RunState: Sendable {
         } else {
             _exit(ToolRunner.signalExitCode(state.withLock { $0.signal } ?? number))
         }
+    }
+}
+
+/// SIGINT and SIGTERM for ``ToolRunner/Executor/callingThread``, with no thread: the handler
+/// records the first signal and writes a byte to a pipe whose read end the executor's idle wait
+/// and ``ToolRunner/interruptDescriptor`` watchers poll (never read); the second signal exits at
+/// once from the handler with the first one's code (`_exit` is async-signal-safe). Signals stay
+/// unblocked, so any thread may run the handler; it only touches atomics and the pipe.
+private enum SignalPipe {
+    /// The first signal's number, 0 before any.
+    static let first = Atomic<Int32>(0)
+    /// The pipe's ends; -1 until ``install()``.
+    static let readEnd = Atomic<Int32>(-1)
+    static let writeEnd = Atomic<Int32>(-1)
+
+    /// The first signal received, if any.
+    static var received: Int32? {
+        let number = first.load(ordering: .acquiring)
+        return number == 0 ? nil : number
+    }
+
+    /// Creates the pipe and installs the handlers; false when the pipe cannot be created.
+    static func install() -> Bool {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return false }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        readEnd.store(ends[0], ordering: .releasing)
+        writeEnd.store(ends[1], ordering: .releasing)
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { number in
+            let (isFirst, earlier) = SignalPipe.first.compareExchange(
+                expected: 0, desired: number, ordering: .acquiringAndReleasing)
+            if !isFirst { _exit(ToolRunner.signalExitCode(earlier)) }
+            let savedErrno = errno
+            var byte: UInt8 = 1
+            _ = write(SignalPipe.writeEnd.load(ordering: .acquiring), &byte, 1)
+            errno = savedErrno
+        }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = SA_RESTART
+        sigaction(SIGINT, &action, nil)
+        sigaction(SIGTERM, &action, nil)
+        return true
     }
 }
 

@@ -69,6 +69,12 @@ public final class CurlTransfer {
     /// main thread (CommandLineKit's calling-thread executor): it saves starting a thread. Never
     /// set it for a caller on the Swift concurrency pool, whose thread it would hold.
     public var runsOnCallingThread = false
+    /// A descriptor that stops the transfer as cancellation does once it becomes readable
+    /// (`perform` then throws `CancellationError`); nil for none. The transfer only waits on it,
+    /// never reads it. For a transfer on a thread no canceller can reach: a tool's main thread,
+    /// which a signal handler wakes through a pipe (CommandLineKit's
+    /// `ToolRunner.interruptDescriptor`). Must stay open while `perform` runs.
+    public var cancelDescriptor: Int32?
     /// Called once, on the transfer's thread, with the final response's status line and headers
     /// (interim 1xx responses are skipped), before any body byte. Returning `.abort` stops the
     /// transfer and `perform` throws `CurlError.aborted`.
@@ -140,7 +146,8 @@ public final class CurlTransfer {
         isPerforming = true
         defer { isPerforming = false }
 
-        let cancel = try CancelSignal(multi: multi, needsWakeFD: body?.isFileDescriptor ?? false)
+        let cancel = try CancelSignal(
+            multi: multi, needsWakeFD: body?.isFileDescriptor ?? false, externalFD: cancelDescriptor ?? -1)
         let context = TransferContext(
             body: body, onStatusAndHeaders: onStatusAndHeaders, onBody: onBody, cancel: cancel)
         let headerList = try configure(context: context)
@@ -401,8 +408,12 @@ public final class CurlTransfer {
             guard running > 0 else {
                 return .failure(CurlError(code: .setupFailed, message: "libcurl stopped the transfer without a result"))
             }
-            let pollCode = curl_multi_poll(multi, nil, 0, 1000, nil)
+            var external = curl_waitfd(fd: context.cancel.externalFD, events: Int16(CURL_WAIT_POLLIN), revents: 0)
+            let pollCode =
+                external.fd >= 0
+                ? curl_multi_poll(multi, &external, 1, 1000, nil) : curl_multi_poll(multi, nil, 0, 1000, nil)
             guard pollCode == CURLM_OK else { return .failure(multiError("curl_multi_poll", pollCode)) }
+            if external.revents != 0 { context.cancel.cancel() }
         }
         let code = finished ?? CURLE_OK
         if code != CURLE_OK {
@@ -482,9 +493,13 @@ final class CancelSignal: Sendable {
     /// libcurl (a body read from a descriptor); -1 when not needed.
     let wakeFD: Int32
     private let wakeWriteFD: Int32
+    /// The caller's descriptor whose readability means cancellation
+    /// (`CurlTransfer.cancelDescriptor`); -1 for none. Waited on, never read or closed here.
+    let externalFD: Int32
 
     /// - Throws: `CurlError.setupFailed` when the wake pipe cannot be created.
-    init(multi: UnsafeMutableRawPointer, needsWakeFD: Bool) throws(CurlError) {
+    init(multi: UnsafeMutableRawPointer, needsWakeFD: Bool, externalFD: Int32 = -1) throws(CurlError) {
+        self.externalFD = externalFD
         var ends: [Int32] = [-1, -1]
         if needsWakeFD {
             guard pipe(&ends) == 0 else {

@@ -97,6 +97,7 @@ final class TransferContext {
             var fds = [
                 pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: cancel.wakeFD, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: cancel.externalFD, events: Int16(POLLIN), revents: 0),
             ]
             let ready = poll(&fds, nfds_t(fds.count), -1)
             if ready < 0 {
@@ -104,6 +105,7 @@ final class TransferContext {
                 bodySourceFailure = "waiting for the body descriptor failed: \(String(cString: strerror(errno)))"
                 return nil
             }
+            if fds[2].revents != 0 { cancel.cancel() }
             if fds[1].revents != 0 || cancel.isCancelled { return nil }
             if fds[0].revents & Int16(POLLNVAL) != 0 {
                 bodySourceFailure = "the body descriptor \(descriptor) is not open"

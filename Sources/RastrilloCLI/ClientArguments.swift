@@ -60,19 +60,23 @@ public struct ClientArguments {
     }
 
     /// The client these options describe.
-    /// - Parameter transfersOnCallingThread: see `NativeHTTP.Options.transfersOnCallingThread`.
-    public func client(transfersOnCallingThread: Bool = false) -> NativeHTTP {
-        client(credential: credential, transfersOnCallingThread: transfersOnCallingThread)
+    /// - Parameter interruptDescriptor: when set, transfers run on the calling thread and stop
+    ///   once it is readable (`ToolRunner.interruptDescriptor`, for a tool on the calling-thread
+    ///   executor); nil for a thread per transfer.
+    public func client(interruptDescriptor: Int32? = nil) -> NativeHTTP {
+        client(credential: credential, interruptDescriptor: interruptDescriptor)
     }
 
     /// A client of the origin with `credential` and `observer`, and the options' CA file.
-    /// - Parameter transfersOnCallingThread: see `NativeHTTP.Options.transfersOnCallingThread`.
+    /// - Parameter interruptDescriptor: as for ``client(interruptDescriptor:)``.
     public func client(
-        credential: NativeCredential?, observer: NativeTrafficObserver? = nil, transfersOnCallingThread: Bool = false
+        credential: NativeCredential?, observer: NativeTrafficObserver? = nil, interruptDescriptor: Int32? = nil
     ) -> NativeHTTP {
         NativeHTTP(
             origin: origin, credential: credential, observer: observer,
-            options: NativeHTTP.Options(caFile: caFile, transfersOnCallingThread: transfersOnCallingThread))
+            options: NativeHTTP.Options(
+                caFile: caFile, transfersOnCallingThread: interruptDescriptor != nil,
+                cancelDescriptor: interruptDescriptor))
     }
 
     /// `NAME: VALUE` (or `NAME:VALUE`) as a header field.

@@ -34,12 +34,20 @@ public struct NativeHTTP: NativeTransport {
         /// has nothing else to do, such as a one-request tool on its main thread; never for a
         /// caller on the Swift concurrency pool.
         public var transfersOnCallingThread: Bool
+        /// A descriptor whose becoming readable stops a transfer as cancellation does
+        /// (`CurlTransfer.cancelDescriptor`), for a transfer on a thread no canceller can reach;
+        /// nil for none. Waited on, never read.
+        public var cancelDescriptor: Int32?
 
         /// The defaults: the system's CAs, libcurl's connect timeout, a thread per transfer.
-        public init(caFile: String? = nil, connectTimeout: Duration? = nil, transfersOnCallingThread: Bool = false) {
+        public init(
+            caFile: String? = nil, connectTimeout: Duration? = nil, transfersOnCallingThread: Bool = false,
+            cancelDescriptor: Int32? = nil
+        ) {
             self.caFile = caFile
             self.connectTimeout = connectTimeout
             self.transfersOnCallingThread = transfersOnCallingThread
+            self.cancelDescriptor = cancelDescriptor
         }
     }
 
@@ -187,6 +195,7 @@ public struct NativeHTTP: NativeTransport {
             transfer.connectTimeout = options.connectTimeout
             transfer.caFile = options.caFile
             transfer.runsOnCallingThread = options.transfersOnCallingThread
+            transfer.cancelDescriptor = options.cancelDescriptor
             return transfer
         } catch {
             throw NativeClientError.invalidRequest.with(error.message)

@@ -4,9 +4,9 @@ import RastrilloCLI
 import ToolSpecs
 
 // One request, run on the main thread from start to end: the body's task on the calling-thread
-// executor and the transfer on the thread awaiting it, so no pool or transfer thread starts
-// (bench/fetch measures the start-up this saves). SIGINT still cancels it: ToolRunner's signal
-// thread cancels the task, which wakes the transfer.
+// executor and the transfer on the thread awaiting it, so no pool, signal or transfer thread
+// starts (bench/fetch measures the start-up this saves). SIGINT and SIGTERM still stop it: the
+// transfer also waits on ToolRunner's interrupt descriptor.
 ToolRunner.main(spec: ToolSpecs.rastrilloFetch, executor: .callingThread) { arguments in
     let json = arguments.flag("json")
     do {
@@ -18,7 +18,7 @@ ToolRunner.main(spec: ToolSpecs.rastrilloFetch, executor: .callingThread) { argu
             headers: client.headers, body: body?.body,
             maxBytes: arguments.integer("max-bytes") ?? NativeHTTP.defaultMaxBytes,
             timeout: arguments.integer("timeout").map { .seconds($0) })
-        let response = try await client.client(transfersOnCallingThread: true).responseDetails(request)
+        let response = try await client.client(interruptDescriptor: ToolRunner.interruptDescriptor).responseDetails(request)
         if json {
             try JSONOutput.write(ResponseJSON(response))
         } else {

@@ -75,6 +75,57 @@ func stderrText(_ result: ExitTest.Result?) -> String {
         #expect(stderrText(result) == streamMark)
     }
 
+    /// A body that blocks the calling thread itself wakes on the interrupt descriptor: the
+    /// first signal ends it, with that signal's status.
+    @Test(arguments: [(SIGINT, 130), (SIGTERM, 143)] as [(Int32, Int32)])
+    func aBodyBlockedOnTheInterruptDescriptorEndsAtTheFirstSignal(signal: Int32, code: Int32) async {
+        await #expect(processExitsWith: .exitCode(code)) { [signal = signal as Int32] in
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], executor: .callingThread) { _ in
+                guard let descriptor = ToolRunner.interruptDescriptor else { return .failure }
+                kill(getpid(), signal)
+                var fds = [pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)]
+                // Blocks this thread: only the descriptor can end the wait within 20 s.
+                while poll(&fds, 1, 20_000) < 0 {}
+                guard fds[0].revents != 0 else { return .ok }
+                throw CancellationError()
+            }
+        }
+    }
+
+    /// A body that blocks the calling thread without watching the descriptor still ends at the
+    /// second signal, at once, with the first signal's status.
+    @Test func onTheCallingThreadASecondSignalExitsAtOnce() async throws {
+        let directory = try Paths.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let marker = directory.appendingPathComponent("finished").path
+        await #expect(processExitsWith: .exitCode(143)) { [marker = marker as String] in
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], executor: .callingThread) { _ in
+                kill(getpid(), SIGTERM)
+                usleep(200_000)
+                kill(getpid(), SIGINT)
+                sleep(20)
+                _ = FileManager.default.createFile(atPath: marker, contents: nil)
+                return .ok
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: marker))
+    }
+
+    /// Only the calling-thread executor has an interrupt descriptor. (That it starts no thread
+    /// is checked on the real rastrillo-fetch, whose process has no test harness threads.)
+    @Test func theInterruptDescriptorBelongsToTheCallingThreadExecutor() async {
+        await #expect(processExitsWith: .exitCode(0)) {
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in
+                ToolRunner.interruptDescriptor == nil ? .ok : .failure
+            }
+        }
+        await #expect(processExitsWith: .exitCode(0)) {
+            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], executor: .callingThread) { _ in
+                ToolRunner.interruptDescriptor != nil ? .ok : .failure
+            }
+        }
+    }
+
     @Test func toolErrorPrintsItsMessageAndStatus() async {
         let result = await #expect(processExitsWith: .exitCode(6), observing: [\.standardErrorContent]) {
             ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in

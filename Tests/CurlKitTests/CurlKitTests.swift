@@ -543,6 +543,43 @@ struct AbortAndCancelTests {
         #expect(elapsed < .seconds(1))
     }
 
+    /// The cancel descriptor stops a transfer no task cancellation reaches: mid-body, and while
+    /// the transfer waits for its request body, on the calling thread.
+    @Test(arguments: [false, true])
+    func theCancelDescriptorStopsTheTransfer(whileReadingTheBody: Bool) async throws {
+        let head = LoopbackHTTPResponse.headBytes(status: 200, headers: [LoopbackHTTPHeader("Content-Length", "1000")])
+        let server = try server(LoopbackHTTPResponse(steps: [.send(head + bytes("0123456789")), .hangUntilStopped]))
+        var interrupt: [Int32] = [-1, -1]
+        var emptyBody: [Int32] = [-1, -1]
+        try #require(pipe(&interrupt) == 0 && pipe(&emptyBody) == 0)
+        defer { for descriptor in interrupt + emptyBody { close(descriptor) } }
+        let got = SharedCount()
+        let transfer = try CurlTransfer(url: server.url("/"))
+        transfer.runsOnCallingThread = true
+        transfer.cancelDescriptor = interrupt[0]
+        // Without the descriptor the transfer would end only here, with a timeout error.
+        transfer.timeout = .seconds(5)
+        if whileReadingTheBody {
+            transfer.method = .post
+            transfer.body = try .fileDescriptor(emptyBody[0], length: nil)
+        }
+        transfer.onBody = { piece in
+            got.add(piece.count)
+            return .continue
+        }
+        let writeEnd = interrupt[1]
+        Task.detached {
+            try? await Task.sleep(for: .milliseconds(300))
+            var byte: UInt8 = 1
+            _ = write(writeEnd, &byte, 1)
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        await #expect(throws: CancellationError.self) { try await transfer.perform() }
+        #expect(clock.now - start < .seconds(2))
+        #expect(got.current == (whileReadingTheBody ? 0 : 10))
+    }
+
     @Test func performInACancelledTaskDoesNoIO() async throws {
         let server = try server(.fixed())
         let url = server.url("/")
