@@ -322,13 +322,17 @@ private enum SignalPipe {
             _ = fcntl(end, F_SETFD, FD_CLOEXEC)
             _ = fcntl(end, F_SETFL, O_NONBLOCK)
         }
+        // Touching the three globals here runs their initialisers before any handler can.
+        _ = first.load(ordering: .relaxed)
         readEnd.store(ends[0], ordering: .releasing)
         writeEnd.store(ends[1], ordering: .releasing)
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { number in
             let (isFirst, earlier) = SignalPipe.first.compareExchange(
                 expected: 0, desired: number, ordering: .acquiringAndReleasing)
-            if !isFirst { _exit(ToolRunner.signalExitCode(earlier)) }
+            // Literal codes (ExitStatus.interrupted, .terminated): nothing here may run a lazy
+            // global's initialiser, which takes a lock.
+            if !isFirst { _exit(earlier == SIGINT ? 130 : 143) }
             let savedErrno = errno
             var byte: UInt8 = 1
             _ = write(SignalPipe.writeEnd.load(ordering: .acquiring), &byte, 1)
