@@ -21,4 +21,10 @@ public enum ProcessEnvironment {
         }
         return variables
     }
+
+    /// The value of the variable `name` (getenv(3)), or nil when it is not set. Cheaper than
+    /// ``current()`` when a tool needs one variable: no dictionary of every variable is built.
+    public static func value(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
 }

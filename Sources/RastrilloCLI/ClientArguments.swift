@@ -19,14 +19,16 @@ public struct ClientArguments {
     public let credentialSource: CredentialSource?
     /// `--credential-header`.
     public let credentialHeader: String?
-    private let environment: [String: String]
+    /// The environment credentials are read from; nil for the process's own, read by name.
+    private let environment: [String: String]?
 
-    /// Reads the shared options of `arguments`.
+    /// Reads the shared options of `arguments`; `--credential-env` reads `environment`, or the
+    /// process's own environment when nil.
     ///
     /// - Throws: `UsageError` for a URL that is not an absolute http(s) URL, a malformed header
     ///   or `--credential-header` without a credential; `LocalFailure` for a credential that
     ///   cannot be read or used (the message never quotes it).
-    public init(_ arguments: ParsedArguments, environment: [String: String] = ProcessEnvironment.current())
+    public init(_ arguments: ParsedArguments, environment: [String: String]? = nil)
         throws
     {
         let url = arguments.positional("URL") ?? ""
@@ -121,10 +123,11 @@ public enum CredentialSource: Equatable {
     /// `headerName` when given.
     ///
     /// A file must be a regular file of at most 16 KiB with no permission for group or others;
-    /// one trailing newline (LF or CRLF) is dropped.
+    /// one trailing newline (LF or CRLF) is dropped. A variable is read from `environment`, or
+    /// from the process's own environment when nil.
     /// - Throws: `LocalFailure` naming the file or variable and what is wrong, never the
     ///   credential; `UsageError` for a `headerName` that is not a header name.
-    public func load(headerName: String?, environment: [String: String]) throws -> NativeCredential {
+    public func load(headerName: String?, environment: [String: String]? = nil) throws -> NativeCredential {
         let token: String
         let origin: String
         switch self {
@@ -132,7 +135,13 @@ public enum CredentialSource: Equatable {
             token = try Self.read(path)
             origin = "the credential file \(path)"
         case .environment(let name):
-            guard let value = environment[name] else {
+            let value: String?
+            if let environment {
+                value = environment[name]
+            } else {
+                value = ProcessEnvironment.value(name)
+            }
+            guard let value else {
                 throw LocalFailure("the credential variable \(name) is not set")
             }
             token = value
