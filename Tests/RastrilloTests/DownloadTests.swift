@@ -33,6 +33,28 @@ import Testing
         #expect(server.requests.first?.firstValue(forName: "Authorization") == "Bearer t")
     }
 
+    /// Pieces that go through the file buffer and pieces written straight from libcurl's
+    /// buffer (a quarter of the buffer or more, after what is buffered) interleave in order.
+    @Test func smallAndLargePiecesAreWrittenInOrder() async throws {
+        let directory = try TemporaryDirectory()
+        let sizes = [10, 70_000, 300_000, 5, 65_535, 65_536, 262_144, 1, 600_000, 3]
+        let body = pattern(sizes.reduce(0, +))
+        var pieces: [LoopbackHTTPStep] = [
+            .send(LoopbackHTTPResponse.headBytes(status: 200, headers: [LoopbackHTTPHeader("Content-Length", String(body.count))]))
+        ]
+        var offset = 0
+        for size in sizes {
+            pieces += [.send(Array(body[offset..<offset + size])), .pause(.milliseconds(20))]
+            offset += size
+        }
+        let server = try server(LoopbackHTTPResponse(steps: pieces))
+        let path = directory.file("pieces.bin")
+        let result = try await client(server).download("/pieces", to: path)
+        #expect(result.byteCount == Int64(body.count))
+        #expect(result.sha256 == SHA256.hash(body))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(body))
+    }
+
     @Test func progressKnowsTheAnnouncedTotal() async throws {
         let directory = try TemporaryDirectory()
         let server = try server(.fixed(body: pattern(300_000)))
