@@ -29,8 +29,8 @@ let package = Package(
         .target(name: "CurlKit", dependencies: ["CCurl", "ThreadSupport"]),
 
         // MARK: Command-line kit shared by every tool
-        // CommandLineKit needs only the standard library (a tool that links it starts without
-        // Foundation: bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
+        // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
+        // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
         .target(name: "CommandLineKit", dependencies: ["ThreadSupport"]),
         .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"]),
 
@@ -44,8 +44,9 @@ let package = Package(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
         // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
-        // RastrilloCore needs only the standard library, so the tools start without Foundation
-        // (bench/fetch); Rastrillo re-exports it with the Foundation-facing conformances.
+        // RastrilloCore uses nothing of Foundation but `Date`, whose few inlined pieces link
+        // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
+        // re-exports it with the Foundation-facing conformances.
         .target(name: "RastrilloCore", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams", "ThreadSupport"]),
         .target(name: "Rastrillo", dependencies: ["RastrilloCore"]),
         .target(name: "RastrilloTestSupport", dependencies: ["RastrilloCore", "RastrilloStreams"]),

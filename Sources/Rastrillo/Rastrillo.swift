@@ -1,7 +1,8 @@
 // The Rastrillo library: everything of RastrilloCore, plus what needs Foundation.
 //
-// RastrilloCore needs only the standard library, so the HTTP tools, which link it alone, start
-// without loading Foundation (bench/fetch measures that start). Programs that import Rastrillo
+// RastrilloCore uses nothing of Foundation but `Date` (whose few inlined pieces link none of
+// the rest), so the HTTP tools, which link it alone, start without loading Foundation
+// (bench/fetch measures that start). Programs that import Rastrillo
 // also get `localizedDescription` with the errors' own sentences.
 @_exported import RastrilloCore
 import FoundationEssentials
