@@ -147,6 +147,35 @@ let expectedFiles = tools.flatMap { tool in
         #expect(files(under: stage) == [])
     }
 
+    /// The HTTP tools as `make build` makes them, which their start-up rests on (bench/fetch):
+    /// the Swift runtime inside, no Foundation beyond `Date`'s inlined pieces, no regex engine,
+    /// no library search path; rastrillo-fetch stays position-independent with packed
+    /// relocations.
+    @Test(.timeLimit(.minutes(60)))
+    func theHTTPToolsCarryTheirRuntimeAndLinkNeitherFoundationNorTheRegexEngine() async throws {
+        let release = try await ReleaseBinaries.shared.path()
+        for tool in ["rastrillo-fetch", "rastrillo-stream", "rastrillo-download"] {
+            let path = release + "/" + tool
+            let libraries = try await run(["/usr/bin/ldd", path])
+            #expect(libraries.status == 0, "\(tool): \(libraries.output)")
+            #expect(!libraries.output.contains("libswift") && !libraries.output.contains("libFoundation"), "\(tool): \(libraries.output)")
+            let symbols = try await run(["/usr/bin/nm", path])
+            try #require(symbols.status == 0, "\(tool): nm failed")
+            let lines = symbols.output.split(separator: "\n")
+            let foundation = lines.filter {
+                $0.contains("FoundationEssentials") && !$0.contains("20FoundationEssentials4Date")
+                    && !$0.hasSuffix("$s20FoundationEssentialsMXM")
+            }
+            #expect(foundation.isEmpty, "\(tool) links Foundation: \(foundation.prefix(5))")
+            #expect(!lines.contains { $0.contains("_RegexParser") || $0.contains("17_StringProcessing") }, "\(tool) links the regex engine")
+            let dynamic = try await run(["/usr/bin/readelf", "-d", path])
+            #expect(!dynamic.output.contains("RUNPATH") && !dynamic.output.contains("RPATH"), "\(tool): \(dynamic.output)")
+            if tool == "rastrillo-fetch" {
+                #expect(dynamic.output.contains("Flags: PIE") && dynamic.output.contains("(RELR)"), "\(dynamic.output)")
+            }
+        }
+    }
+
     @Test func installWithoutBuiltBinariesFailsAndInstallsNothing() async throws {
         let empty = try temporaryDirectory()
         let prefix = try temporaryDirectory()
