@@ -24,15 +24,15 @@ struct AdvertiserTests {
         #expect(Self.isRandomName(advertisement.name), "name: \(advertisement.name)")
         #expect(advertisement.port == 7400)
         #expect(advertisement.serviceType == fixture.type)
-        #expect(advertisement.txt.hint == testSecret.hint(for: RivetDiscoveryEpoch(containing: Date())))
+        #expect(advertisement.txt.hint == testSecret.hint(for: RivetDiscoveryEpoch(containing: fixture.clock.now())))
 
         let seen = try #require(await fixture.added(advertisement.name), "events: \(fixture.events.all)")
         #expect(seen.port == 7400)
         #expect(seen.txt == advertisement.txt)
         #expect(seen.addresses == ["127.0.0.1"])
-        #expect(testSecret.recognizes(seen.txt.hint, at: Date()))
+        #expect(testSecret.recognizes(seen.txt.hint, at: fixture.clock.now()))
         let stranger = try RivetDiscoverySecret(bytes: Array(repeating: 9, count: 32))
-        #expect(!stranger.recognizes(seen.txt.hint, at: Date()))
+        #expect(!stranger.recognizes(seen.txt.hint, at: fixture.clock.now()))
 
         fixture.advertiser.stop()
         #expect(fixture.advertiser.state == .stopped)

@@ -32,13 +32,18 @@ struct AdvertiserFixture {
     let client: AvahiClient
     let browser: RivetBrowser
     let events: Collector<RivetBrowserEvent>
+    /// The advertiser's clock.
+    let clock: any RivetDiscoveryClock
 
     /// With `addressSource`, the advertiser reads the listener's addresses from it (every 0.1 s)
-    /// instead of from the machine's interfaces.
+    /// instead of from the machine's interfaces. The default clock stands still at the moment
+    /// the fixture is made, so no hour boundary (a new name, a new hint) falls inside a test
+    /// that does not move the clock itself.
     init(
-        clock: any RivetDiscoveryClock = RivetSystemDiscoveryClock(),
+        clock: any RivetDiscoveryClock = ManualClock(Date()),
         addressSource: (@Sendable () -> [AvahiHostAddress])? = nil
     ) async throws {
+        self.clock = clock
         let loopback = try AvahiInterface.named("lo")
         let configuration = RivetAdvertiser.Configuration(
             serviceType: type, interface: loopback, ipProtocol: .ipv4, clock: clock)
