@@ -212,17 +212,10 @@ private final class CallingThreadExecutor: TaskExecutor, @unchecked Sendable {
     ///   - interrupt: the signal pipe's read end (never read here), or -1.
     ///   - onInterrupt: called on the running thread, once, when `interrupt` becomes readable.
     init(interrupt: Int32, onInterrupt: @escaping @Sendable () -> Void) {
-        var ends: [Int32] = [-1, -1]
-        if pipe(&ends) != 0 {
-            // Without a wake pipe the loop polls the queue every millisecond instead.
-            ends = [-1, -1]
-        }
-        for end in ends where end >= 0 {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
-        wakeRead = ends[0]
-        wakeWrite = ends[1]
+        // Without a wake pipe the loop polls the queue every millisecond instead.
+        let wake = makePipe(nonBlocking: true)
+        wakeRead = wake?.read ?? -1
+        wakeWrite = wake?.write ?? -1
         self.interrupt = interrupt
         self.onInterrupt = onInterrupt
     }
@@ -316,18 +309,12 @@ private enum SignalPipe {
 
     /// Creates the pipe and installs the handlers; false when the pipe cannot be created.
     static func install() -> Bool {
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { return false }
-        for end in ends {
-            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(end, F_SETFL, O_NONBLOCK)
-        }
+        guard let ends = makePipe(nonBlocking: true) else { return false }
         // Touching the three globals here runs their initialisers before any handler can.
         _ = first.load(ordering: .relaxed)
-        readEnd.store(ends[0], ordering: .releasing)
-        writeEnd.store(ends[1], ordering: .releasing)
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { number in
+        readEnd.store(ends.read, ordering: .releasing)
+        writeEnd.store(ends.write, ordering: .releasing)
+        handleStopSignals { number in
             let (isFirst, earlier) = SignalPipe.first.compareExchange(
                 expected: 0, desired: number, ordering: .acquiringAndReleasing)
             // Literal codes (ExitStatus.interrupted, .terminated): nothing here may run a lazy
@@ -338,10 +325,6 @@ private enum SignalPipe {
             _ = write(SignalPipe.writeEnd.load(ordering: .acquiring), &byte, 1)
             errno = savedErrno
         }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = SA_RESTART
-        sigaction(SIGINT, &action, nil)
-        sigaction(SIGTERM, &action, nil)
         return true
     }
 }
@@ -365,12 +348,9 @@ private enum SignalThread {
         sigaddset(&signals, SIGTERM)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { return false }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        writeEnd.store(ends[1], ordering: .releasing)
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { number in
+        guard let ends = makePipe(nonBlocking: false) else { return false }
+        writeEnd.store(ends.write, ordering: .releasing)
+        handleStopSignals { number in
             let descriptor = SignalThread.writeEnd.load(ordering: .acquiring)
             guard descriptor >= 0 else { return }
             let savedErrno = errno
@@ -378,12 +358,8 @@ private enum SignalThread {
             _ = write(descriptor, &byte, 1)
             errno = savedErrno
         }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = SA_RESTART
-        sigaction(SIGINT, &action, nil)
-        sigaction(SIGTERM, &action, nil)
 
-        let readEnd = ends[0]
+        let readEnd = ends.read
         let handled = signals
         return DetachedThread.start {
             var handled = handled
@@ -402,4 +378,25 @@ private enum SignalThread {
             }
         }
     }
+}
+
+/// A pipe whose ends close on exec, non-blocking when asked; nil when pipe(2) fails.
+private func makePipe(nonBlocking: Bool) -> (read: Int32, write: Int32)? {
+    var ends: [Int32] = [-1, -1]
+    guard pipe(&ends) == 0 else { return nil }
+    for end in ends {
+        _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+        if nonBlocking { _ = fcntl(end, F_SETFL, O_NONBLOCK) }
+    }
+    return (ends[0], ends[1])
+}
+
+/// Installs `handler` for SIGINT and SIGTERM, with interrupted system calls restarted.
+private func handleStopSignals(_ handler: @escaping @convention(c) (Int32) -> Void) {
+    var action = sigaction()
+    action.__sigaction_handler.sa_handler = handler
+    sigemptyset(&action.sa_mask)
+    action.sa_flags = SA_RESTART
+    sigaction(SIGINT, &action, nil)
+    sigaction(SIGTERM, &action, nil)
 }

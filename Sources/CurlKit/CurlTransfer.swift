@@ -160,16 +160,15 @@ public final class CurlTransfer {
             let transfer: CurlTransfer
             let context: TransferContext
         }
-        let job = Job(transfer: self, context: context)
-        let handoff = ResultHandoff()
         if runsOnCallingThread {
-            await withTaskCancellationHandler {
-                handoff.store(job.transfer.run(job.context))
+            return try await withTaskCancellationHandler {
+                run(context)
             } onCancel: {
                 cancel.cancel()
-            }
-            return try handoff.take().get()
+            }.get()
         }
+        let job = Job(transfer: self, context: context)
+        let handoff = ResultHandoff()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let started = DetachedThread.start {
@@ -408,10 +407,10 @@ public final class CurlTransfer {
             guard running > 0 else {
                 return .failure(CurlError(code: .setupFailed, message: "libcurl stopped the transfer without a result"))
             }
+            // poll(2) skips a negative descriptor, so without a cancel descriptor this waits on
+            // libcurl's sockets alone.
             var external = curl_waitfd(fd: context.cancel.externalFD, events: Int16(CURL_WAIT_POLLIN), revents: 0)
-            let pollCode =
-                external.fd >= 0
-                ? curl_multi_poll(multi, &external, 1, 1000, nil) : curl_multi_poll(multi, nil, 0, 1000, nil)
+            let pollCode = curl_multi_poll(multi, &external, 1, 1000, nil)
             guard pollCode == CURLM_OK else { return .failure(multiError("curl_multi_poll", pollCode)) }
             if external.revents != 0 { context.cancel.cancel() }
         }

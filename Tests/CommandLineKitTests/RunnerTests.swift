@@ -92,25 +92,6 @@ func stderrText(_ result: ExitTest.Result?) -> String {
         }
     }
 
-    /// A body that blocks the calling thread without watching the descriptor still ends at the
-    /// second signal, at once, with the first signal's status.
-    @Test func onTheCallingThreadASecondSignalExitsAtOnce() async throws {
-        let directory = try Paths.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let marker = directory.appendingPathComponent("finished").path
-        await #expect(processExitsWith: .exitCode(143)) { [marker = marker as String] in
-            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"], executor: .callingThread) { _ in
-                kill(getpid(), SIGTERM)
-                usleep(200_000)
-                kill(getpid(), SIGINT)
-                sleep(20)
-                _ = FileManager.default.createFile(atPath: marker, contents: nil)
-                return .ok
-            }
-        }
-        #expect(!FileManager.default.fileExists(atPath: marker))
-    }
-
     /// Only the calling-thread executor has an interrupt descriptor. (That it starts no thread
     /// is checked on the real rastrillo-fetch, whose process has no test harness threads.)
     @Test func theInterruptDescriptorBelongsToTheCallingThreadExecutor() async {
@@ -249,14 +230,21 @@ func stderrText(_ result: ExitTest.Result?) -> String {
         }
     }
 
-    /// A body that ignores cancellation: the second SIGINT ends the process at once.
-    @Test func secondSignalExitsAtOnce() async throws {
+    /// A body that ignores cancellation (on the calling thread: blocks it without watching the
+    /// interrupt descriptor): the second signal ends the process at once, with the first
+    /// signal's status.
+    @Test(arguments: [(false, SIGINT, 130), (true, SIGTERM, 143)] as [(Bool, Int32, Int32)])
+    func secondSignalExitsAtOnce(onCallingThread: Bool, first: Int32, code: Int32) async throws {
         let directory = try Paths.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let marker = directory.appendingPathComponent("finished").path
-        await #expect(processExitsWith: .exitCode(130)) { [marker = marker as String] in
-            ToolRunner.main(spec: FixtureSpecs.daemon, arguments: ["demo-daemon"]) { _ in
-                kill(getpid(), SIGINT)
+        await #expect(processExitsWith: .exitCode(code)) {
+            [marker = marker as String, onCallingThread = onCallingThread as Bool, first = first as Int32] in
+            ToolRunner.main(
+                spec: FixtureSpecs.daemon, arguments: ["demo-daemon"],
+                executor: onCallingThread ? .callingThread : .concurrencyPool
+            ) { _ in
+                kill(getpid(), first)
                 usleep(200_000)
                 kill(getpid(), SIGINT)
                 sleep(20)
