@@ -1,0 +1,98 @@
+import Foundation
+import Glibc
+import OpenSSLKit
+import RivetPairing
+import RivetSession
+import RivetWire
+import Testing
+import ToolTestSupport
+
+/// docs/protocol.md is the wire: each test reads what the document states about rivetd's
+/// behaviour (a table or a paragraph) and checks it against the real rivetd over real TLS.
+@Suite(.serialized) struct ProtocolDocumentTests {
+    /// The repository's root directory.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// The text of one part of docs/protocol.md (`rvt1`, `rvd1`, `pairing`, …).
+    static func part(_ name: String) throws -> String {
+        let whole = try String(contentsOf: root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let start = try #require(whole.range(of: "<!-- part: \(name) -->"), "docs/protocol.md has no part \(name)")
+        let end = whole.range(of: "<!-- part:", range: start.upperBound..<whole.endIndex)?.lowerBound ?? whole.endIndex
+        return String(whole[start.upperBound..<end])
+    }
+
+    /// The body rows of the Markdown table whose header row starts with `header`, each as its
+    /// trimmed cells.
+    static func table(_ text: String, header: String) throws -> [[String]] {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let start = try #require(lines.firstIndex { $0.hasPrefix(header) }, "no table starts with \(header)")
+        return lines[(start + 2)...].prefix { $0.hasPrefix("|") }.map { row in
+            row.split(separator: "|", omittingEmptySubsequences: false).dropFirst().dropLast()
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+    }
+
+    /// The text between the first pair of backticks in `cell`.
+    static func quoted(_ cell: String) -> String? {
+        let parts = cell.split(separator: "`", omittingEmptySubsequences: false)
+        return parts.count >= 3 ? String(parts[1]) : nil
+    }
+
+    /// The bytes of hex digits written with spaces between fields.
+    static func bytes(_ hex: String) throws -> [UInt8] {
+        let digits = Array(hex.filter { $0 != " " })
+        try #require(digits.count % 2 == 0, "odd hex \(hex)")
+        return try stride(from: 0, to: digits.count, by: 2).map { index in
+            try #require(UInt8(String(digits[index...index + 1]), radix: 16), "not hex: \(hex)")
+        }
+    }
+
+    /// Call arguments of exactly `size` bytes.
+    static func arguments(size: Int) -> [UInt8] {
+        let head = #"{"game-id":"big","pad":""#
+        return Array((head + String(repeating: "x", count: size - head.utf8.count - 2) + #""}"#).utf8)
+    }
+
+    @Test("RVT1 §4: rivetd serves 524 288 bytes, answers 524 289 … 1 048 576 with rivet.request-too-large and keeps the session, and closes on 1 048 577 with rvt1.payload-too-large")
+    func payloadBounds() async throws {
+        let rows = try Self.table(try Self.part("rvt1"), header: "| Payload a device sends to rivetd")
+        let documented = rows.map { row in
+            (bounds: row[0].split(separator: "…").map { Int($0.filter(\.isNumber)) ?? -1 }, code: Self.quoted(row[1]))
+        }
+        #expect(documented.map(\.bounds) == [[0, 524_288], [524_289, 1_048_576], [1_048_577]])
+        #expect(documented.map(\.code) == [nil, "rivet.request-too-large", "rvt1.payload-too-large"])
+
+        try await withDaemon(try Home()) { daemon in
+            let raw = try await daemon.raw(try daemon.pairDirectly(name: "Big", scopes: ["viewer"]))
+            defer { raw.close() }
+            var id: UInt64 = 0
+            for (bounds, code) in documented {
+                for size in bounds where size > 0 {
+                    id += 1
+                    let frame = RVT1Frame.call(RVT1RequestID(id), name: "current-score", payload: Self.arguments(size: size))
+                    switch code {
+                    case nil:
+                        let answer = try await raw.call(id, "current-score", String(decoding: frame.payload, as: UTF8.self))
+                        #expect(answer.kind == .result && answer.requestID == RVT1RequestID(id), "\(size) bytes: \(answer)")
+                    case "rivet.request-too-large"?:
+                        try await raw.send(frame)
+                        let answer = try #require(try await raw.next())
+                        #expect(answer.kind == .error && answer.name == code && answer.requestID == RVT1RequestID(id), "\(size) bytes")
+                        // The session carries on.
+                        id += 1
+                        #expect(try await raw.call(id, "current-score", #"{"game-id":"after"}"#).kind == .result)
+                    default:
+                        // The header alone: the refusal is due before any payload byte.
+                        let encoded = try RVT1Encoder(limits: RawSession.limits).encode(frame)
+                        try await raw.sendBytes(Array(encoded.prefix(RVT1.headerSize)))
+                        let farewell = try #require(try await raw.next())
+                        #expect(farewell.kind == .error && farewell.name == code && farewell.requestID == .none, "\(size) bytes")
+                        #expect(try await raw.next() == nil, "the session closes after \(code ?? "")")
+                    }
+                }
+            }
+        }
+    }
+
+}
