@@ -14,7 +14,9 @@
 ///   gateway serves none).
 ///
 /// Session and stream codes — a ``RivetDeviceGatewayCloseReason`` or a refused session:
-/// - `rivet.too-many-sessions`: the gateway already holds its maximum of sessions (8).
+/// - `rivet.too-many-sessions`: the gateway already holds its maximum of sessions (8). Thrown by
+///   ``RivetDeviceGateway/openSession(device:scopes:)`` only: rivetd applies the cap in the RVD1
+///   preface (`Reject(serverBusy)`), so this code never appears on the wire.
 /// - `rivet.outgoing-queue-full`: the device did not read fast enough; its bounded outgoing
 ///   queue would have overflowed.
 /// - `rivet.revoked`: the device's pairing was revoked.

@@ -264,6 +264,10 @@ import ToolTestSupport
             for _ in 0..<8 { sessions.append(try await daemon.raw(credential)) }
             await #expect(throws: RivetClientError.rejected(.serverBusy)) { try await daemon.raw(credential) }
             #expect(daemon.log.contains("8 sessions are open, the gateway's maximum"))
+            // docs/protocol.md says so, and lists no RVT1 code for it among the session errors.
+            let rvt1 = try ProtocolDocumentTests.part("rvt1").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(rvt1.contains("the ninth device's `Resume` is answered `Reject(serverBusy)`"))
+            #expect(!rvt1.contains("| `rivet.too-many-sessions` |"))
             sessions.removeFirst().close()
             var ninth: RawSession?
             try await eventually("a slot to free up") {
