@@ -95,4 +95,26 @@ import ToolTestSupport
         }
     }
 
+    @Test("RVT1 §12: each frame of the table gets the documented stream error with request ID 0, then the close")
+    func streamErrors() async throws {
+        let rows = try Self.table(try Self.part("rvt1"), header: "| the device sends | after a hello |")
+        let codes = try rows.map { try #require(Self.quoted($0[2])) }
+        #expect(codes == [
+            "rvt1.missing-hello", "rvt1.unexpected-hello", "rvt1.invalid-request-id", "rvt1.reserved-flags",
+            "rivet.protocol-violation", "rivet.protocol-violation",
+        ])
+        try await withDaemon(try Home()) { daemon in
+            let credential = try daemon.pairDirectly(name: "Rude", scopes: ["viewer"])
+            for (row, code) in zip(rows, codes) {
+                let frame = try Self.bytes(try #require(Self.quoted(row[0])))
+                let raw = try await daemon.raw(credential, hello: row[1] == "yes")
+                defer { raw.close() }
+                try await raw.sendBytes(frame)
+                let farewell = try #require(try await raw.next(), "\(row[0]): no answer")
+                #expect(farewell.kind == .error && farewell.requestID == .none && farewell.name == code, "\(row[0]): \(farewell)")
+                #expect(try await raw.next() == nil, "\(row[0]): the session stays open")
+            }
+        }
+    }
+
 }

@@ -281,9 +281,9 @@ final class Daemon: Sendable {
         try await RivetCompanionSession.resume(credential, host: "127.0.0.1", port: port)
     }
 
-    /// A raw RVT1 session for `credential`.
-    func raw(_ credential: RivetCompanionCredential) async throws -> RawSession {
-        try await RawSession.open(credential, port: port)
+    /// A raw RVT1 session for `credential`, which has sent its hello unless `hello` is false.
+    func raw(_ credential: RivetCompanionCredential, hello: Bool = true) async throws -> RawSession {
+        try await RawSession.open(credential, port: port, hello: hello)
     }
 
     /// rivetd's resident memory in KiB.
@@ -325,12 +325,12 @@ final class RawSession: @unchecked Sendable {
         encoder = RVT1Encoder(limits: Self.limits)
     }
 
-    static func open(_ credential: RivetCompanionCredential, port: UInt16) async throws -> RawSession {
+    static func open(_ credential: RivetCompanionCredential, port: UInt16, hello: Bool = true) async throws -> RawSession {
         let session = try await offPool {
             try RivetClientConnector().resume(credential, host: "127.0.0.1", port: port)
         }
         let raw = RawSession(session: session)
-        try await raw.send(.hello(software: "rivetd-tests"))
+        if hello { try await raw.send(.hello(software: "rivetd-tests")) }
         return raw
     }
 
