@@ -289,7 +289,7 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         let preface = try readToEnd(inPreface, timeout: .seconds(2))
         #expect(preface.bytes.isEmpty && !preface.cleanly)
         // Nothing listens any more.
-        #expect(throws: TestFailure.self) { close(try connectTCP(port: port)) }
+        #expect(throws: ToolProcessError.self) { close(try connectTCP(port: port)) }
         server.stop()
     }
 

@@ -170,27 +170,6 @@ final class TestServer: Sendable {
 
 // MARK: - Raw clients
 
-/// A TCP connection to 127.0.0.1:`port` with nothing sent.
-func connectTCP(port: UInt16) throws -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestFailure("socket failed") }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = port.bigEndian
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-        }
-    }
-    guard connected else {
-        let error = errno
-        close(fd)
-        throw TestFailure("connect to 127.0.0.1:\(port) failed: \(String(cString: strerror(error)))")
-    }
-    return fd
-}
-
 /// A TLS 1.3 connection to the test server (pinned to its key unless told otherwise), after the
 /// handshake; the test drives RVD1 by hand.
 func rawTLS(_ server: TestServer, pin: SPKIFingerprint? = nil) throws -> TLSConnection {

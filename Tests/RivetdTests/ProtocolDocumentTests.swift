@@ -117,4 +117,65 @@ import ToolTestSupport
         }
     }
 
+    /// Sends `input` over a TLS connection pinned to `pin` and returns everything the server
+    /// sends until it closes.
+    static func prefaceReply(to input: [UInt8], port: UInt16, pin: SPKIFingerprint) throws -> [UInt8] {
+        let connection = try TLSConnection(socket: try connectTCP(port: port), context: try TLSClientContext(verification: .pinned(pin)))
+        defer { connection.close() }
+        let end = ContinuousClock.now + .seconds(10)
+        try connection.handshake(deadline: end)
+        try connection.write(input, deadline: end)
+        var bytes: [UInt8] = []
+        while true {
+            do throws(TLSError) {
+                let chunk = try connection.read(maxCount: 4096, deadline: end)
+                if chunk.isEmpty { return bytes }
+                bytes += chunk
+            } catch {
+                if error == .closed { return bytes }
+                throw error
+            }
+        }
+    }
+
+    @Test("RVD1 §6: every refusal vector a client can send gets the Reject the document names, then the close")
+    func rvd1Refusals() async throws {
+        let rows = try Self.table(try Self.part("rvd1"), header: "| refusal | the bytes |")
+        var answers: [String: RVD1RejectReason] = [:]
+        for row in rows {
+            let reason = try #require(row[3].split(separator: "(").last?.split(separator: ")").first.map(String.init))
+            let named = RVD1RejectReason.known.filter { $0.name == reason }
+            #expect(named.count == 1, "unknown reason \(reason)")
+            answers[try #require(Self.quoted(row[0]))] = named.first
+        }
+        #expect(answers == [
+            "badMagic": .malformed, "unsupportedVersion": .versionUnsupported, "unknownMessageType": .malformed,
+            "wrongDirection": .malformed, "oversized": .malformed, "malformed": .malformed,
+        ])
+
+        struct Vectors: Decodable {
+            struct Invalid: Decodable {
+                let name, direction, hex, error: String
+            }
+            let invalid: [Invalid]
+        }
+        let fixture = Self.root.appendingPathComponent("Tests/RivetSessionTests/Fixtures/rvd1-vectors.json")
+        let vectors = try JSONDecoder().decode(Vectors.self, from: Data(contentsOf: fixture)).invalid
+        #expect(Set(vectors.map(\.error)) == Set(answers.keys))
+        try await withDaemon(try Home()) { daemon in
+            var tried = 0
+            for vector in vectors where vector.direction == "clientToServer" {
+                let input = try Self.bytes(vector.hex)
+                let fingerprint = daemon.fingerprint
+                let port = daemon.port
+                let reply = try await offPool { try Self.prefaceReply(to: input, port: port, pin: fingerprint) }
+                let expected = try #require(answers[vector.error])
+                #expect(reply == RVD1Message.reject(expected).encoded, "\(vector.name) (\(vector.error))")
+                tried += 1
+            }
+            #expect(tried >= 10)
+            // Not one refusal reached the gateway as a session.
+            #expect(!daemon.log.contains("opened: device"))
+        }
+    }
 }
