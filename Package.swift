@@ -39,6 +39,8 @@ let package = Package(
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
         .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit"]),
+        .executableTarget(
+            name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
         .executableTarget(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
@@ -158,7 +160,7 @@ let package = Package(
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
-            name: "RivetDiscoveryTests", dependencies: ["RivetDiscovery", "AvahiKit", "AvahiTestSupport"],
+            name: "RivetDiscoveryTests", dependencies: ["RivetDiscovery", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
