@@ -105,6 +105,23 @@ import ToolTestSupport
         }
     }
 
+    @Test("the device's PairConfirm may come before the desktop confirms: rivetd waits for the desktop, then pairs")
+    func deviceConfirmsFirst() async throws {
+        try await Self.withOpenWindow { daemon, home, deviceHome in
+            let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
+            connect.write("y\n")
+            try await daemon.waitForLog("the device confirmed; waiting for the desktop")
+            #expect(connect.poll() == nil, "the device finished before the desktop confirmed")
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer", "--json"])
+            #expect(try await confirm.wait() == 0)
+            #expect(try await connect.wait() == 0)
+            #expect(try Self.pairedNames(home) == ["Test Phone"])
+            // docs/protocol.md states both orders.
+            let pairing = try ProtocolDocumentTests.part("pairing").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(pairing.contains("Steps 5 and 6 may happen in either order"))
+        }
+    }
+
     @Test("on terminals both sides show the code and ask; y on each pairs the device")
     func terminalsAsk() async throws {
         try await Self.withOpenWindow { daemon, home, deviceHome in

@@ -117,6 +117,30 @@ import ToolTestSupport
         }
     }
 
+    @Test("RVT1 §12: a session that may write and read a key gets its own write back as a state-change, after the result")
+    func stateWriteEchoesToTheWriter() async throws {
+        let rvt1 = try Self.part("rvt1").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(rvt1.contains("A session that may both write and read a key therefore gets its own write back as a `state-change`."))
+        try await withDaemon(try Home()) { daemon in
+            let both = try await daemon.raw(try daemon.pairDirectly(name: "Both", scopes: ["viewer", "controller"]))
+            let writer = try await daemon.raw(try daemon.pairDirectly(name: "Writer", scopes: ["controller"]))
+            defer {
+                both.close()
+                writer.close()
+            }
+            try await both.send(.stateWrite(RVT1RequestID(1), key: "home-team", payload: Array(#""Tigers""#.utf8)))
+            let result = try #require(try await both.next())
+            #expect(result.kind == .result && result.requestID == RVT1RequestID(1) && result.text == "{}")
+            let echo = try #require(try await both.next())
+            #expect(echo.kind == .stateChange && echo.name == "home-team" && echo.text == #""Tigers""#)
+            // A writer without state-read gets the result only.
+            try await writer.send(.stateWrite(RVT1RequestID(1), key: "home-team", payload: Array(#""Bears""#.utf8)))
+            #expect(try await writer.next()?.kind == .result)
+            #expect(try await both.next()?.text == #""Bears""#)
+            #expect(try await writer.isQuiet(for: .milliseconds(500)))
+        }
+    }
+
     /// Sends `input` over a TLS connection pinned to `pin` and returns everything the server
     /// sends until it closes.
     static func prefaceReply(to input: [UInt8], port: UInt16, pin: SPKIFingerprint) throws -> [UInt8] {
