@@ -177,7 +177,7 @@ let package = Package(
         .testTarget(
             name: "RivetPairingTests", dependencies: ["RivetPairing", "OpenSSLKit", "SQLiteKit"],
             resources: [.copy("Fixtures")]),
-        .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"], exclude: ["Vectors"]),
+        .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(

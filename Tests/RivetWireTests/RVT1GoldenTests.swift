@@ -2,7 +2,7 @@ import Foundation
 import RivetWire
 import Testing
 
-/// The vectors in `Vectors/rvt1-golden.json` are the language-neutral contract of
+/// The vectors in `docs/vectors/rvt1-golden.json` are the language-neutral contract of
 /// `docs/protocol.md`: every implementation must decode and encode them identically.
 struct GoldenVectors: Decodable {
     struct Valid: Decodable, CustomTestStringConvertible {
@@ -24,9 +24,13 @@ struct GoldenVectors: Decodable {
     var valid: [Valid]
     var invalid: [Invalid]
 
+    /// The file's path in the repository: beside docs/protocol.md, which names it.
+    static let path = "docs/vectors/rvt1-golden.json"
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
     static let shared: GoldenVectors = {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Vectors/rvt1-golden.json")
+        let url = root.appendingPathComponent(path)
         do {
             return try JSONDecoder().decode(GoldenVectors.self, from: Data(contentsOf: url))
         } catch {
@@ -58,6 +62,15 @@ extension GoldenVectors.Valid {
 }
 
 @Suite struct RVT1GoldenTests {
+    /// docs/protocol.md names, as the normative vectors, the very file these tests read.
+    @Test func theDocumentNamesTheFileTheTestsRead() throws {
+        let document = try String(contentsOf: GoldenVectors.root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let rvt1 = try #require(document.components(separatedBy: "<!-- part: ").first { $0.hasPrefix("rvt1 -->") })
+        #expect(rvt1.contains("vectors in [`\(GoldenVectors.path)`](vectors/rvt1-golden.json)"))
+        #expect(rvt1.contains("## 10. Golden vectors\n\n[`\(GoldenVectors.path)`]"))
+        #expect(!document.contains("Tests/RivetWireTests/Vectors"))
+    }
+
     @Test func vectorsUseTheDefaultBound() {
         #expect(GoldenVectors.shared.max_payload_bytes == RVT1.defaultMaxPayloadBytes)
         #expect(GoldenVectors.shared.valid.count >= 9)
