@@ -279,7 +279,12 @@ private struct ControlHandler: Sendable {
             let left = try desk.open()
             return ["ok": true, "seconds_left": .integer(Int64(left.components.seconds))]
         case .pending:
-            return desk.pending()
+            // The schema's scopes ride along, so `rivet-pair --confirm` can refuse a misspelt
+            // --scope before it waits for a device.
+            let body = desk.pending()
+            guard case .object(var members) = body else { return body }
+            members["declared_scopes"] = .array(policy.declaredScopes.map { .string($0.name) })
+            return .object(members)
         case .confirm(let code, let names):
             let scopes = try grantable(names)
             let device = try desk.confirm(code: code, scopes: scopes)
