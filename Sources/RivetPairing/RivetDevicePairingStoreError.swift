@@ -6,7 +6,7 @@ import SQLiteKit
 /// Equality compares only the kind (`code`), never the message.
 public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomStringConvertible {
     private enum Code: Equatable, Sendable {
-        case invalidPath, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
+        case invalidPath, notFound, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
         case unknownDevice, deviceExists, corruptRecord, database, fileSystem
     }
 
@@ -24,6 +24,8 @@ public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomSt
 
     /// The path is empty, holds a NUL byte, or the environment names no state directory.
     public static let invalidPath = Self(.invalidPath, "the pairing registry path is not usable")
+    /// No registry exists at the path, and the store was not asked to create one.
+    public static let notFound = Self(.notFound, "there is no pairing registry at this path")
     /// The registry path (or its `-wal`/`-shm` companion) is a symbolic link.
     public static let symlink = Self(.symlink, "the pairing registry path is a symbolic link")
     /// The registry path is a directory or special file.

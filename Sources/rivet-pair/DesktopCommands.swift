@@ -78,7 +78,7 @@ enum DesktopCommands {
     }
 
     private static func revokeInRegistry(_ id: DeviceID, registry: String?, json: Bool) throws {
-        let store = try openRegistry(registry)
+        guard let store = try openRegistry(registry, access: .readWrite) else { throw RegistryCommandError.unknownDevice(id) }
         defer { store.close() }
         let removed: RivetDevicePairedDevice
         do {

@@ -8,9 +8,9 @@ ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
     let json = arguments.flag("json")
     switch action {
     case .list:
-        let store = try openRegistry(arguments.value("registry"))
-        defer { store.close() }
-        let devices = try store.list()
+        let store = try openRegistry(arguments.value("registry"), access: .readOnly)
+        defer { store?.close() }
+        let devices = try store?.list() ?? []
         if json {
             let writer = JSONLinesWriter()
             for device in devices { try writer.write(DeviceJSON(device)) }
@@ -18,9 +18,9 @@ ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
             try StandardOutput.write(DeviceTable.render(devices))
         }
     case .show(let id):
-        let store = try openRegistry(arguments.value("registry"))
-        defer { store.close() }
-        guard let device = try store.device(id) else { throw RegistryCommandError.unknownDevice(id) }
+        let store = try openRegistry(arguments.value("registry"), access: .readOnly)
+        defer { store?.close() }
+        guard let device = try store?.device(id) else { throw RegistryCommandError.unknownDevice(id) }
         if json {
             try JSONOutput.write(DeviceJSON(device))
         } else {
@@ -125,11 +125,15 @@ struct RegistryCommandError: ToolError {
     }
 }
 
-/// Opens the registry named by `--registry`, or the standard one.
-func openRegistry(_ path: String?) throws -> RivetDevicePairingStore {
+/// Opens the registry named by `--registry`, or the standard one, without creating either.
+/// Returns nil when the standard registry does not exist yet (nothing is paired); a missing
+/// `--registry` file is an error (a typo must not look like an empty registry).
+func openRegistry(_ path: String?, access: RivetDevicePairingStore.Access) throws -> RivetDevicePairingStore? {
     do {
-        if let path { return try RivetDevicePairingStore(path: path) }
-        return try RivetDevicePairingStore.standard()
+        if let path { return try RivetDevicePairingStore(path: path, access: access) }
+        return try RivetDevicePairingStore.standard(access: access)
+    } catch where error == .notFound && path == nil {
+        return nil
     } catch {
         throw RegistryOpenError(message: error.message)
     }
