@@ -231,6 +231,8 @@ public final class RivetDaemon: Sendable {
         case .sessionStarted(let connection, let device): log.debug("connection \(connection) authenticated as device \(device)")
         case .sessionEnded(let connection, let device, let reason):
             log.debug("connection \(connection) of device \(device) ended: \(reason)")
+        case .authenticationFailed(let connection, let peer, let device, let reason):
+            log.warn("cannot check device \(device) from \(peer) (connection \(connection)); it was refused with serverError: \(reason)")
         }
     }
 

@@ -71,14 +71,15 @@ public final class RivetDevicePairingStore: Sendable {
     /// Before anything is written (the switch to WAL rewrites the file's header) the file is
     /// recognised: `application_id` `RIVP`, or (a registry written before the stamp) schema
     /// version 1 with exactly the registry's two tables, or an empty database, which is made a
-    /// registry. Anything else is `.notARegistry`, its bytes unchanged.
+    /// registry. Anything else is `.notARegistry`, its bytes unchanged. Then `PRAGMA
+    /// quick_check` must pass: a damaged file is `.damaged`.
     /// - Parameters:
     ///   - path: the registry file.
     ///   - busyTimeout: how long an operation waits for another process's write lock.
     ///   - access: whether the file may be created or written (default: `.create`).
     /// - Throws: `RivetDevicePairingStoreError.invalidPath`, `.notFound`, `.symlink`,
     ///   `.notRegularFile`, `.insecurePermissions`, `.notARegistry`, `.schemaTooNew` (nothing
-    ///   written), `.fileSystem`, `.database`.
+    ///   written), `.damaged`, `.fileSystem`, `.database`.
     public init(path: String, busyTimeout: Duration = .seconds(5), access: Access = .create)
         throws(RivetDevicePairingStoreError)
     {
@@ -171,6 +172,7 @@ public final class RivetDevicePairingStore: Sendable {
             if version > schemaVersion {
                 throw SQLiteError.schemaTooNew(found: version, supported: schemaVersion)
             }
+            try checkIntegrity(db, path: path)
             guard writable else { return }
             try db.enableWAL()
             try db.execute("PRAGMA secure_delete = ON")
@@ -186,6 +188,24 @@ public final class RivetDevicePairingStore: Sendable {
         } catch {
             throw databaseError(error, "prepare the pairing registry \(path)")
         }
+    }
+
+    /// The most problems `quick_check` reports in the message.
+    static let reportedProblems = 3
+
+    /// Runs `PRAGMA quick_check`: a damaged page or index is `.damaged`, naming what SQLite found.
+    private static func checkIntegrity(_ db: SQLiteDatabase, path: String) throws(RivetDevicePairingStoreError) {
+        var problems: [String]
+        do {
+            problems = try db.query("PRAGMA quick_check(\(reportedProblems))").compactMap { $0[0].text }
+        } catch let error as SQLiteError where error.isCorrupt {
+            problems = ["\(error)"]
+        } catch {
+            throw databaseError(error, "check the pairing registry \(path)")
+        }
+        guard problems != ["ok"] else { return }
+        throw RivetDevicePairingStoreError.damaged.with(
+            "the pairing registry \(path) is damaged (SQLite's quick_check: \(problems.joined(separator: "; "))); nothing was changed. Restore it from a backup, or move it aside to start over (every device then pairs again)")
     }
 
     /// Closes the connection; later calls throw `.database`.

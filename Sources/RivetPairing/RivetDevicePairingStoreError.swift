@@ -7,7 +7,7 @@ import SQLiteKit
 public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomStringConvertible {
     private enum Code: Equatable, Sendable {
         case invalidPath, notFound, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
-        case unknownDevice, deviceExists, corruptRecord, database, fileSystem
+        case damaged, unknownDevice, deviceExists, corruptRecord, database, fileSystem
     }
 
     private let code: Code
@@ -41,6 +41,9 @@ public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomSt
     /// changed.
     public static let schemaTooNew = Self(
         .schemaTooNew, "the pairing registry was written by a newer version of Rivet")
+    /// The file fails SQLite's `quick_check` (a damaged page, a broken index); nothing was
+    /// changed.
+    public static let damaged = Self(.damaged, "the pairing registry file is damaged")
     /// No paired device has this ID.
     public static let unknownDevice = Self(.unknownDevice, "no paired device has this ID")
     /// A device with this ID is already paired (insert of a new device).
