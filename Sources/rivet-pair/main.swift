@@ -68,9 +68,14 @@ enum PairAction {
                     "--confirm needs at least one --scope NAME: a device granted no scope can do nothing, so nothing would be granted",
                     argument: "--confirm")
             }
-            let code = arguments.value("code")
-            if let code, code.utf8.count != 6 || !code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                throw UsageError("--code: '\(code)' is not the six digits the device shows", argument: code)
+            let typed = arguments.value("code")
+            let code = try typed.map { text in
+                guard let digits = Self.code(text) else {
+                    throw UsageError(
+                        "--code: '\(text)' is not the six digits the device shows (as '221 418', '221-418' or '221418')",
+                        argument: text)
+                }
+                return digits
             }
             if code == nil && isatty(STDIN_FILENO) != 1 {
                 throw UsageError(
@@ -103,6 +108,15 @@ enum PairAction {
         where !allowed.contains(option) && arguments.count(option) > 0 {
             throw UsageError("--\(option) does not go with this action", argument: "--\(option)")
         }
+    }
+
+    /// The six digits of a code typed as the screens show it (`221 418`), with a hyphen in the
+    /// middle (`221-418`), or without a separator; nil for anything else.
+    static func code(_ text: String) -> String? {
+        var digits = Array(text.utf8)
+        if digits.count == 7, digits[3] == UInt8(ascii: " ") || digits[3] == UInt8(ascii: "-") { digits.remove(at: 3) }
+        guard digits.count == 6, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return String(decoding: digits, as: UTF8.self)
     }
 
     private static func deviceID(_ text: String, option: String) throws -> DeviceID {

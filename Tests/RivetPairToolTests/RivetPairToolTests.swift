@@ -166,6 +166,12 @@ import ToolTestSupport
             (["--confirm", "--scope", "viewer"], "give --code NNNNNN"),
             (["--confirm", "--scope", "viewer", "--code", "12345"], "'12345' is not the six digits"),
             (["--confirm", "--scope", "viewer", "--code", "12345a"], "'12345a' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "221  418"], "'221  418' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "221_418"], "'221_418' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "22 1418"], "'22 1418' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", " 221418"], "is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "2214180"], "'2214180' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "221 4180"], "'221 4180' is not the six digits"),
             (["--open", "--confirm", "--scope", "viewer", "--code", "123456"], "--open"),
             (["--open", "--registry", "/tmp/x"], "--registry does not go with this action"),
             (["--list", "--scope", "viewer"], "--scope does not go with this action"),
@@ -198,7 +204,10 @@ import ToolTestSupport
 
     @Test(
         "the daemon's actions fail with exit 1 and one line when no rivetd runs",
-        arguments: [["--open"], ["--sessions"], ["--confirm", "--scope", "viewer", "--code", "123456"]])
+        arguments: [
+            ["--open"], ["--sessions"], ["--confirm", "--scope", "viewer", "--code", "123456"],
+            ["--confirm", "--scope", "viewer", "--code", "221 418"], ["--confirm", "--scope", "viewer", "--code", "221-418"],
+        ])
     func daemonNotRunning(arguments: [String]) throws {
         let home = try Home(devices: 0)
         defer { home.remove() }

@@ -68,7 +68,10 @@ import ToolTestSupport
             let deviceHome = try home.device("phone")
             let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
             #expect(connect.stderr.contains("fingerprint \(daemon.fingerprint.grouped)"))
-            let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer", "--json"])
+            // Typed as the device's screen shows it: "code: 221 418".
+            let shown = try #require(connect.stderr.split(separator: "\n").first { $0.hasPrefix("code: ") }).dropFirst(6)
+            #expect(shown == "\(code.prefix(3)) \(code.dropFirst(3))")
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", String(shown), "--scope", "viewer", "--json"])
             try await daemon.waitForLog("the desktop confirmed; waiting for the device")
             connect.write("y\n")
             #expect(try await connect.wait() == 0)
@@ -136,7 +139,7 @@ import ToolTestSupport
     func deviceRejects() async throws {
         try await Self.withOpenWindow { daemon, home, deviceHome in
             let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
-            let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", "\(code.prefix(3))-\(code.dropFirst(3))", "--scope", "viewer"])
             try await daemon.waitForLog("the desktop confirmed; waiting for the device")
             connect.write("n\n")
             #expect(try await connect.wait() == 5)

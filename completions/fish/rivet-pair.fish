@@ -8,7 +8,7 @@ complete -c rivet-pair -l show -x -d 'Show the paired device with this ID (32 he
 complete -c rivet-pair -l revoke -x -d 'Revoke the device with this ID: removed from the registry, its live sessions closed.'
 complete -c rivet-pair -l open -d 'Open the running rivetd\'s pairing window (5 minutes).'
 complete -c rivet-pair -l confirm -d 'Wait for a device to ask, show its name and code, and confirm or reject it.'
-complete -c rivet-pair -l code -x -d 'With --confirm: the code the device shows; confirm without asking.'
+complete -c rivet-pair -l code -x -d 'With --confirm: the code the device shows ("221 418", 221-418 or 221418); confirm without asking.'
 complete -c rivet-pair -l scope -x -d 'With --confirm: grant this scope (repeatable; at least one).'
 complete -c rivet-pair -l sessions -d 'List the running rivetd\'s live sessions.'
 complete -c rivet-pair -l connect -x -d 'Device side: pair with the rivetd at HOST:PORT and store the credential.'
