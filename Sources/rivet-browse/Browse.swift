@@ -135,6 +135,16 @@ enum BrowseError: ToolError {
         }
     }
 
+    /// `unavailable` (exit 3), `lost` when avahi-daemon went away while browsing, else
+    /// `failure`.
+    var code: String {
+        switch self {
+        case .unavailable: "unavailable"
+        case .failure: "failure"
+        case .lost: exitStatus == .unavailable ? "lost" : "failure"
+        }
+    }
+
     var exitStatus: ExitStatus {
         switch self {
         case .unavailable: .unavailable

@@ -138,8 +138,7 @@ enum DesktopCommands {
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
             guard answer == "y" || answer == "yes" else {
                 _ = try await request(client, .reject)
-                Diagnostics.error("rejected: \"\(name)\" was not paired")
-                return .failure
+                throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired")
             }
         }
         let timeout = Duration.seconds(secondsLeft + 10)

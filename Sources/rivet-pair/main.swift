@@ -3,7 +3,8 @@ import Foundation
 import RivetPairing
 import ToolSpecs
 
-ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
+// Under --json every failure, usage errors included, is one JSON object on standard error.
+ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailuresFlag: "json") { arguments in
     let action = try PairAction(arguments)
     let json = arguments.flag("json")
     switch action {
@@ -133,6 +134,7 @@ enum PairAction {
 struct RegistryCommandError: ToolError {
     let message: String
     var exitStatus: ExitStatus { .failure }
+    var code: String { "unknown-device" }
 
     static func unknownDevice(_ id: DeviceID) -> Self {
         Self(message: "no paired device has ID \(id.hex); nothing was changed (see 'rivet-pair --list')")
@@ -157,4 +159,5 @@ func openRegistry(_ path: String?, access: RivetDevicePairingStore.Access) throw
 struct RegistryOpenError: ToolError {
     let message: String
     var exitStatus: ExitStatus { .failure }
+    var code: String { "registry-failed" }
 }

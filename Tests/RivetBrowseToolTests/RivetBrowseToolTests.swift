@@ -462,4 +462,22 @@ import Glibc
             #expect(run.stdout == "")
         }
     }
+
+    @Test(
+        "under --json a failure is one JSON object on standard error, usage errors included",
+        arguments: [
+            (["--json", "--type", "rivet"], Int32(2), "usage"), (["--json", "--tpye", "_rivet._tcp"], 2, "usage"),
+            (["--json", "extra"], 2, "usage"), (["--once", "--json"], 3, "unavailable"), (["--json"], 3, "unavailable"),
+        ])
+    func jsonFailures(arguments: [String], status: Int32, code: String) async throws {
+        let environment = Self.environment(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/rivet-no-bus"])
+        let run = try await Self.browse(arguments, environment: environment)
+        #expect(run.status == status, "\(arguments): \(run.stderr)")
+        #expect(run.stdout == "")
+        #expect(run.stderrLines.count == 1, "\(arguments): \(run.stderr)")
+        let object = try #require(Self.object(run.stderr), "\(arguments): \(run.stderr)")
+        #expect(Set(object.keys) == ["error", "message"])
+        #expect(object["error"] as? String == code)
+        #expect((object["message"] as? String)?.isEmpty == false)
+    }
 }

@@ -190,6 +190,30 @@ import ToolTestSupport
         #expect(run.stderr.contains("--help"))
     }
 
+    @Test(
+        "under --json every failure is one JSON object on standard error, usage errors included",
+        arguments: [
+            (["--json", "--lsit"], Int32(2), "usage"),
+            (["--list", "--revoke", String(repeating: "0", count: 32), "--json"], 2, "usage"),
+            (["--confirm", "--scope", "viewer", "--code", "12", "--json"], 2, "usage"),
+            (["--show", "xyz", "--json"], 2, "usage"),
+            (["--open", "--json"], 1, "not-running"), (["--sessions", "--json"], 1, "not-running"),
+            (["--show", String(repeating: "ab", count: 16), "--json"], 1, "unknown-device"),
+            (["--list", "--json", "--registry", "/nonexistent/pairing.sqlite3"], 1, "registry-failed"),
+        ])
+    func jsonFailures(arguments: [String], status: Int32, code: String) throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        let run = try home.run(arguments)
+        #expect(run.status == status)
+        #expect(run.stdout == "")
+        #expect(run.stderrLines.count == 1, "\(run.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stderr.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["error", "message"])
+        #expect(object["error"] as? String == code)
+        #expect((object["message"] as? String)?.isEmpty == false)
+    }
+
     @Test("--revoke without a running daemon says so and revokes in the registry directly")
     func revokeWithoutDaemon() throws {
         let home = try Home(devices: 1)

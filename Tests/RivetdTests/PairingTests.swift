@@ -225,6 +225,20 @@ import ToolTestSupport
         }
     }
 
+    @Test("--open --json while a window is open fails with one JSON object naming window-already-open")
+    func openTwiceJSON() async throws {
+        try await Self.withOpenWindow { _, home, _ in
+            let again = try Self.rivetPair(home, ["--open", "--json"])
+            #expect(try await again.wait() == 1)
+            #expect(again.stdout == "")
+            let lines = again.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "\(again.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(again.stderr.utf8)) as? [String: Any]
+            #expect(object?["error"] as? String == "window-already-open")
+            #expect((object?["message"] as? String)?.contains("already open") == true)
+        }
+    }
+
     @Test("a pairing attempt for another application is refused")
     func otherApplication() async throws {
         try await Self.withOpenWindow { daemon, _, deviceHome in
