@@ -36,7 +36,7 @@ extension ToolSpecs {
                 "code", valueName: "NNNNNN",
                 help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking."),
             .value(
-                "scope", valueName: "NAME", help: "With --confirm: grant this scope (repeatable; at least one).",
+                "scope", valueName: "NAME", help: "With --confirm: grant this scope, one the schema declares (at least one).",
                 repeatable: true),
             .flag("sessions", help: "List the running rivetd's live sessions."),
             .value(

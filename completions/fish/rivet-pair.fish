@@ -9,7 +9,7 @@ complete -c rivet-pair -l revoke -x -d 'Revoke the device with this ID: removed 
 complete -c rivet-pair -l open -d 'Open the running rivetd\'s pairing window (5 minutes).'
 complete -c rivet-pair -l confirm -d 'Wait for a device to ask, show its name and code, and confirm or reject it.'
 complete -c rivet-pair -l code -x -d 'With --confirm: the code the device shows ("221 418", 221-418 or 221418); confirm without asking.'
-complete -c rivet-pair -l scope -x -d 'With --confirm: grant this scope (repeatable; at least one).'
+complete -c rivet-pair -l scope -x -d 'With --confirm: grant this scope, one the schema declares (at least one).'
 complete -c rivet-pair -l sessions -d 'List the running rivetd\'s live sessions.'
 complete -c rivet-pair -l connect -x -d 'Device side: pair with the rivetd at HOST:PORT and store the credential.'
 complete -c rivet-pair -l device-name -x -d 'With --connect: the name this device shows (default: host name).'
