@@ -170,7 +170,7 @@ extension CommandSpec {
             if !Self.isOneLine(option.help) {
                 add(.missingHelp, "\(owner): option --\(option.long) has no one-line help text")
             }
-            if option.isRepeatable && option.help.lowercased().contains("repeat") {
+            if option.isRepeatable && option.help.lowercased().firstRange(ofText: "repeat") != nil {
                 add(.redundantHelp, "\(owner): option --\(option.long) is repeatable and its help says so; the help page adds \"Repeatable.\" itself")
             }
             lintKind(option.kind, what: "--\(option.long)", owner: owner, add: add)
