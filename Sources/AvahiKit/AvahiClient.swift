@@ -40,7 +40,8 @@ public final class AvahiClient: Sendable {
     ///
     /// Bound: returns as soon as D-Bus answers; a bus that accepts connections but never answers
     /// is bounded by D-Bus's default reply timeout (25 s).
-    /// Throws `AvahiError.daemonNotRunning` when avahi-daemon or the system bus is absent, and
+    /// Throws `AvahiError.systemBusUnavailable` when the D-Bus system bus cannot be reached,
+    /// `AvahiError.daemonNotRunning` when the bus answers but avahi-daemon is not on it, and
     /// other `AvahiError`s for other failures (out of memory, thread start failure).
     public init(waitForDaemon: Bool = false) throws(AvahiError) {
         core = try ClientCore(waitForDaemon: waitForDaemon)
@@ -142,8 +143,13 @@ final class ClientCore: Sendable {
         else {
             userdata.release()
             avahi_threaded_poll_free(poll)
-            throw AvahiError.avahi(
-                error, "cannot connect to avahi-daemon over the D-Bus system bus")
+            let failure = AvahiError.avahi(error, "cannot connect to avahi-daemon over the D-Bus system bus")
+            // avahi says "no daemon" whether the bus or the daemon is missing: look at the bus.
+            if failure == .daemonNotRunning, let reason = SystemBus.unreachable() {
+                throw AvahiError.systemBusUnavailable.with(
+                    "the D-Bus system bus is not reachable (\(reason)), so avahi-daemon cannot be asked")
+            }
+            throw failure
         }
         // The callback ran inside avahi_client_new on this thread; record where it left us.
         states.send(Self.state(avahi_client_get_state(client), client: client))

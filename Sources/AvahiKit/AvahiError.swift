@@ -7,6 +7,7 @@ internal import CAvahi
 public struct AvahiError: Error, Sendable, Equatable, CustomStringConvertible {
     private enum Code: Sendable, Equatable {
         case daemonNotRunning
+        case systemBusUnavailable
         case disconnected
         case closed
         case invalidServiceName
@@ -35,9 +36,13 @@ public struct AvahiError: Error, Sendable, Equatable, CustomStringConvertible {
         self.avahiErrorNumber = avahiErrorNumber
     }
 
-    /// avahi-daemon cannot be reached: it is not running, or the D-Bus system bus it listens on
-    /// is not there (`AVAHI_ERR_NO_DAEMON`, or a D-Bus error while connecting).
+    /// avahi-daemon cannot be reached on the D-Bus system bus: the bus answers, but no
+    /// avahi-daemon is on it (`AVAHI_ERR_NO_DAEMON`, or a D-Bus error while connecting).
     public static let daemonNotRunning = AvahiError(.daemonNotRunning, "avahi-daemon is not running")
+    /// The D-Bus system bus itself cannot be reached: nothing accepts a connection at
+    /// `DBUS_SYSTEM_BUS_ADDRESS` (or libdbus's default socket), so avahi-daemon cannot be asked
+    /// whether or not it runs.
+    public static let systemBusUnavailable = AvahiError(.systemBusUnavailable, "the D-Bus system bus is not reachable")
     /// The connection to avahi-daemon was lost (`AVAHI_ERR_DISCONNECTED`).
     public static let disconnected = AvahiError(.disconnected, "disconnected from avahi-daemon")
     /// The client, publisher or browser was used after `close()`.

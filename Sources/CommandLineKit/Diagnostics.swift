@@ -109,4 +109,13 @@ public protocol ToolError: Error {
     var message: String { get }
     /// The status the process exits with.
     var exitStatus: ExitStatus { get }
+    /// A stable word for scripts, the `error` member of the failure's JSON object (see
+    /// ``ToolRunner/main(spec:arguments:executor:jsonFailuresFlag:body:)``); `failure` unless
+    /// the type says more.
+    var code: String { get }
+}
+
+extension ToolError {
+    /// `failure`.
+    public var code: String { "failure" }
 }

@@ -3,7 +3,7 @@ public struct LintProblem: Hashable, Sendable, CustomStringConvertible {
     /// The class of problem; compare with the static members.
     public struct Kind: Hashable, Sendable {
         private enum Code: Hashable, Sendable {
-            case invalidName, duplicateName, missingHelp, invalidLayout
+            case invalidName, duplicateName, missingHelp, redundantHelp, invalidLayout
             case manPageMissingSection, manPageMissingEntry, manPageUnknownOption
             case manPageMissingExitStatus, manPageWrongName
         }
@@ -16,6 +16,9 @@ public struct LintProblem: Hashable, Sendable, CustomStringConvertible {
         public static let duplicateName = Kind(code: .duplicateName)
         /// An option, positional, subcommand or the tool has no help text (or a multi-line one).
         public static let missingHelp = Kind(code: .missingHelp)
+        /// Help text says what the help page adds by itself (a repeatable option's help that
+        /// mentions repeating, which would read "Repeatable." twice).
+        public static let redundantHelp = Kind(code: .redundantHelp)
         /// The spec cannot be parsed unambiguously (positional order, rest options, groups).
         public static let invalidLayout = Kind(code: .invalidLayout)
         /// The man page lacks a required section.
@@ -166,6 +169,9 @@ extension CommandSpec {
             }
             if !Self.isOneLine(option.help) {
                 add(.missingHelp, "\(owner): option --\(option.long) has no one-line help text")
+            }
+            if option.isRepeatable && option.help.lowercased().firstRange(ofText: "repeat") != nil {
+                add(.redundantHelp, "\(owner): option --\(option.long) is repeatable and its help says so; the help page adds \"Repeatable.\" itself")
             }
             lintKind(option.kind, what: "--\(option.long)", owner: owner, add: add)
             let sameLong = visible.filter { $0.long == option.long }.count

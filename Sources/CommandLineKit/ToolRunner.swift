@@ -62,8 +62,14 @@ public enum ToolRunner {
     /// - Parameters:
     ///   - arguments: the full argument vector, program name first.
     ///   - executor: where the body's task runs (default: the concurrency pool).
+    ///   - jsonFailuresFlag: a flag of `spec` (such as `json`) under which every failure, usage
+    ///     errors included, is one JSON object on standard error instead of a text line:
+    ///     `{"error":CODE,"message":TEXT}`, CODE `usage` for a usage error, a ``ToolError``'s
+    ///     ``ToolError/code``, else `failure`. A command line that does not parse counts as
+    ///     asking for JSON when the flag's long form appears before `--`.
     public static func main(
         spec: CommandSpec, arguments: [String] = CommandLine.arguments, executor: Executor = .concurrencyPool,
+        jsonFailuresFlag: String? = nil,
         body: @escaping @Sendable (ParsedArguments) async throws -> ExitStatus
     ) -> Never {
         signal(SIGPIPE, SIG_IGN)
@@ -73,9 +79,14 @@ public enum ToolRunner {
         do {
             parsed = try spec.parse(Array(arguments.dropFirst()))
         } catch {
-            writeError(error.line(tool: spec.name))
+            if let flag = jsonFailuresFlag, mentions(flag, in: arguments.dropFirst()) {
+                writeError(FailureJSON(error: "usage", message: error.message).line)
+            } else {
+                writeError(error.line(tool: spec.name))
+            }
             exit(ExitStatus.usage.code)
         }
+        let json = jsonFailuresFlag.map { parsed.flag($0) } ?? false
         switch parsed.action {
         case .help:
             exit(writeData(spec.helpText(subcommand: parsed.subcommand)))
@@ -109,7 +120,7 @@ public enum ToolRunner {
             }
             // A signal that stopped a blocking wait on `interruptDescriptor` may not have been
             // handed to `run` yet: the handler's record counts too.
-            exit(exitCode(for: result, signal: run.signal ?? SignalPipe.received, spec: spec))
+            exit(exitCode(for: result, signal: run.signal ?? SignalPipe.received, spec: spec, json: json))
         }
         if case .callingThread = executor {
             let loop = CallingThreadExecutor(interrupt: SignalPipe.readEnd.load(ordering: .acquiring)) {
@@ -130,7 +141,7 @@ public enum ToolRunner {
 
     /// The exit code for the body's outcome, printing what the user must see.
     static func exitCode(
-        for result: Result<ExitStatus, any Error>, signal: Int32?, spec: CommandSpec
+        for result: Result<ExitStatus, any Error>, signal: Int32?, spec: CommandSpec, json: Bool = false
     ) -> Int32 {
         if let signal {
             if spec.normalStopSignals.contains(signal), case .success(let status) = result { return status.code }
@@ -140,28 +151,49 @@ public enum ToolRunner {
         case .success(let status):
             return status.code
         case .failure(let error):
-            return report(error, tool: spec.name)
+            return report(error, tool: spec.name, json: json)
         }
     }
 
-    static func report(_ error: any Error, tool: String) -> Int32 {
+    static func report(_ error: any Error, tool: String, json: Bool = false) -> Int32 {
         let diagnostics = Diagnostics.standard
+        let failure: FailureJSON
+        let status: ExitStatus
         switch error {
         case is OutputClosed:
             return ExitStatus.ok.code
         case let usage as UsageError:
-            writeError(usage.line(tool: tool))
-            return ExitStatus.usage.code
+            guard json else {
+                writeError(usage.line(tool: tool))
+                return ExitStatus.usage.code
+            }
+            failure = FailureJSON(error: "usage", message: usage.message)
+            status = .usage
         case let toolError as any ToolError:
-            diagnostics.error(toolError.message)
-            return toolError.exitStatus.code
+            failure = FailureJSON(error: toolError.code, message: toolError.message)
+            status = toolError.exitStatus
         case is CancellationError:
-            diagnostics.error("the operation was cancelled")
-            return ExitStatus.failure.code
+            failure = FailureJSON(error: "cancelled", message: "the operation was cancelled")
+            status = .failure
         default:
-            diagnostics.error(String(describing: error))
-            return ExitStatus.failure.code
+            failure = FailureJSON(error: "failure", message: String(describing: error))
+            status = .failure
         }
+        if json {
+            writeError(failure.line)
+        } else {
+            diagnostics.error(failure.message)
+        }
+        return status.code
+    }
+
+    /// Whether `--FLAG` appears among `arguments` before a `--`.
+    static func mentions(_ flag: String, in arguments: ArraySlice<String>) -> Bool {
+        for argument in arguments {
+            if argument == "--" { return false }
+            if argument == "--" + flag { return true }
+        }
+        return false
     }
 
     /// Whether the caller is the process's main thread, whose Linux thread id is the process id.
@@ -191,6 +223,18 @@ public enum ToolRunner {
 
     private static func writeError(_ line: String) {
         try? OutputChannel.standardError.write(line + "\n")
+    }
+}
+
+/// A failure as one JSON object on standard error: `{"error":CODE,"message":TEXT}`.
+struct FailureJSON: Encodable {
+    let error: String
+    let message: String
+
+    /// The object as one line, without a newline.
+    var line: String {
+        let text = (try? JSONOutput.line(self)) ?? ""
+        return text.hasSuffix("\n") ? String(text.dropLast()) : text
     }
 }
 

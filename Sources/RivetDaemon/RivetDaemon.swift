@@ -231,6 +231,8 @@ public final class RivetDaemon: Sendable {
         case .sessionStarted(let connection, let device): log.debug("connection \(connection) authenticated as device \(device)")
         case .sessionEnded(let connection, let device, let reason):
             log.debug("connection \(connection) of device \(device) ended: \(reason)")
+        case .authenticationFailed(let connection, let peer, let device, let reason):
+            log.warn("cannot check device \(device) from \(peer) (connection \(connection)); it was refused with serverError: \(reason)")
         }
     }
 
@@ -279,7 +281,12 @@ private struct ControlHandler: Sendable {
             let left = try desk.open()
             return ["ok": true, "seconds_left": .integer(Int64(left.components.seconds))]
         case .pending:
-            return desk.pending()
+            // The schema's scopes ride along, so `rivet-pair --confirm` can refuse a misspelt
+            // --scope before it waits for a device.
+            let body = desk.pending()
+            guard case .object(var members) = body else { return body }
+            members["declared_scopes"] = .array(policy.declaredScopes.map { .string($0.name) })
+            return .object(members)
         case .confirm(let code, let names):
             let scopes = try grantable(names)
             let device = try desk.confirm(code: code, scopes: scopes)

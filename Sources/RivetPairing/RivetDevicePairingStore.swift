@@ -52,30 +52,59 @@ public final class RivetDevicePairingStore: Sendable {
                 """)
     ]
 
-    /// Opens the registry at `path`, creating it (and missing parent directories, mode 0700) if
-    /// absent, and migrating its schema to `schemaVersion`.
+    /// How a store opens its file.
+    public enum Access: Sendable, Equatable {
+        /// Read and write, creating the file (and missing parent directories, mode 0700) when
+        /// absent: what rivetd does.
+        case create
+        /// Read and write an existing registry; a missing file is `.notFound` and nothing is
+        /// created.
+        case readWrite
+        /// Read only (`SQLITE_OPEN_READONLY`): nothing is created or changed, not even the
+        /// journal mode or the `application_id` stamp; a missing file is `.notFound`.
+        case readOnly
+    }
+
+    /// Opens the registry at `path` and, unless read-only, migrates its schema to
+    /// `schemaVersion`.
+    ///
+    /// Before anything is written (the switch to WAL rewrites the file's header) the file is
+    /// recognised: `application_id` `RIVP`, or (a registry written before the stamp) schema
+    /// version 1 with exactly the registry's two tables, or an empty database, which is made a
+    /// registry. Anything else is `.notARegistry`, its bytes unchanged. Then `PRAGMA
+    /// quick_check` must pass: a damaged file is `.damaged`.
     /// - Parameters:
     ///   - path: the registry file.
     ///   - busyTimeout: how long an operation waits for another process's write lock.
-    /// - Throws: `RivetDevicePairingStoreError.invalidPath`, `.symlink`, `.notRegularFile`,
-    ///   `.insecurePermissions`, `.notARegistry`, `.schemaTooNew` (nothing written), `.fileSystem`,
-    ///   `.database`.
-    public init(path: String, busyTimeout: Duration = .seconds(5)) throws(RivetDevicePairingStoreError) {
+    ///   - access: whether the file may be created or written (default: `.create`).
+    /// - Throws: `RivetDevicePairingStoreError.invalidPath`, `.notFound`, `.symlink`,
+    ///   `.notRegularFile`, `.insecurePermissions`, `.notARegistry`, `.schemaTooNew` (nothing
+    ///   written), `.damaged`, `.fileSystem`, `.database`.
+    public init(path: String, busyTimeout: Duration = .seconds(5), access: Access = .create)
+        throws(RivetDevicePairingStoreError)
+    {
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw RivetDevicePairingStoreError.invalidPath.with("the pairing registry path must be a non-empty file path")
         }
         self.path = path
         for file in [path, path + "-wal", path + "-shm"] {
             do {
-                if file == path { try createPrivateDirectories(splitPath(path).directory) }
-                _ = try inspectPrivateFile(file)
-            } catch {
+                if file == path && access == .create { try createPrivateDirectories(splitPath(path).directory) }
+                if try inspectPrivateFile(file) == nil && file == path && access != .create {
+                    throw RivetDevicePairingStoreError.notFound.with(
+                        "there is no pairing registry at \(path) (no such file; nothing was created)")
+                }
+            } catch let error as PrivateFileProblem {
                 throw RivetDevicePairingStoreError(error, path: file)
+            } catch let error as RivetDevicePairingStoreError {
+                throw error
+            } catch {
+                throw RivetDevicePairingStoreError.fileSystem.with("inspecting \(file) failed: \(error)")
             }
         }
         let db: SQLiteDatabase
         do {
-            db = try SQLiteDatabase(path: path, busyTimeout: busyTimeout)
+            db = try SQLiteDatabase(path: path, busyTimeout: busyTimeout, readOnly: access == .readOnly, enablesWAL: false)
         } catch let error as SQLiteError where error.isNotADatabase {
             throw RivetDevicePairingStoreError.notARegistry.with(
                 "\(path) is not an SQLite database, so it is not a Rivet pairing registry", sqliteError: error)
@@ -95,7 +124,7 @@ public final class RivetDevicePairingStore: Sendable {
             throw RivetDevicePairingStoreError(.wrongOwner(uid: db.fileOwnerID), path: path)
         }
         do {
-            try Self.prepare(db, path: path)
+            try Self.prepare(db, path: path, writable: access != .readOnly)
         } catch {
             db.close()
             throw error
@@ -107,7 +136,8 @@ public final class RivetDevicePairingStore: Sendable {
     /// - Throws: `RivetDevicePairingStoreError.invalidPath` when the environment names no state
     ///   directory; otherwise as `init(path:busyTimeout:)`.
     public static func standard(
-        environment: [String: String] = ProcessInfo.processInfo.environment, busyTimeout: Duration = .seconds(5)
+        environment: [String: String] = ProcessInfo.processInfo.environment, busyTimeout: Duration = .seconds(5),
+        access: Access = .create
     ) throws(RivetDevicePairingStoreError) -> RivetDevicePairingStore {
         let path: String
         do {
@@ -115,20 +145,39 @@ public final class RivetDevicePairingStore: Sendable {
         } catch {
             throw RivetDevicePairingStoreError.invalidPath.with(error.message)
         }
-        return try RivetDevicePairingStore(path: path, busyTimeout: busyTimeout)
+        return try RivetDevicePairingStore(path: path, busyTimeout: busyTimeout, access: access)
     }
 
-    private static func prepare(_ db: SQLiteDatabase, path: String) throws(RivetDevicePairingStoreError) {
+    /// The tables of schema version 1, by which a registry written before the `application_id`
+    /// stamp is recognised.
+    private static let tables: Set<String> = ["paired_device", "device_scope"]
+
+    private static func prepare(_ db: SQLiteDatabase, path: String, writable: Bool) throws(RivetDevicePairingStoreError) {
         do {
             let version = try db.userVersion
             let marker = try db.query("PRAGMA application_id").first?[0].integer ?? 0
             let objects = try db.query("SELECT count(*) FROM sqlite_schema").first?[0].integer ?? 0
-            if version == 0 && objects > 0 || version != 0 && marker != Int64(sqliteApplicationID) {
+            let tables = Set(try db.query("SELECT name FROM sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
+            let empty = version == 0 && marker == 0 && objects == 0
+            let stamped = marker == Int64(sqliteApplicationID) && version > 0
+            let unstamped = marker == 0 && version == 1 && tables == Self.tables
+            guard empty || stamped || unstamped else {
                 throw RivetDevicePairingStoreError.notARegistry.with(
                     "\(path) is an SQLite database of another program (application_id \(marker), schema version \(version)), not a Rivet pairing registry; nothing was changed")
             }
+            if empty && !writable {
+                throw RivetDevicePairingStoreError.notARegistry.with(
+                    "\(path) is an empty database, not a Rivet pairing registry yet; nothing was changed")
+            }
+            if version > schemaVersion {
+                throw SQLiteError.schemaTooNew(found: version, supported: schemaVersion)
+            }
+            try checkIntegrity(db, path: path)
+            guard writable else { return }
+            try db.enableWAL()
             try db.execute("PRAGMA secure_delete = ON")
             try db.migrate(migrations)
+            if unstamped { try db.execute("PRAGMA application_id = \(sqliteApplicationID)") }
         } catch let error as RivetDevicePairingStoreError {
             throw error
         } catch let error as SQLiteError where error.isSchemaTooNew {
@@ -139,6 +188,24 @@ public final class RivetDevicePairingStore: Sendable {
         } catch {
             throw databaseError(error, "prepare the pairing registry \(path)")
         }
+    }
+
+    /// The most problems `quick_check` reports in the message.
+    static let reportedProblems = 3
+
+    /// Runs `PRAGMA quick_check`: a damaged page or index is `.damaged`, naming what SQLite found.
+    private static func checkIntegrity(_ db: SQLiteDatabase, path: String) throws(RivetDevicePairingStoreError) {
+        var problems: [String]
+        do {
+            problems = try db.query("PRAGMA quick_check(\(reportedProblems))").compactMap { $0[0].text }
+        } catch let error as SQLiteError where error.isCorrupt {
+            problems = ["\(error)"]
+        } catch {
+            throw databaseError(error, "check the pairing registry \(path)")
+        }
+        guard problems != ["ok"] else { return }
+        throw RivetDevicePairingStoreError.damaged.with(
+            "the pairing registry \(path) is damaged (SQLite's quick_check: \(problems.joined(separator: "; "))); nothing was changed. Restore it from a backup, or move it aside to start over (every device then pairs again)")
     }
 
     /// Closes the connection; later calls throw `.database`.

@@ -6,8 +6,8 @@ import SQLiteKit
 /// Equality compares only the kind (`code`), never the message.
 public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomStringConvertible {
     private enum Code: Equatable, Sendable {
-        case invalidPath, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
-        case unknownDevice, deviceExists, corruptRecord, database, fileSystem
+        case invalidPath, notFound, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
+        case damaged, unknownDevice, deviceExists, corruptRecord, database, fileSystem
     }
 
     private let code: Code
@@ -24,6 +24,8 @@ public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomSt
 
     /// The path is empty, holds a NUL byte, or the environment names no state directory.
     public static let invalidPath = Self(.invalidPath, "the pairing registry path is not usable")
+    /// No registry exists at the path, and the store was not asked to create one.
+    public static let notFound = Self(.notFound, "there is no pairing registry at this path")
     /// The registry path (or its `-wal`/`-shm` companion) is a symbolic link.
     public static let symlink = Self(.symlink, "the pairing registry path is a symbolic link")
     /// The registry path is a directory or special file.
@@ -39,6 +41,9 @@ public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomSt
     /// changed.
     public static let schemaTooNew = Self(
         .schemaTooNew, "the pairing registry was written by a newer version of Rivet")
+    /// The file fails SQLite's `quick_check` (a damaged page, a broken index); nothing was
+    /// changed.
+    public static let damaged = Self(.damaged, "the pairing registry file is damaged")
     /// No paired device has this ID.
     public static let unknownDevice = Self(.unknownDevice, "no paired device has this ID")
     /// A device with this ID is already paired (insert of a new device).

@@ -134,6 +134,9 @@ public final class RivetListener: Sendable {
         case sessionStarted(connection: UInt64, device: DeviceID)
         /// A session's connection closed, and why.
         case sessionEnded(connection: UInt64, device: DeviceID, reason: String)
+        /// A device's resume could not be checked because the registry failed (a damaged record,
+        /// an I/O error); it was answered `Reject(serverError)`.
+        case authenticationFailed(connection: UInt64, peer: String, device: DeviceID, reason: String)
     }
 
     /// How many connections the listener holds, by stage.
@@ -702,6 +705,7 @@ struct ConnectionSession {
                 return .authenticated(nil)
             }
         } catch {
+            core.emit(.authenticationFailed(connection: record.id, peer: record.peer, device: resume.deviceID, reason: error.message))
             return .authenticationUnavailable
         }
     }

@@ -30,8 +30,9 @@ public enum SQLiteTransactionKind: Sendable {
 /// the busy timeout arbitrate between them.
 ///
 /// On open the connection is configured as follows:
-/// - `journal_mode=WAL` (verified; read-only connections keep the file's mode), so readers
-///   never block the writer; `synchronous=FULL`, so a committed transaction survives power loss;
+/// - `journal_mode=WAL` (verified; read-only connections keep the file's mode, and so does an
+///   open with `enablesWAL: false` until ``enableWAL()``), so readers never block the writer;
+///   `synchronous=FULL`, so a committed transaction survives power loss;
 /// - `foreign_keys=ON` (verified) and the busy timeout;
 /// - defensive mode (`SQLITE_DBCONFIG_DEFENSIVE`) and `trusted_schema` off, so a hostile file
 ///   cannot corrupt itself through `writable_schema` or run unsafe functions from its schema;
@@ -49,6 +50,7 @@ public final class SQLiteDatabase {
     public let fileOwnerID: UInt32
 
     private var handle: OpaquePointer?
+    private let busyTimeoutMilliseconds: Int32
 
     /// Opens (and, unless `readOnly`, creates) the database at `path`.
     ///
@@ -63,13 +65,18 @@ public final class SQLiteDatabase {
     ///   - busyTimeout: how long a statement waits for another connection's lock before failing
     ///     with `isBusy`; from zero to `Int32.max` milliseconds (sub-millisecond parts dropped).
     ///   - readOnly: open without write access; the file must exist, and every write fails with
-    ///     `isReadOnly`.
+    ///     `isReadOnly`. Nothing is created: when no `-wal`, `-shm` or `-journal` companion
+    ///     exists (no connection has the file open in WAL mode), the file is opened with
+    ///     SQLite's `immutable=1`, which would otherwise create the WAL companions.
+    ///   - enablesWAL: switch the file to WAL at open (ignored when `readOnly`). Pass false to
+    ///     look at a file before changing anything in it (the switch rewrites its header), then
+    ///     call ``enableWAL()``.
     /// - Throws: `SQLiteError.invalidPath`, `.invalidArgument` (busy timeout out of range),
     ///   `.symlink`, `.notRegularFile` (also for a `-wal`, `-shm` or `-journal` companion that is
     ///   a link or not a regular file), `.fileSystem` (creating the file failed), `.cantOpen`
     ///   (read-only and missing, or SQLite could not open it), `.notADatabase` (the file holds
     ///   something else), `.journalModeRejected`, `.busy`, or any other SQLite error.
-    public init(path: String, busyTimeout: Duration = .seconds(5), readOnly: Bool = false) throws {
+    public init(path: String, busyTimeout: Duration = .seconds(5), readOnly: Bool = false, enablesWAL: Bool = true) throws {
         guard !path.isEmpty, path != ":memory:", !path.utf8.contains(0) else {
             throw SQLiteError.invalidPath
         }
@@ -86,8 +93,16 @@ public final class SQLiteDatabase {
         // No SQLITE_OPEN_CREATE: the file exists (created above with 0600); if it vanished in
         // between, failing beats letting SQLite recreate it with its default mode.
         flags |= readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE
+        // A read-only connection to a WAL file would create the -wal and -shm files (and leave
+        // them). When no companion exists, no connection has the file open for writing, and
+        // SQLite's `immutable` mode reads it without creating or locking anything.
+        var name = path
+        if readOnly, try Self.companions(of: path).isEmpty {
+            name = Self.immutableURI(path)
+            flags |= SQLITE_OPEN_URI
+        }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(name, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let error = SQLiteError.from(rc, db: db, context: "open \(path)")
             sqlite3_close_v2(db)
@@ -99,8 +114,9 @@ public final class SQLiteDatabase {
         self.fileMode = UInt32(status.st_mode) & 0o7777
         self.fileOwnerID = UInt32(status.st_uid)
         self.handle = db
+        self.busyTimeoutMilliseconds = milliseconds
         do {
-            try configure(db, busyTimeoutMilliseconds: milliseconds)
+            try configure(db, enablesWAL: enablesWAL && !readOnly)
         } catch let error as SQLiteError {
             close()
             throw error.with(context: "open \(path)")
@@ -277,7 +293,33 @@ public final class SQLiteDatabase {
         return handle
     }
 
-    private func configure(_ db: OpaquePointer, busyTimeoutMilliseconds: Int32) throws {
+    /// Switches the file to WAL (`journal_mode=WAL`, verified), for a connection opened with
+    /// `enablesWAL: false`; nothing changes when the file is in WAL already.
+    /// - Throws: `.journalModeRejected`, `.busy` past the busy timeout, `.readOnly`, `.closed`.
+    public func enableWAL() throws {
+        _ = try openHandle()
+        try retryingBusy {
+            let mode = try query("PRAGMA journal_mode=WAL").first?[0].text ?? ""
+            guard mode.lowercased() == "wal" else { throw SQLiteError.journalModeRejected(mode) }
+        }
+    }
+
+    /// SQLite answers SQLITE_BUSY at once, without its busy handler, when another connection
+    /// is switching a fresh file to WAL or recovering it; `body` is retried until the busy
+    /// timeout, so two processes opening one new file both succeed.
+    private func retryingBusy(_ body: () throws -> Void) throws {
+        let deadline = ContinuousClock.now + .milliseconds(Int(busyTimeoutMilliseconds))
+        while true {
+            do {
+                try body()
+                return
+            } catch let error as SQLiteError where error.isBusy && ContinuousClock.now < deadline {
+                usleep(2_000)
+            }
+        }
+    }
+
+    private func configure(_ db: OpaquePointer, enablesWAL: Bool) throws {
         sqlite3_extended_result_codes(db, 1)
         var rc = sqlite3_busy_timeout(db, busyTimeoutMilliseconds)
         guard rc == SQLITE_OK else { throw SQLiteError.from(rc, db: db, context: "set busy timeout") }
@@ -291,23 +333,11 @@ public final class SQLiteDatabase {
                 throw SQLiteError.from(rc == SQLITE_OK ? SQLITE_ERROR : rc, db: db, context: "enable \(name)")
             }
         }
-        // SQLite answers SQLITE_BUSY at once, without its busy handler, when another connection
-        // is switching a fresh file to WAL or recovering it; the open-time reads are retried
-        // here until the busy timeout, so two processes opening one new file both succeed.
-        let deadline = ContinuousClock.now + .milliseconds(Int(busyTimeoutMilliseconds))
-        while true {
-            do {
-                // Reads the header and schema: a file that is not a database fails here, at open.
-                _ = try query("SELECT count(*) FROM sqlite_schema")
-                if !isReadOnly {
-                    let mode = try query("PRAGMA journal_mode=WAL").first?[0].text ?? ""
-                    guard mode.lowercased() == "wal" else { throw SQLiteError.journalModeRejected(mode) }
-                }
-                break
-            } catch let error as SQLiteError where error.isBusy && ContinuousClock.now < deadline {
-                usleep(2_000)
-            }
+        try retryingBusy {
+            // Reads the header and schema: a file that is not a database fails here, at open.
+            _ = try query("SELECT count(*) FROM sqlite_schema")
         }
+        if enablesWAL { try enableWAL() }
         try execute("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON")
         guard try query("PRAGMA foreign_keys").first?[0].integer == 1 else {
             throw SQLiteError.result(
@@ -342,6 +372,37 @@ public final class SQLiteDatabase {
             unlink(path)
             throw SQLiteError.fileSystem(number, context: "set mode 0600 on \(path)")
         }
+    }
+
+    /// The companion files (`-wal`, `-shm`, `-journal`) that exist now.
+    private static func companions(of path: String) throws -> [String] {
+        try ["-wal", "-shm", "-journal"].filter { suffix in
+            var status = stat()
+            if lstat(path + suffix, &status) == 0 { return true }
+            let number = errno
+            if number == ENOENT { return false }
+            throw SQLiteError.fileSystem(number, context: "inspect \(path + suffix)")
+        }
+    }
+
+    /// `file:PATH?immutable=1`, the path percent-encoded except for unreserved characters and
+    /// `/`; an absolute path gets an empty authority (`file:///…`).
+    static func immutableURI(_ path: String) -> String {
+        var encoded = path.hasPrefix("/") ? "file://" : "file:"
+        for byte in path.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"), UInt8(ascii: "/"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                encoded.unicodeScalars.append("%")
+                encoded.unicodeScalars.append(hex[Int(byte >> 4)])
+                encoded.unicodeScalars.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return encoded + "?immutable=1"
     }
 
     /// Refuses a companion file (`-wal`, `-shm`, `-journal`) that exists but is not a regular

@@ -34,6 +34,9 @@ extension ToolSpecs {
             .flag(
                 "show-rejected",
                 help: "Print services with a non-canonical TXT record as \"rejected\" lines on standard output."),
+            .flag(
+                "json",
+                help: "Report a failure, usage errors included, as one JSON object {error, message} on standard error."),
         ],
         exitStatuses: [.ok, .failure, .usage, .unavailable, .interrupted, .terminated],
         normalStopSignals: [SIGINT, SIGTERM]

@@ -32,9 +32,11 @@ extension ToolSpecs {
                 help: "Revoke the device with this ID: removed from the registry, its live sessions closed."),
             .flag("open", help: "Open the running rivetd's pairing window (5 minutes)."),
             .flag("confirm", help: "Wait for a device to ask, show its name and code, and confirm or reject it."),
-            .value("code", valueName: "NNNNNN", help: "With --confirm: the code the device shows; confirm without asking."),
             .value(
-                "scope", valueName: "NAME", help: "With --confirm: grant this scope (repeatable; at least one).",
+                "code", valueName: "NNNNNN",
+                help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking."),
+            .value(
+                "scope", valueName: "NAME", help: "With --confirm: grant this scope, one the schema declares (at least one).",
                 repeatable: true),
             .flag("sessions", help: "List the running rivetd's live sessions."),
             .value(

@@ -10,9 +10,14 @@ func connect() async throws -> AvahiClient {
     let client: AvahiClient
     do {
         client = try AvahiClient()
+    } catch where error == .systemBusUnavailable {
+        throw BrowseError.unavailable(
+            "the D-Bus system bus is not running: \(error.message); start the system bus (and avahi-daemon on it), or point DBUS_SYSTEM_BUS_ADDRESS at the one avahi-daemon uses",
+            code: "bus-unavailable")
     } catch where error == .daemonNotRunning {
         throw BrowseError.unavailable(
-            "avahi-daemon is not running (\(error.message)); start it, or point DBUS_SYSTEM_BUS_ADDRESS at the bus it uses")
+            "avahi-daemon is not running (\(error.message)); the system bus answers: start avahi-daemon, or point DBUS_SYSTEM_BUS_ADDRESS at the bus it uses",
+            code: "avahi-unavailable")
     } catch {
         throw BrowseError.failure(error.message)
     }
@@ -20,11 +25,11 @@ func connect() async throws -> AvahiClient {
         try await client.waitUntilRunning(timeout: .seconds(10))
     } catch where error == .timeout {
         client.close()
-        throw BrowseError.unavailable("avahi-daemon did not finish starting within 10 s")
+        throw BrowseError.unavailable("avahi-daemon did not finish starting within 10 s", code: "avahi-unavailable")
     } catch {
         client.close()
         if Task.isCancelled { throw CancellationError() }
-        throw BrowseError.unavailable("avahi-daemon is not available: \(error.message)")
+        throw BrowseError.unavailable("avahi-daemon is not available: \(error.message)", code: "avahi-unavailable")
     }
     return client
 }
@@ -124,14 +129,24 @@ func order(_ a: AvahiServiceInstance, _ b: AvahiServiceInstance) -> Bool {
 
 /// The failures rivet-browse reports, each with its exit status.
 enum BrowseError: ToolError {
-    case unavailable(String)
+    case unavailable(String, code: String)
     case failure(String)
     case lost(AvahiError)
 
     var message: String {
         switch self {
-        case .unavailable(let message), .failure(let message): message
+        case .unavailable(let message, _), .failure(let message): message
         case .lost(let error): "lost avahi-daemon while browsing: \(error.message)"
+        }
+    }
+
+    /// `bus-unavailable` or `avahi-unavailable` (exit 3), `lost` when avahi-daemon went away
+    /// while browsing, else `failure`.
+    var code: String {
+        switch self {
+        case .unavailable(_, let code): code
+        case .failure: "failure"
+        case .lost: exitStatus == .unavailable ? "lost" : "failure"
         }
     }
 
@@ -139,7 +154,8 @@ enum BrowseError: ToolError {
         switch self {
         case .unavailable: .unavailable
         case .failure: .failure
-        case .lost(let error): error == .disconnected || error == .daemonNotRunning ? .unavailable : .failure
+        case .lost(let error):
+            error == .disconnected || error == .daemonNotRunning || error == .systemBusUnavailable ? .unavailable : .failure
         }
     }
 }

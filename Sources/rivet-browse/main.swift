@@ -4,7 +4,8 @@ import RivetDiscovery
 import ToolSpecs
 
 // SIGINT and SIGTERM are how a follow-mode browse ends: the cancelled body returns 0.
-ToolRunner.main(spec: ToolSpecs.rivetBrowse) { arguments in
+// Under --json a failure, usage errors included, is one JSON object on standard error.
+ToolRunner.main(spec: ToolSpecs.rivetBrowse, jsonFailuresFlag: "json") { arguments in
     let type = arguments.value("type") ?? "_rivet._tcp"
     guard DNSSDServiceType.isValid(type) else {
         throw UsageError(

@@ -133,6 +133,15 @@ enum CompanionCommand {
 struct CompanionError: ToolError {
     let message: String
     let exitStatus: ExitStatus
+
+    /// `pin-mismatch` (exit 6), `rejected` (exit 5), else `failure`.
+    var code: String {
+        switch exitStatus {
+        case .permanent: "pin-mismatch"
+        case .auth: "rejected"
+        default: "failure"
+        }
+    }
 }
 
 /// What `--connect --json` prints: never the credential.

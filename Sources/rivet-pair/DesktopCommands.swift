@@ -78,7 +78,7 @@ enum DesktopCommands {
     }
 
     private static func revokeInRegistry(_ id: DeviceID, registry: String?, json: Bool) throws {
-        let store = try openRegistry(registry)
+        guard let store = try openRegistry(registry, access: .readWrite) else { throw RegistryCommandError.unknownDevice(id) }
         defer { store.close() }
         let removed: RivetDevicePairedDevice
         do {
@@ -101,8 +101,13 @@ enum DesktopCommands {
         var said = false
         var found: RivetControlJSON?
         var secondsLeft: Int64 = 0
+        var checked = false
         while found == nil {
             let pending = try await request(client, .pending)
+            if !checked {
+                try checkDeclared(scopes, pending["declared_scopes"])
+                checked = true
+            }
             guard pending["window"]?.string == "open" else {
                 let reason = pending["closed_because"]?.string.map { " (\($0))" } ?? ""
                 throw ControlCommandError(
@@ -133,8 +138,7 @@ enum DesktopCommands {
             let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
             guard answer == "y" || answer == "yes" else {
                 _ = try await request(client, .reject)
-                Diagnostics.error("rejected: \"\(name)\" was not paired")
-                return .failure
+                throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired")
             }
         }
         let timeout = Duration.seconds(secondsLeft + 10)
@@ -148,6 +152,20 @@ enum DesktopCommands {
                 "paired \(device["device_id"]?.string ?? "") (\(device["name"]?.string ?? "")) with scopes \(granted)\n")
         }
         return .ok
+    }
+
+    /// Refuses a scope the schema does not declare before anything is waited for, so the window
+    /// stays open for a corrected `--confirm`. A daemon that does not report its scopes
+    /// (`declared_scopes` absent) checks them itself at `confirm`.
+    private static func checkDeclared(_ scopes: [String], _ declared: RivetControlJSON?) throws {
+        guard let declared = declared?.array?.compactMap(\.string) else { return }
+        let unknown = scopes.filter { !declared.contains($0) }
+        guard let first = unknown.first else { return }
+        let names = unknown.map { "'\($0)'" }.joined(separator: ", ")
+        let list = declared.isEmpty ? "none" : declared.joined(separator: ", ")
+        throw UsageError(
+            "--scope: \(names) \(unknown.count == 1 ? "is" : "are") not declared in the schema rivetd serves (its scopes: \(list)); nothing was confirmed and the pairing window stays as it was",
+            argument: first)
     }
 
     // MARK: Control socket

@@ -3,14 +3,15 @@ import Foundation
 import RivetPairing
 import ToolSpecs
 
-ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
+// Under --json every failure, usage errors included, is one JSON object on standard error.
+ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailuresFlag: "json") { arguments in
     let action = try PairAction(arguments)
     let json = arguments.flag("json")
     switch action {
     case .list:
-        let store = try openRegistry(arguments.value("registry"))
-        defer { store.close() }
-        let devices = try store.list()
+        let store = try openRegistry(arguments.value("registry"), access: .readOnly)
+        defer { store?.close() }
+        let devices = try store?.list() ?? []
         if json {
             let writer = JSONLinesWriter()
             for device in devices { try writer.write(DeviceJSON(device)) }
@@ -18,9 +19,9 @@ ToolRunner.main(spec: ToolSpecs.rivetPair) { arguments in
             try StandardOutput.write(DeviceTable.render(devices))
         }
     case .show(let id):
-        let store = try openRegistry(arguments.value("registry"))
-        defer { store.close() }
-        guard let device = try store.device(id) else { throw RegistryCommandError.unknownDevice(id) }
+        let store = try openRegistry(arguments.value("registry"), access: .readOnly)
+        defer { store?.close() }
+        guard let device = try store?.device(id) else { throw RegistryCommandError.unknownDevice(id) }
         if json {
             try JSONOutput.write(DeviceJSON(device))
         } else {
@@ -68,9 +69,14 @@ enum PairAction {
                     "--confirm needs at least one --scope NAME: a device granted no scope can do nothing, so nothing would be granted",
                     argument: "--confirm")
             }
-            let code = arguments.value("code")
-            if let code, code.utf8.count != 6 || !code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                throw UsageError("--code: '\(code)' is not the six digits the device shows", argument: code)
+            let typed = arguments.value("code")
+            let code = try typed.map { text in
+                guard let digits = Self.code(text) else {
+                    throw UsageError(
+                        "--code: '\(text)' is not the six digits the device shows (as '221 418', '221-418' or '221418')",
+                        argument: text)
+                }
+                return digits
             }
             if code == nil && isatty(STDIN_FILENO) != 1 {
                 throw UsageError(
@@ -105,6 +111,15 @@ enum PairAction {
         }
     }
 
+    /// The six digits of a code typed as the screens show it (`221 418`), with a hyphen in the
+    /// middle (`221-418`), or without a separator; nil for anything else.
+    static func code(_ text: String) -> String? {
+        var digits = Array(text.utf8)
+        if digits.count == 7, digits[3] == UInt8(ascii: " ") || digits[3] == UInt8(ascii: "-") { digits.remove(at: 3) }
+        guard digits.count == 6, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return String(decoding: digits, as: UTF8.self)
+    }
+
     private static func deviceID(_ text: String, option: String) throws -> DeviceID {
         guard let id = DeviceID(hex: text) else {
             throw UsageError(
@@ -119,17 +134,22 @@ enum PairAction {
 struct RegistryCommandError: ToolError {
     let message: String
     var exitStatus: ExitStatus { .failure }
+    var code: String { "unknown-device" }
 
     static func unknownDevice(_ id: DeviceID) -> Self {
         Self(message: "no paired device has ID \(id.hex); nothing was changed (see 'rivet-pair --list')")
     }
 }
 
-/// Opens the registry named by `--registry`, or the standard one.
-func openRegistry(_ path: String?) throws -> RivetDevicePairingStore {
+/// Opens the registry named by `--registry`, or the standard one, without creating either.
+/// Returns nil when the standard registry does not exist yet (nothing is paired); a missing
+/// `--registry` file is an error (a typo must not look like an empty registry).
+func openRegistry(_ path: String?, access: RivetDevicePairingStore.Access) throws -> RivetDevicePairingStore? {
     do {
-        if let path { return try RivetDevicePairingStore(path: path) }
-        return try RivetDevicePairingStore.standard()
+        if let path { return try RivetDevicePairingStore(path: path, access: access) }
+        return try RivetDevicePairingStore.standard(access: access)
+    } catch where error == .notFound && path == nil {
+        return nil
     } catch {
         throw RegistryOpenError(message: error.message)
     }
@@ -139,4 +159,5 @@ func openRegistry(_ path: String?) throws -> RivetDevicePairingStore {
 struct RegistryOpenError: ToolError {
     let message: String
     var exitStatus: ExitStatus { .failure }
+    var code: String { "registry-failed" }
 }

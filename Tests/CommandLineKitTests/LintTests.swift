@@ -34,6 +34,21 @@ import Testing
         #expect(Set(messages).count == messages.count, "each clash is reported once")
     }
 
+    @Test func repeatableHelpThatSaysRepeatableIsRedundant() {
+        let spec = CommandSpec(
+            name: "rep", version: "1", abstract: "Repeat.",
+            options: [
+                .value("scope", help: "Grant this scope (repeatable; at least one).", repeatable: true),
+                .value("header", help: "Send this header.", repeatable: true),
+                .value("once", help: "Repeat nothing; not repeatable itself."),
+            ])
+        let messages = spec.lint().filter { $0.kind == .redundantHelp }.map(\.message)
+        #expect(messages == [
+            "rep: option --scope is repeatable and its help says so; the help page adds \"Repeatable.\" itself"
+        ])
+        #expect(spec.helpText().components(separatedBy: "Repeatable.").count == 3)
+    }
+
     @Test func missingHelpText() {
         let spec = CommandSpec(
             name: "bare", version: "1", abstract: "",

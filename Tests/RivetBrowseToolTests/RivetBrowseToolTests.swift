@@ -384,7 +384,9 @@ import Glibc
         #expect(run.status == 3)
         #expect(run.stdout == "")
         #expect(run.stderrLines.count == 1, "stderr: \(run.stderr)")
-        #expect(run.stderr.hasPrefix("rivet-browse: avahi-daemon is not running"))
+        #expect(run.stderr.hasPrefix("rivet-browse: the D-Bus system bus is not running: "), "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("unix:path=/nonexistent/rivet-no-bus"))
+        #expect(!run.stderr.contains("avahi-daemon is not running"))
         #expect(ContinuousClock.now - start < Self.promptly)
     }
 
@@ -397,7 +399,8 @@ import Glibc
         let run = try await Self.browse(["--once"], environment: Self.environment(fixture.environment))
         #expect(run.status == 3)
         #expect(run.stderrLines.count == 1, "stderr: \(run.stderr)")
-        #expect(run.stderr.contains("avahi-daemon is not running"))
+        #expect(run.stderr.hasPrefix("rivet-browse: avahi-daemon is not running"), "stderr: \(run.stderr)")
+        #expect(run.stderr.contains("the system bus answers"))
         #expect(ContinuousClock.now - start < Self.promptly)
     }
 
@@ -450,6 +453,54 @@ import Glibc
         #expect(fixture.state() == 2)
     }
 
+    // MARK: The man page
+
+    /// rivet-browse(1)'s EXAMPLES, each run as printed through sh with the built tools on PATH.
+    @Test("every EXAMPLES command of rivet-browse(1) runs as printed and shows what the page says")
+    func manPageExamples() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let commands = try ManPageExamples.commands(root + "/man/man1/rivet-browse.1")
+        try #require(commands.count == 3, "\(commands)")
+        #expect(commands[0] == "rivet-browse --once")
+        #expect(commands[1].hasPrefix("rivet-browse | jq -r "))
+        #expect(commands[2].hasPrefix("rivet-browse --once --show-rejected --type _rivet-test._tcp |"))
+        var environment = Self.environment()
+        environment["PATH"] = ToolProcess.buildDirectory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        let shellEnvironment = environment
+
+        let advertiser = try Self.advertiser(type: "_rivet._tcp")
+        defer { advertiser.stop() }
+        try advertiser.start(host: "127.0.0.1", port: 7790, secret: Self.secret)
+        let published = try await advertiser.waitUntilPublished(timeout: .seconds(10))
+
+        // List once.
+        let once = try await offCooperativePool {
+            try ToolProcess.runProgram(at: "/bin/sh", ["-c", commands[0]], environment: shellEnvironment, timeout: .seconds(30))
+        }
+        #expect(once.status == 0, "\(once.stderr)")
+        #expect(Self.objects(once.stdoutLines).contains { $0["event"] as? String == "added" && $0["name"] as? String == published.name })
+
+        // Follow through jq; on a terminal (script(1)) jq writes each line at once. SIGINT to
+        // rivet-browse ends it with 0, and the pipeline with it.
+        let follower = try LiveProcess(["/usr/bin/script", "-qfec", commands[1], "/dev/null"], replacingEnvironment: shellEnvironment)
+        let line = await follower.firstLine(within: .seconds(15)) { $0.contains("added \(published.name) 127.0.0.1:7790") }
+        #expect(line != nil, "\(follower.stdoutLines) \(follower.stderr)")
+        let browse = try #require(ManPageExamples.descendants(of: follower.pid).first { $0.name == "rivet-browse" })
+        kill(browse.pid, SIGINT)
+        #expect(await follower.waitForExit(within: .seconds(10)) == 0)
+
+        // The rejected records of another type, one line each.
+        let name = "Man example \(Self.uniqueType().dropFirst(5).prefix(8))"
+        let publisher = try await Self.avahiPublish(name: name, type: "_rivet-test._tcp", port: 7791, txt: ["v=1", "h=0123456789abcdef", "proto=rvd1", "v=1"])
+        defer { publisher.send(SIGTERM) }
+        let rejected = try await offCooperativePool {
+            try ToolProcess.runProgram(at: "/bin/sh", ["-c", commands[2]], environment: shellEnvironment, timeout: .seconds(30))
+        }
+        #expect(rejected.status == 0, "\(rejected.stderr)")
+        #expect(rejected.stdoutLines.contains("\(name): duplicate-key"), "\(rejected.stdout)")
+    }
+
     // MARK: Usage
 
     @Test("a malformed --type or an unknown option is a usage error (status 2), before any connection")
@@ -461,5 +512,23 @@ import Glibc
             #expect(run.stderrLines.count == 1, "\(arguments): \(run.stderr)")
             #expect(run.stdout == "")
         }
+    }
+
+    @Test(
+        "under --json a failure is one JSON object on standard error, usage errors included",
+        arguments: [
+            (["--json", "--type", "rivet"], Int32(2), "usage"), (["--json", "--tpye", "_rivet._tcp"], 2, "usage"),
+            (["--json", "extra"], 2, "usage"), (["--once", "--json"], 3, "bus-unavailable"), (["--json"], 3, "bus-unavailable"),
+        ])
+    func jsonFailures(arguments: [String], status: Int32, code: String) async throws {
+        let environment = Self.environment(["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/rivet-no-bus"])
+        let run = try await Self.browse(arguments, environment: environment)
+        #expect(run.status == status, "\(arguments): \(run.stderr)")
+        #expect(run.stdout == "")
+        #expect(run.stderrLines.count == 1, "\(arguments): \(run.stderr)")
+        let object = try #require(Self.object(run.stderr), "\(arguments): \(run.stderr)")
+        #expect(Set(object.keys) == ["error", "message"])
+        #expect(object["error"] as? String == code)
+        #expect((object["message"] as? String)?.isEmpty == false)
     }
 }

@@ -40,6 +40,10 @@ import ToolTestSupport
         }
 
         func run(_ arguments: String...) throws -> ToolRun {
+            try run(arguments)
+        }
+
+        func run(_ arguments: [String]) throws -> ToolRun {
             try ToolProcess.run("rivet-pair", arguments, environment: environment)
         }
 
@@ -162,6 +166,12 @@ import ToolTestSupport
             (["--confirm", "--scope", "viewer"], "give --code NNNNNN"),
             (["--confirm", "--scope", "viewer", "--code", "12345"], "'12345' is not the six digits"),
             (["--confirm", "--scope", "viewer", "--code", "12345a"], "'12345a' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "221  418"], "'221  418' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "221_418"], "'221_418' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "22 1418"], "'22 1418' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", " 221418"], "is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "2214180"], "'2214180' is not the six digits"),
+            (["--confirm", "--scope", "viewer", "--code", "221 4180"], "'221 4180' is not the six digits"),
             (["--open", "--confirm", "--scope", "viewer", "--code", "123456"], "--open"),
             (["--open", "--registry", "/tmp/x"], "--registry does not go with this action"),
             (["--list", "--scope", "viewer"], "--scope does not go with this action"),
@@ -180,6 +190,30 @@ import ToolTestSupport
         #expect(run.stderr.contains("--help"))
     }
 
+    @Test(
+        "under --json every failure is one JSON object on standard error, usage errors included",
+        arguments: [
+            (["--json", "--lsit"], Int32(2), "usage"),
+            (["--list", "--revoke", String(repeating: "0", count: 32), "--json"], 2, "usage"),
+            (["--confirm", "--scope", "viewer", "--code", "12", "--json"], 2, "usage"),
+            (["--show", "xyz", "--json"], 2, "usage"),
+            (["--open", "--json"], 1, "not-running"), (["--sessions", "--json"], 1, "not-running"),
+            (["--show", String(repeating: "ab", count: 16), "--json"], 1, "unknown-device"),
+            (["--list", "--json", "--registry", "/nonexistent/pairing.sqlite3"], 1, "registry-failed"),
+        ])
+    func jsonFailures(arguments: [String], status: Int32, code: String) throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        let run = try home.run(arguments)
+        #expect(run.status == status)
+        #expect(run.stdout == "")
+        #expect(run.stderrLines.count == 1, "\(run.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stderr.utf8)) as? [String: Any])
+        #expect(Set(object.keys) == ["error", "message"])
+        #expect(object["error"] as? String == code)
+        #expect((object["message"] as? String)?.isEmpty == false)
+    }
+
     @Test("--revoke without a running daemon says so and revokes in the registry directly")
     func revokeWithoutDaemon() throws {
         let home = try Home(devices: 1)
@@ -194,7 +228,10 @@ import ToolTestSupport
 
     @Test(
         "the daemon's actions fail with exit 1 and one line when no rivetd runs",
-        arguments: [["--open"], ["--sessions"], ["--confirm", "--scope", "viewer", "--code", "123456"]])
+        arguments: [
+            ["--open"], ["--sessions"], ["--confirm", "--scope", "viewer", "--code", "123456"],
+            ["--confirm", "--scope", "viewer", "--code", "221 418"], ["--confirm", "--scope", "viewer", "--code", "221-418"],
+        ])
     func daemonNotRunning(arguments: [String]) throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
@@ -217,6 +254,86 @@ import ToolTestSupport
         #expect(run.stderrLines.count == 1)
         #expect(run.stderr.contains("chmod 600"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: home.registry)) == before)
+    }
+
+    @Test("--list, --show and --revoke with a --registry that does not exist fail and create nothing")
+    func missingRegistryOption() throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        let missing = home.path + "/typo/dir/r.sqlite3"
+        let id = String(repeating: "ab", count: 16)
+        for arguments in [["--list"], ["--list", "--json"], ["--show", id], ["--revoke", id]] {
+            let run = try ToolProcess.run("rivet-pair", arguments + ["--registry", missing], environment: home.environment)
+            #expect(run.status == 1, "\(arguments)")
+            #expect(run.stdout == "")
+            #expect(run.stderr.contains("there is no pairing registry at \(missing) (no such file; nothing was created)"))
+        }
+        #expect(!FileManager.default.fileExists(atPath: home.path + "/typo"))
+    }
+
+    @Test("without a registry yet nothing is paired, and nothing is created")
+    func noRegistryYet() throws {
+        let path = try ToolProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let environment = ToolProcess.environment(home: path)
+        let before = try FileManager.default.subpathsOfDirectory(atPath: path)
+        let list = try ToolProcess.run("rivet-pair", ["--list"], environment: environment)
+        #expect(list.status == 0 && list.stdout == "no paired devices\n" && list.stderr == "")
+        let json = try ToolProcess.run("rivet-pair", ["--list", "--json"], environment: environment)
+        #expect(json.status == 0 && json.stdout == "" && json.stderr == "")
+        let id = String(repeating: "cd", count: 16)
+        let show = try ToolProcess.run("rivet-pair", ["--show", id], environment: environment)
+        #expect(show.status == 1 && show.stderr.contains("no paired device has ID \(id)"))
+        let revoke = try ToolProcess.run("rivet-pair", ["--revoke", id], environment: environment)
+        #expect(revoke.status == 1 && revoke.stderr.contains("no paired device has ID \(id)"))
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: path) == before)
+    }
+
+    @Test("an empty file given as the registry is refused by --list and stays empty")
+    func emptyRegistryFile() throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        let empty = home.path + "/empty.sqlite3"
+        #expect(FileManager.default.createFile(atPath: empty, contents: nil, attributes: [.posixPermissions: 0o600]))
+        let run = try home.run("--list", "--registry", empty)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("is an empty database, not a Rivet pairing registry yet; nothing was changed"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: empty)).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: empty + "-wal") && !FileManager.default.fileExists(atPath: empty + "-shm"))
+    }
+
+    @Test("--list and --show read the registry without changing a byte or adding a file")
+    func readOnlyActionsChangeNothing() throws {
+        let home = try Home(devices: 2)
+        defer { home.remove() }
+        let directory = home.path + "/state/rivet"
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
+        #expect(files == ["pairing.sqlite3"])
+        let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
+        #expect(try home.run("--list").stdoutLines.count == 3)
+        #expect(try home.run("--show", home.devices[0].deviceID.hex).status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == files)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: home.registry)) == before)
+    }
+
+    @Test(
+        "another program's SQLite database is refused with its bytes unchanged, by reading and by revoking",
+        arguments: [["--list"], ["--revoke", String(repeating: "0", count: 32)]])
+    func foreignDatabase(arguments: [String]) throws {
+        let home = try Home(devices: 0)
+        defer { home.remove() }
+        let path = home.path + "/notes.sqlite3"
+        let database = try SQLiteDatabase(path: path, enablesWAL: false)
+        try database.execute("CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES ('keep me')")
+        database.close()
+        chmod(path, 0o600)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect(before[18] == 1 && before[19] == 1)
+        let run = try home.run(arguments + ["--registry", path])
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("is an SQLite database of another program"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
     }
 
     @Test("a registry from a newer schema version is refused, not changed")

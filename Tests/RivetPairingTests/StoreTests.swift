@@ -109,6 +109,103 @@ import Testing
         #expect(throws: RivetDevicePairingStoreError.notARegistry) { try RivetDevicePairingStore(path: other) }
     }
 
+    /// Another program's database in rollback-journal mode (header bytes 18 and 19 are 1): every
+    /// kind of open refuses it before the switch to WAL, so not one byte changes and no
+    /// companion file appears.
+    @Test(arguments: [RivetDevicePairingStore.Access.create, .readWrite, .readOnly])
+    func refusesAForeignDatabaseBeforeChangingItsJournalMode(access: RivetDevicePairingStore.Access) throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("other.sqlite3")
+        let foreign = try SQLiteDatabase(path: path, enablesWAL: false)
+        try foreign.execute("CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES ('hello')")
+        foreign.close()
+        let before = try #require(fileBytes(path))
+        #expect(before[18] == 1 && before[19] == 1)
+        let error = #expect(throws: RivetDevicePairingStoreError.notARegistry) {
+            try RivetDevicePairingStore(path: path, access: access)
+        }
+        #expect(error?.message.contains("another program") == true)
+        #expect(fileBytes(path) == before)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["other.sqlite3"])
+    }
+
+    /// A registry written before the `application_id` stamp (schema version 1, the registry's
+    /// tables, application_id 0) is recognised: read-only it is read as it is, and the first
+    /// writable open stamps it.
+    @Test func recognisesAnUnstampedRegistryAndStampsItOnlyWhenWriting() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("pairing.sqlite3")
+        let id = randomID()
+        let store = try RivetDevicePairingStore(path: path)
+        try store.insertPaired(record(id), verifier: randomCredential().verifier)
+        store.close()
+        let raw = try SQLiteDatabase(path: path)
+        try raw.execute("PRAGMA application_id = 0")
+        raw.close()
+        let before = try #require(fileBytes(path))
+
+        let reader = try RivetDevicePairingStore(path: path, access: .readOnly)
+        #expect(try reader.list().map(\.deviceID) == [id])
+        reader.close()
+        #expect(fileBytes(path) == before)
+
+        let writer = try RivetDevicePairingStore(path: path, access: .readWrite)
+        #expect(try writer.device(id) != nil)
+        writer.close()
+        let after = try SQLiteDatabase(path: path, readOnly: true)
+        #expect(try after.query("PRAGMA application_id").first?[0].integer == Int64(RivetDevicePairingStore.sqliteApplicationID))
+    }
+
+    /// Schema version 1 without the registry's tables is another program's, stamped or not.
+    @Test func refusesVersionOneWithOtherTables() throws {
+        let dir = try TemporaryDirectory()
+        let path = dir.file("other.sqlite3")
+        let foreign = try SQLiteDatabase(path: path, enablesWAL: false)
+        try foreign.execute("CREATE TABLE paired_device(x); PRAGMA user_version = 1")
+        foreign.close()
+        let before = try #require(fileBytes(path))
+        #expect(throws: RivetDevicePairingStoreError.notARegistry) { try RivetDevicePairingStore(path: path) }
+        #expect(fileBytes(path) == before)
+    }
+
+    /// Opens other than `.create` never make a file or directory: a missing registry is
+    /// `.notFound`, an empty file read-only is not a registry yet, and reading a closed WAL
+    /// registry (no -wal or -shm left) adds no file.
+    @Test func readOnlyAndReadWriteOpensCreateNothing() throws {
+        let dir = try TemporaryDirectory()
+        let missing = dir.file("typo/dir/r.sqlite3")
+        for access in [RivetDevicePairingStore.Access.readOnly, .readWrite] {
+            let error = #expect(throws: RivetDevicePairingStoreError.notFound) {
+                try RivetDevicePairingStore(path: missing, access: access)
+            }
+            #expect(error?.message.contains(missing) == true)
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.file("typo")))
+
+        let empty = dir.file("empty.sqlite3")
+        try writeFile(empty, "")
+        let error = #expect(throws: RivetDevicePairingStoreError.notARegistry) {
+            try RivetDevicePairingStore(path: empty, access: .readOnly)
+        }
+        #expect(error?.message.contains("empty") == true)
+        #expect(fileBytes(empty) == [])
+
+        let path = dir.file("pairing.sqlite3")
+        let id = randomID()
+        let store = try RivetDevicePairingStore(path: path)
+        try store.insertPaired(record(id), verifier: randomCredential().verifier)
+        store.close()
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(!files.contains("pairing.sqlite3-wal") && !files.contains("pairing.sqlite3-shm"))
+        let before = try #require(fileBytes(path))
+        let reader = try RivetDevicePairingStore(path: path, access: .readOnly)
+        #expect(try reader.list().map(\.deviceID) == [id])
+        #expect(throws: RivetDevicePairingStoreError.database) { try reader.revoke(id) }
+        reader.close()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == files)
+        #expect(fileBytes(path) == before)
+    }
+
     @Test func refusesAFileThatIsNotADatabase() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("text.sqlite3")

@@ -68,7 +68,10 @@ import ToolTestSupport
             let deviceHome = try home.device("phone")
             let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
             #expect(connect.stderr.contains("fingerprint \(daemon.fingerprint.grouped)"))
-            let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer", "--json"])
+            // Typed as the device's screen shows it: "code: 221 418".
+            let shown = try #require(connect.stderr.split(separator: "\n").first { $0.hasPrefix("code: ") }).dropFirst(6)
+            #expect(shown == "\(code.prefix(3)) \(code.dropFirst(3))")
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", String(shown), "--scope", "viewer", "--json"])
             try await daemon.waitForLog("the desktop confirmed; waiting for the device")
             connect.write("y\n")
             #expect(try await connect.wait() == 0)
@@ -153,7 +156,7 @@ import ToolTestSupport
     func deviceRejects() async throws {
         try await Self.withOpenWindow { daemon, home, deviceHome in
             let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
-            let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", "\(code.prefix(3))-\(code.dropFirst(3))", "--scope", "viewer"])
             try await daemon.waitForLog("the desktop confirmed; waiting for the device")
             connect.write("n\n")
             #expect(try await connect.wait() == 5)
@@ -197,14 +200,59 @@ import ToolTestSupport
             #expect(closed.stderr.contains("no pairing window is open; run 'rivet-pair --open' first"))
 
             _ = try await daemon.request(.open)
-            let confirm = try Self.rivetPair(home, ["--confirm", "--code", "000000", "--scope", "nonexistent"])
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", "000000", "--scope", "viewer"])
             try await eventually("--confirm to wait") { confirm.stderr.contains("waiting for a device to ask") }
             let connect = try Self.connect(daemon, deviceHome: deviceHome)
             _ = try await Self.code(of: connect)
             #expect(try await confirm.wait() == 1)
-            #expect(confirm.stderr.contains("not declared"))
+            #expect(confirm.stderr.contains("code"))
             connect.write("n\n")
             #expect(try await connect.wait() == 5)
+        }
+    }
+
+    @Test("an undeclared --scope is a usage error before anything is waited for, and the window stays open for a correct confirm")
+    func undeclaredScope() async throws {
+        try await Self.withOpenWindow { daemon, home, deviceHome in
+            let expected =
+                "rivet-pair: --scope: 'admin' is not declared in the schema rivetd serves (its scopes: controller, viewer); nothing was confirmed and the pairing window stays as it was (see 'rivet-pair --help')\n"
+            // With no device asking yet: refused at once, without the "waiting" line.
+            let early = try Self.rivetPair(home, ["--confirm", "--code", "000000", "--scope", "viewer", "--scope", "admin"])
+            #expect(try await early.wait(timeout: .seconds(5)) == 2)
+            #expect(early.stderr == expected)
+            #expect(early.stdout == "")
+
+            // With a device asking: refused the same way, and the attempt goes on.
+            let (connect, code) = try await Self.ask(daemon, deviceHome: deviceHome)
+            let wrong = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "admin"])
+            #expect(try await wrong.wait(timeout: .seconds(5)) == 2)
+            #expect(wrong.stderr == expected)
+            let pending = try await daemon.request(.pending)
+            #expect(pending["window"]?.string == "open")
+            #expect(pending["failures"]?.integer == 0)
+            #expect(pending["attempt"]?["code"]?.string == code)
+            #expect(pending["declared_scopes"] == ["controller", "viewer"])
+
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
+            try await daemon.waitForLog("the desktop confirmed; waiting for the device")
+            connect.write("y\n")
+            #expect(try await connect.wait() == 0)
+            #expect(try await confirm.wait() == 0)
+            #expect(try Self.pairedNames(home) == ["Test Phone"])
+        }
+    }
+
+    @Test("--open --json while a window is open fails with one JSON object naming window-already-open")
+    func openTwiceJSON() async throws {
+        try await Self.withOpenWindow { _, home, _ in
+            let again = try Self.rivetPair(home, ["--open", "--json"])
+            #expect(try await again.wait() == 1)
+            #expect(again.stdout == "")
+            let lines = again.stderr.split(separator: "\n")
+            #expect(lines.count == 1, "\(again.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(again.stderr.utf8)) as? [String: Any]
+            #expect(object?["error"] as? String == "window-already-open")
+            #expect((object?["message"] as? String)?.contains("already open") == true)
         }
     }
 

@@ -6,5 +6,6 @@ complete -c rivet-browse -f
 complete -c rivet-browse -l type -x -d 'Browse the service type TYPE (_name._tcp or _name._udp) instead of _rivet._tcp.'
 complete -c rivet-browse -l once -d 'Print what is known once avahi-daemon\'s cache has settled, then exit.'
 complete -c rivet-browse -l show-rejected -d 'Print services with a non-canonical TXT record as "rejected" lines on standard output.'
+complete -c rivet-browse -l json -d 'Report a failure, usage errors included, as one JSON object {error, message} on standard error.'
 complete -c rivet-browse -s h -l help -d 'Show this help and exit.'
 complete -c rivet-browse -l version -d 'Show the version and exit.'

@@ -1,0 +1,85 @@
+import Foundation
+import Glibc
+import OpenSSLKit
+import RivetPairing
+import Testing
+import ToolTestSupport
+
+/// rivet-pair(1)'s EXAMPLES, each run as printed (through sh, the tools found on PATH) against
+/// the real rivetd; only the documentation address 192.0.2.10:7447 becomes the test daemon's.
+@Suite(.serialized) struct ManExampleTests {
+    /// `home`'s environment with the built tools first on PATH.
+    static func shellEnvironment(_ home: Home) -> [String: String] {
+        var environment = home.environment
+        environment["PATH"] = ToolProcess.buildDirectory + ":" + (environment["PATH"] ?? "/usr/bin:/bin")
+        return environment
+    }
+
+    static func shell(_ command: String, _ home: Home, stdinPipe: Bool = false) throws -> Spawned {
+        try Spawned.start("/bin/sh", ["-c", command], environment: shellEnvironment(home), directory: home.path, stdinPipe: stdinPipe)
+    }
+
+    @Test("every EXAMPLES command of rivet-pair(1) runs and does what the page says")
+    func rivetPairExamples() async throws {
+        let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
+        try #require(commands.count == 4, "\(commands)")
+        #expect(commands[0] == "rivet-pair --open")
+        #expect(commands[1] == "rivet-pair --confirm --scope viewer")
+        #expect(commands[2].hasPrefix("echo y | rivet-pair --connect 192.0.2.10:7447 "))
+        #expect(commands[3].hasPrefix("rivet-pair --list --json |"))
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            // Pair a phone: open the window, then confirm on a terminal (script(1) gives one).
+            let open = try Self.shell(commands[0], home)
+            #expect(try await open.wait() == 0)
+            #expect(open.stdout.hasPrefix("pairing window open for "))
+            let (phone, _) = try await PairingTests.ask(daemon, deviceHome: try home.device("phone"))
+            let confirm = try Spawned.start(
+                "/usr/bin/script", ["-qfec", commands[1], "/dev/null"], environment: Self.shellEnvironment(home),
+                directory: home.path, stdinPipe: true)
+            try await eventually("the desktop to ask") { confirm.stdout.contains("Does the device show the same code? [y/N]") }
+            confirm.write("y\n")
+            phone.write("y\n")
+            #expect(try await phone.wait() == 0)
+            #expect(try await confirm.wait() == 0)
+            #expect(confirm.stdout.contains("with scopes viewer"))
+
+            // Pair this Linux machine from a script.
+            _ = try await daemon.request(.open)
+            let kiosk = try home.device("kiosk")
+            let connect = try Self.shell(
+                commands[2].replacingOccurrences(of: "192.0.2.10:7447", with: "127.0.0.1:\(daemon.port)"), kiosk)
+            let code = try await PairingTests.code(of: connect)
+            let desktop = try PairingTests.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
+            #expect(try await connect.wait() == 0, "\(connect.stderr)")
+            #expect(try await desktop.wait() == 0)
+            #expect(DeviceID(hex: connect.stdout.trimmingCharacters(in: .newlines)) != nil)
+            #expect(try PairingTests.pairedNames(home).sorted() == ["Test Phone", "kiosk"])
+
+            // Revoke the devices not seen for 90 days: one paired and last seen in 2020 goes, the
+            // two that just resumed stay; a second run finds none and revokes nothing.
+            let stale = try Self.pairStale(home, fingerprint: daemon.fingerprint)
+            let revoke = try Self.shell(commands[3], home)
+            #expect(try await revoke.wait() == 0, "\(revoke.stderr)")
+            #expect(revoke.stdout == "revoked \(stale.hex) (Old Tablet)\n")
+            #expect(try PairingTests.pairedNames(home).sorted() == ["Test Phone", "kiosk"])
+            let again = try Self.shell(commands[3], home)
+            #expect(try await again.wait() == 0)
+            #expect(again.stdout == "" && again.stderr == "")
+        }
+    }
+
+    /// Stores a device that paired and was last seen in 2020.
+    static func pairStale(_ home: Home, fingerprint: SPKIFingerprint) throws -> DeviceID {
+        let store = try RivetDevicePairingStore(path: home.registry)
+        defer { store.close() }
+        let id = DeviceID(bytes: try SecureRandom.bytes(16))!
+        let long = Date(timeIntervalSince1970: 1_580_000_000)
+        try store.insertPaired(
+            RivetDevicePairedDevice(
+                deviceID: id, displayName: try RivetDeviceName("Old Tablet"), applicationID: try RivetApplicationID(testApplication),
+                serverFingerprint: fingerprint, scopes: [try RivetDeviceScope("viewer")], created: long, lastSeen: long),
+            verifier: PairingCredential(bytes: try SecureRandom.bytes(32))!.verifier)
+        return id
+    }
+}
