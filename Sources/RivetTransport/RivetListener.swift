@@ -126,7 +126,8 @@ public final class RivetListener: Sendable {
         /// A new connection was closed at once: its address (or all addresses) had no free
         /// pending slot and no idle connection could make room.
         case refused(peer: String)
-        /// An idle pending connection (no byte received) was closed to make room for a new one.
+        /// An idle pending connection was closed to make room for a new one: no byte received,
+        /// or a TLS handshake done and no byte of the preface after it.
         case evicted(peer: String)
         /// A connection closed before or during the preface, or after pairing, and why.
         case closed(connection: UInt64, peer: String, reason: String)
@@ -212,6 +213,12 @@ final class ConnectionRecord: @unchecked Sendable {
     let acceptedAt: ContinuousClock.Instant
     var phase: ConnectionPhase = .idle
     var socketOpen = true
+    /// Pending with the TLS handshake done and no byte after it: its thread only polls the
+    /// socket, and the accept thread may evict it.
+    var silent = false
+    /// Evicted while silent: the socket is shut down, the thread is ending, and the record no
+    /// longer holds a pending slot.
+    var evicted = false
     var stream: StreamCore?
 
     init(id: UInt64, host: String, port: UInt16, fd: Int32) {
@@ -222,7 +229,7 @@ final class ConnectionRecord: @unchecked Sendable {
         self.acceptedAt = .now
     }
 
-    var isPending: Bool { phase == .idle || phase == .pending }
+    var isPending: Bool { (phase == .idle || phase == .pending) && !evicted }
 }
 
 /// The listener's shared state and its threads.
@@ -417,9 +424,17 @@ final class ListenerCore: @unchecked Sendable {
                     }
                     candidates = candidates.enumerated().filter { check[$0.offset].revents == 0 }.map(\.element)
                 }
-                guard let victim = candidates.first else { return false }
-                closeIdle(victim)
-                evicted = victim
+                if let victim = candidates.first {
+                    closeIdle(victim)
+                    evicted = victim
+                } else if let victim = silentVictim(sameHostOnly: sameFull ? host : nil) {
+                    // Past its TLS handshake and silent since: its thread sees the shutdown and ends.
+                    _ = Glibc.shutdown(victim.fd, Int32(SHUT_RDWR))
+                    victim.evicted = true
+                    evicted = victim
+                } else {
+                    return false
+                }
             }
             let record = ConnectionRecord(id: nextID, host: host, port: port, fd: fd)
             nextID += 1
@@ -430,6 +445,33 @@ final class ListenerCore: @unchecked Sendable {
         if !admitted {
             Glibc.close(fd)
             emit(.refused(peer: joinHostPort(host, port)))
+        }
+    }
+
+    /// The oldest connection that finished its TLS handshake and has sent nothing since (of
+    /// `host` when given), if any. Call under the monitor: its thread cannot leave silence
+    /// meanwhile, and a socket with bytes waiting is not silent.
+    private func silentVictim(sameHostOnly host: String?) -> ConnectionRecord? {
+        let silent = records.values
+            .filter { $0.silent && !$0.evicted && $0.socketOpen && (host == nil || $0.host == host) }
+            .sorted { $0.acceptedAt < $1.acceptedAt }
+        for record in silent {
+            var check = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&check, 1, 0) == 0 { return record }
+        }
+        return nil
+    }
+
+    /// Marks a connection silent (TLS done, no byte since); its thread then only polls.
+    func enterSilence(_ record: ConnectionRecord) {
+        monitor.withLock { record.silent = true }
+    }
+
+    /// Ends a connection's silence before its thread reads; false if it was evicted first.
+    func leaveSilence(_ record: ConnectionRecord) -> Bool {
+        monitor.withLock {
+            record.silent = false
+            return !record.evicted
         }
     }
 
@@ -564,6 +606,7 @@ struct ConnectionSession {
             return "TLS handshake failed: \(error.message)"
         }
         stepDeadline = .now + configuration.prefaceTimeout
+        if let reason = awaitFirstByte() { return reason }
         while closeReason == nil {
             if let (_, streamCore) = stream {
                 return runStreamIO(connection: connection, fd: record.fd, core: streamCore)
@@ -574,6 +617,21 @@ struct ConnectionSession {
         // close_notify after the last message, so the peer reads a clean end, not a reset.
         try? connection.shutdown(deadline: .now + .milliseconds(500))
         return closeReason ?? "closed"
+    }
+
+    /// Waits until the client sends something after the handshake (or the preface deadline
+    /// passes) without reading: meanwhile the connection is silent and may be evicted to make
+    /// room for a new one, as an idle one may. Returns a reason to close, or nil to go on.
+    private func awaitFirstByte() -> String? {
+        if connection.hasBufferedBytes { return nil }
+        core.enterSilence(record)
+        while true {
+            var descriptor = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, pollTimeout(until: stepDeadline))
+            if ready < 0 && errno == EINTR { continue }
+            if ready != 0 || ContinuousClock.now >= stepDeadline { break }
+        }
+        return core.leaveSilence(record) ? nil : "evicted: silent since the TLS handshake, and a new connection needed the slot"
     }
 
     /// Waits for the next thing the machine reacts to: a complete message, a pairing reply, the

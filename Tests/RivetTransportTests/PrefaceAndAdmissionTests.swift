@@ -255,6 +255,44 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         session.stream.close()
     }
 
+    /// Connections that finish TLS and then say nothing, 4 from each of 8 loopback addresses,
+    /// fill all 32 pending slots; a real device still resumes within a second, because a silent
+    /// connection is evicted as an idle one is.
+    @Test func silentConnectionsAfterTLSFromManyAddressesDoNotStopARealResume() async throws {
+        let server = try TestServer { $0.prefaceTimeout = .seconds(30) }
+        defer { server.stop() }
+        let credential = try server.registerDevice()
+        let silent = try (2...9).flatMap { last in try (0..<4).map { _ in try rawTLS(server, from: "127.0.0.\(last)") } }
+        defer { silent.forEach { $0.close() } }
+        #expect(await eventually { server.listener.statistics.pending == 32 && server.listener.statistics.idle == 0 })
+        #expect(refusedOrEvicted(server) == (0, 0))
+
+        let port = server.port
+        let started = ContinuousClock.now
+        let session = try await onThread { try RivetClientConnector().resume(credential, host: "127.0.0.1", port: port) }
+        #expect(ContinuousClock.now - started < .seconds(1))
+        let (_, serverStream) = try await server.handler.stream(0)
+        try session.stream.write([42], deadline: deadline(.seconds(2)))
+        #expect(try await readExactly(serverStream, 1) == [42])
+        session.stream.close()
+        #expect(refusedOrEvicted(server) == (0, 1))
+        #expect(await eventually { server.closedReasons().contains { $0.hasPrefix("evicted: silent since the TLS handshake") } })
+        #expect(server.listener.statistics.pending == 31)
+    }
+
+    /// A silent connection whose client then speaks is served normally: leaving silence before
+    /// the first read keeps it out of eviction's reach.
+    @Test func aSilentConnectionThatSpeaksLaterIsServed() async throws {
+        let server = try TestServer()
+        defer { server.stop() }
+        let connection = try rawTLS(server)
+        defer { connection.close() }
+        #expect(await eventually { server.listener.statistics.pending == 1 })
+        try await Task.sleep(for: .milliseconds(200))
+        try connection.write(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), deadline: deadline(.seconds(5)))
+        #expect(try readToEnd(connection).bytes == RVD1Message.reject(.malformed).encoded)
+    }
+
     @Test func stopClosesEveryConnectionAndWaitsForItsThreads() async throws {
         let server = try TestServer { $0.handshakeTimeout = .seconds(30); $0.prefaceTimeout = .seconds(30) }
         let credential = try server.registerDevice()

@@ -170,10 +170,23 @@ final class TestServer: Sendable {
 
 // MARK: - Raw clients
 
-/// A TCP connection to 127.0.0.1:`port` with nothing sent.
-func connectTCP(port: UInt16) throws -> Int32 {
+/// A TCP connection to 127.0.0.1:`port` with nothing sent, from the loopback address `source`
+/// when given (any of 127.0.0.0/8).
+func connectTCP(port: UInt16, from source: String? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw TestFailure("socket failed") }
+    if let source {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard bound else {
+            close(fd)
+            throw TestFailure("binding the client socket to \(source) failed")
+        }
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = port.bigEndian
@@ -193,8 +206,8 @@ func connectTCP(port: UInt16) throws -> Int32 {
 
 /// A TLS 1.3 connection to the test server (pinned to its key unless told otherwise), after the
 /// handshake; the test drives RVD1 by hand.
-func rawTLS(_ server: TestServer, pin: SPKIFingerprint? = nil) throws -> TLSConnection {
-    let fd = try connectTCP(port: server.port)
+func rawTLS(_ server: TestServer, pin: SPKIFingerprint? = nil, from source: String? = nil) throws -> TLSConnection {
+    let fd = try connectTCP(port: server.port, from: source)
     let context = try TLSClientContext(verification: .pinned(pin ?? server.identity.fingerprint))
     let connection = try TLSConnection(socket: fd, context: context)
     try connection.handshake(deadline: deadline(.seconds(10)))
