@@ -55,8 +55,8 @@ public struct RivetListenerError: Error, Equatable, Sendable, CustomStringConver
 
     /// `start` was called a second time (a stopped listener cannot be restarted).
     public static let alreadyStarted = Self(.alreadyStarted, "the listener was already started")
-    /// The host is not a numeric IPv4 or IPv6 address.
-    public static let invalidAddress = Self(.invalidAddress, "the listen address is not a numeric IP address")
+    /// The host is neither a numeric IPv4 or IPv6 address nor a name that resolves.
+    public static let invalidAddress = Self(.invalidAddress, "the listen address does not resolve")
     /// A system call failed (for example bind: `EADDRINUSE`).
     public static func io(_ errno: Int32) -> Self { Self(.io(errno), "socket error \(errno)") }
 
@@ -168,12 +168,28 @@ public final class RivetListener: Sendable {
             configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler)
     }
 
-    /// Binds `host` (a numeric IPv4 or IPv6 address, e.g. `127.0.0.1`) and `port` (0 lets the
-    /// kernel choose), starts the accept thread, and returns the bound port.
+    /// Binds `host` and `port` (see `bind`), starts the accept thread, and returns the bound port.
     /// - Throws: `RivetListenerError.alreadyStarted`, `.invalidAddress`, `.io(errno)` (bind
     ///   failures such as `EADDRINUSE`, `EACCES`).
     public func start(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
-        try core.start(host: host, port: port)
+        let bound = try core.bind(host: host, port: port)
+        core.startAccepting()
+        return bound
+    }
+
+    /// Binds and listens on `host` (a numeric IPv4 or IPv6 address such as `127.0.0.1` or
+    /// `::1`, or a name such as `localhost`, bound at the first of its addresses that binds) and
+    /// `port` (0 lets the kernel choose), without accepting yet: connections wait in the
+    /// backlog until `startAccepting()`. Returns the bound port; `host` then gives the address.
+    /// - Throws: as `start`.
+    public func bind(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
+        try core.bind(host: host, port: port)
+    }
+
+    /// Starts accepting on the socket `bind` made (once; nothing happens before `bind` or
+    /// after `stop`).
+    public func startAccepting() {
+        core.startAccepting()
     }
 
     /// Stops listening, closes every connection it accepted (pending, pairing and sessions;
@@ -184,8 +200,11 @@ public final class RivetListener: Sendable {
         core.stop()
     }
 
-    /// The port bound by `start`, or nil before.
+    /// The port bound by `start` or `bind`, or nil before.
     public var port: UInt16? { core.boundPort }
+
+    /// The numeric address bound by `start` or `bind` (`127.0.0.1`, `::1`), or nil before.
+    public var host: String? { core.boundHost }
 
     /// Connections held now, by stage.
     public var statistics: Statistics { core.statistics }
@@ -235,7 +254,7 @@ final class ConnectionRecord: @unchecked Sendable {
 /// The listener's shared state and its threads.
 // @unchecked Sendable: every mutable field is read and written only under `monitor`.
 final class ListenerCore: @unchecked Sendable {
-    private enum RunState { case created, running, stopping, stopped }
+    private enum RunState { case created, bound, running, stopping, stopped }
 
     let configuration: RivetListener.Configuration
     let identity: RivetServerIdentity
@@ -252,6 +271,7 @@ final class ListenerCore: @unchecked Sendable {
     private var records: [UInt64: ConnectionRecord] = [:]
     private var nextID: UInt64 = 1
     private(set) var boundPortValue: UInt16?
+    private var boundHostValue: String?
     private var lastSeenWritten: [DeviceID: ContinuousClock.Instant] = [:]
 
     init(
@@ -266,6 +286,7 @@ final class ListenerCore: @unchecked Sendable {
     }
 
     var boundPort: UInt16? { monitor.withLock { boundPortValue } }
+    var boundHost: String? { monitor.withLock { boundHostValue } }
 
     var statistics: RivetListener.Statistics {
         monitor.withLock {
@@ -289,7 +310,7 @@ final class ListenerCore: @unchecked Sendable {
 
     // MARK: Start and stop
 
-    func start(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
+    func bind(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
         let wake: WakePipe
         do { wake = try WakePipe() } catch { throw RivetListenerError.from(error) }
         let result: Result<UInt16, RivetListenerError> = monitor.withLock {
@@ -298,24 +319,38 @@ final class ListenerCore: @unchecked Sendable {
             }
             switch makeListeningSocket(host: host, port: port, backlog: configuration.backlog) {
             case .failure(let failure): return .failure(RivetListenerError.from(failure))
-            case .success(let (fd, bound)):
+            case .success(let (fd, boundHost, bound)):
                 listenFD = fd
                 acceptWake = wake
+                boundHostValue = boundHost
                 boundPortValue = bound
-                runState = .running
-                acceptThreadRunning = true
+                runState = .bound
                 return .success(bound)
             }
         }
-        let bound = try result.get()
-        spawn { self.acceptLoop() }
-        return bound
+        return try result.get()
+    }
+
+    func startAccepting() {
+        let start = monitor.withLock { () -> Bool in
+            guard runState == .bound else { return false }
+            runState = .running
+            acceptThreadRunning = true
+            return true
+        }
+        if start { spawn { self.acceptLoop() } }
     }
 
     func stop() {
         let sessions: [StreamCore] = monitor.withLock {
             guard runState == .running else {
                 if runState == .created { runState = .stopped }
+                if runState == .bound {
+                    // Bound, never accepting: nothing but the socket to close.
+                    Glibc.close(listenFD)
+                    listenFD = -1
+                    runState = .stopped
+                }
                 return []
             }
             runState = .stopping

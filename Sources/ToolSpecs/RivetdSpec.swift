@@ -29,7 +29,7 @@ extension ToolSpecs {
         options: [
             .value(
                 "listen", valueName: "ADDR:PORT", kind: .hostPort,
-                help: "Listen for devices on this numeric address and port (port 0 picks a free one)."),
+                help: "Listen for devices on this address (IPv4, [IPv6] or a host name) and port (0 picks a free one)."),
             .value("schema", kind: .file, help: "The schema whose device allowlists and scopes the gateway enforces."),
             .value(
                 "application-id", valueName: "ID",

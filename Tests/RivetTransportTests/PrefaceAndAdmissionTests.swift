@@ -339,7 +339,8 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         defer { store.close() }
         let listener = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: RecordingHandler())
         #expect(listener.port == nil)
-        #expect(throws: RivetListenerError.invalidAddress) { try listener.start(host: "localhost", port: 0) }
+        let unresolvable = #expect(throws: RivetListenerError.invalidAddress) { try listener.start(host: "no-such-host.invalid", port: 0) }
+        #expect(unresolvable?.message == "resolving no-such-host.invalid failed: Name or service not known")
         let port = try listener.start(host: "127.0.0.1", port: 0)
         #expect(listener.port == port)
         #expect(throws: RivetListenerError.alreadyStarted) { try listener.start(host: "127.0.0.1", port: 0) }
@@ -349,5 +350,53 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         listener.stop()
         second.stop()
         #expect(throws: RivetListenerError.alreadyStarted) { try listener.start(host: "127.0.0.1", port: 0) }
+    }
+
+    /// A host name binds at its first address that binds, and `[::1]`'s address is IPv6 (the
+    /// machine's loopback has ::1); `host` reports the numeric address in both cases.
+    @Test(arguments: [("localhost", "127.0.0.1"), ("::1", "::1"), ("127.0.0.1", "127.0.0.1")])
+    func theListenerBindsNamesAndIPv6(host: String, expected: String) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.path)
+        let store = try RivetDevicePairingStore(path: directory.file("pairing.sqlite3"))
+        defer { store.close() }
+        let listener = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: RecordingHandler())
+        defer { listener.stop() }
+        let port = try listener.start(host: host, port: 0)
+        #expect(listener.host == expected)
+        let fd = try connectTCP(host: expected, port: port)
+        let connection = try TLSConnection(socket: fd, context: try TLSClientContext(verification: .pinned(identity.fingerprint)))
+        try connection.handshake(deadline: deadline(.seconds(10)))
+        connection.close()
+    }
+
+    /// Bound but not accepting: a client waits in the backlog, and is served once accepting starts.
+    @Test func aBoundListenerAcceptsOnlyOnceStarted() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.path)
+        let store = try RivetDevicePairingStore(path: directory.file("pairing.sqlite3"))
+        defer { store.close() }
+        let handler = RecordingHandler()
+        let listener = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: handler)
+        let port = try listener.bind(host: "127.0.0.1", port: 0)
+        let second = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: RecordingHandler())
+        #expect(throws: RivetListenerError.io(EADDRINUSE)) { try second.start(host: "127.0.0.1", port: port) }
+        let fd = try connectTCP(port: port)
+        defer { close(fd) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(listener.statistics.idle == 0)
+        listener.startAccepting()
+        #expect(await eventually { listener.statistics.idle == 1 })
+        listener.stop()
+        #expect(try await onThread { closedByPeer(fd, timeout: .seconds(2)) })
+        // A bound listener that never accepted stops too, and frees its port.
+        let third = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: handler)
+        _ = try third.bind(host: "127.0.0.1", port: port)
+        third.stop()
+        let fourth = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: handler)
+        #expect(try fourth.start(host: "127.0.0.1", port: port) == port)
+        fourth.stop()
     }
 }

@@ -204,6 +204,23 @@ func connectTCP(port: UInt16, from source: String? = nil) throws -> Int32 {
     return fd
 }
 
+/// A TCP connection to the numeric address `host` (IPv4 or IPv6) and `port`, nothing sent.
+func connectTCP(host: String, port: UInt16) throws -> Int32 {
+    var hints = addrinfo()
+    hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+    var list: UnsafeMutablePointer<addrinfo>?
+    guard getaddrinfo(host, String(port), &hints, &list) == 0, let entry = list else { throw TestFailure("\(host) is not numeric") }
+    defer { freeaddrinfo(list) }
+    let fd = socket(entry.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw TestFailure("socket failed") }
+    guard connect(fd, entry.pointee.ai_addr, entry.pointee.ai_addrlen) == 0 else {
+        close(fd)
+        throw TestFailure("connect to \(host) port \(port) failed: \(String(cString: strerror(errno)))")
+    }
+    return fd
+}
+
 /// A TLS 1.3 connection to the test server (pinned to its key unless told otherwise), after the
 /// handshake; the test drives RVD1 by hand.
 func rawTLS(_ server: TestServer, pin: SPKIFingerprint? = nil, from source: String? = nil) throws -> TLSConnection {

@@ -91,6 +91,47 @@ import ToolTestSupport
         #expect(inUse.status == 1)
         #expect(inUse.stderr.contains("cannot listen on 127.0.0.1:\(taken)"))
         #expect(!FileManager.default.fileExists(atPath: home.socket))
+        // The port is bound before anything else starts: no backend came and went.
+        #expect(!inUse.stderr.contains("backend"))
+        #expect(inUse.stderrLines.count == 1)
+    }
+
+    @Test(
+        "--listen takes a host name or a bracketed IPv6 address and logs the address it bound",
+        arguments: [("localhost", "127.0.0.1"), ("[::1]", "[::1]")])
+    func listenNames(listen: String, bound: String) async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let process = try Spawned.start(
+            ToolProcess.path(of: "rivetd"),
+            [
+                "--listen", "\(listen):0", "--schema", exampleSchema, "--application-id", testApplication, "--no-advertise",
+                "--backend", ToolProcess.path(of: "rivet-test-backend"),
+            ], environment: home.environment, directory: home.path)
+        try await eventually("rivetd to listen") {
+            if let status = process.poll() { throw TestFailure("rivetd exited with \(status): \(process.stderr)") }
+            return process.stderr.contains("listening on \(bound):")
+        }
+        if listen == "localhost" { #expect(process.stderr.contains("(localhost) for application")) }
+        process.signal(SIGTERM)
+        #expect(try await process.wait() == 0)
+    }
+
+    @Test("an unresolvable --listen host exits 1 naming the resolver's reason")
+    func listenUnresolvable() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let run = try await offPool {
+            try ToolProcess.run(
+                "rivetd",
+                [
+                    "--listen", "no-such-host.invalid:7400", "--schema", exampleSchema, "--application-id", testApplication,
+                    "--backend", ToolProcess.path(of: "rivet-test-backend"),
+                ], environment: home.environment, timeout: .seconds(30))
+        }
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("resolving no-such-host.invalid failed: Name or service not known"))
+        #expect(!run.stderr.contains("Invalid argument"))
     }
 
     @Test("malformed, unknown and overlong control requests get an error line and the connection stays usable")

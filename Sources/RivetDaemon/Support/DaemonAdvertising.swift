@@ -93,12 +93,6 @@ final class DaemonAdvertising: Sendable {
         observer.withLock { $0 = task }
     }
 
-    /// The listener failed: withdraws the advertisement at once.
-    func listenerFailed() {
-        advertiser.listenerFailed()
-        observer.withLock { $0?.cancel() }
-    }
-
     /// Withdraws the advertisement (gone from avahi-daemon when this returns) and stops logging.
     func stop() {
         let wasAdvertising: Bool
