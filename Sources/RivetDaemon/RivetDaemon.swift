@@ -105,12 +105,7 @@ public final class RivetDaemon: Sendable {
             throw RivetDaemonError.invalidConfiguration.with("the backend command is empty")
         }
         let policy = try Self.loadPolicy(configuration.schemaPath)
-        let identity: RivetServerIdentity
-        do {
-            identity = try RivetServerIdentity.loadOrProvision(stateDirectory: configuration.stateDirectory)
-        } catch {
-            throw RivetDaemonError.identityFailed.with(error.message)
-        }
+        let identity = try Self.identity(stateDirectory: configuration.stateDirectory, registryPath: configuration.registryPath)
         let discoverySecret: RivetDiscoverySecret
         let pairedSecret: PairingDiscoverySecret
         do {
@@ -210,6 +205,46 @@ public final class RivetDaemon: Sendable {
 
     /// The backend's current process ID, or nil while none runs.
     public var backendPID: Int32? { parts.get()?.core.backendPID }
+
+    /// Loads the server identity from `stateDirectory`, creating it only when nothing pins it:
+    /// a missing key while the registry at `registryPath` holds paired devices is an error that
+    /// says how to start over on purpose, since a new key would lock every one of them out.
+    /// A registry that does not exist is not created.
+    /// - Throws: `RivetDaemonError.identityFailed` (the message names the file and the reason),
+    ///   `.registryFailed` when the registry must be read and cannot be.
+    public static func identity(stateDirectory: String, registryPath: String) throws(RivetDaemonError) -> RivetServerIdentity {
+        do {
+            return try RivetServerIdentity.load(stateDirectory: stateDirectory)
+        } catch where error == .notProvisioned {
+            // Nothing to load yet: create it below, unless devices pin a key that was here.
+        } catch {
+            throw RivetDaemonError.identityFailed.with(error.message)
+        }
+        var info = stat()
+        if lstat(registryPath, &info) == 0 {
+            let devices: [RivetDevicePairedDevice]
+            do {
+                let store = try RivetDevicePairingStore(path: registryPath)
+                defer { store.close() }
+                devices = try store.list()
+            } catch {
+                throw RivetDaemonError.registryFailed.with(error.message)
+            }
+            if !devices.isEmpty {
+                let keyPath = RivetServerIdentity.keyPath(in: stateDirectory)
+                let pinned = Set(devices.map(\.serverFingerprint.hex)).sorted().joined(separator: ", ")
+                let count = devices.count == 1 ? "1 paired device" : "\(devices.count) paired devices"
+                throw RivetDaemonError.identityFailed.with(
+                    "the server key \(keyPath) is missing, but the registry \(registryPath) holds \(count) pinned to the key that was there (fingerprint \(pinned)); a new key would lock them out, so rivetd makes none. Put the key back from a backup, or start over on purpose: revoke every device (rivet-pair --list, then rivet-pair --revoke ID for each) or move the registry away, then start rivetd again and pair the devices anew"
+                )
+            }
+        }
+        do {
+            return try RivetServerIdentity.loadOrProvision(stateDirectory: stateDirectory)
+        } catch {
+            throw RivetDaemonError.identityFailed.with(error.message)
+        }
+    }
 
     static func loadPolicy(_ path: String) throws(RivetDaemonError) -> RivetDeviceGatewayPolicy {
         let text: String

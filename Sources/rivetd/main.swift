@@ -12,6 +12,9 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
     let stateDirectory: String
     do {
         stateDirectory = try RivetStatePaths.stateDirectory()
+        // The server key and the discovery secret live here: a directory others can write is
+        // one where someone else can remove or replace them.
+        try XDGDirectories(appName: "rivet").ensurePrivate(stateDirectory)
     } catch {
         throw StartError(message: String(describing: error))
     }
@@ -22,7 +25,7 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
         }
         let identity: RivetServerIdentity
         do {
-            identity = try RivetServerIdentity.loadOrProvision(stateDirectory: stateDirectory)
+            identity = try RivetDaemon.identity(stateDirectory: stateDirectory, registryPath: try registryPath(arguments))
         } catch {
             throw StartError(message: String(describing: error))
         }
@@ -80,22 +83,23 @@ enum DaemonCommandLine {
         } catch {
             throw StartError(message: "cannot prepare the runtime directory for the control socket: \(error)")
         }
-        let registry: String
-        if let path = arguments.value("registry") {
-            registry = path
-        } else {
-            do {
-                registry = try RivetStatePaths.registryPath()
-            } catch {
-                throw StartError(message: String(describing: error))
-            }
-        }
+        let registry = try registryPath(arguments)
         var configuration = RivetDaemonConfiguration(
             listenHost: listen.host, listenPort: listen.port, backendCommand: backend, schemaPath: schema,
             applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
             controlSocketPath: RivetControlClient.socketPath(runtimeDirectory: runtime))
         configuration.advertise = !arguments.flag("no-advertise")
         return configuration
+    }
+}
+
+/// The registry `--registry` names, else the standard one.
+func registryPath(_ arguments: ParsedArguments) throws -> String {
+    if let path = arguments.value("registry") { return path }
+    do {
+        return try RivetStatePaths.registryPath()
+    } catch {
+        throw StartError(message: String(describing: error))
     }
 }
 

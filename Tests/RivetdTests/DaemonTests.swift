@@ -97,6 +97,72 @@ import ToolTestSupport
     }
 
     @Test(
+        "a state directory that group or others can write is refused, and nothing is created in it",
+        arguments: [0o777, 0o770, 0o702])
+    func writableStateDirectory(mode: Int) async throws {
+        let home = try Home()
+        defer { home.remove() }
+        try FileManager.default.createDirectory(atPath: home.stateDirectory, withIntermediateDirectories: true)
+        chmod(home.stateDirectory, mode_t(mode))
+        let fingerprint = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(fingerprint.status == 1)
+        #expect(fingerprint.stderrLines.count == 1)
+        #expect(fingerprint.stderr.contains("refusing to use \(home.stateDirectory): it is writable by group or others (mode \(String(mode, radix: 8)))"))
+        let listen = try await offPool {
+            try ToolProcess.run(
+                "rivetd",
+                [
+                    "--listen", "127.0.0.1:0", "--schema", exampleSchema, "--application-id", testApplication,
+                    "--backend", ToolProcess.path(of: "rivet-test-backend"),
+                ], environment: home.environment, timeout: .seconds(30))
+        }
+        #expect(listen.status == 1)
+        #expect(listen.stderr.contains("writable by group or others"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home.stateDirectory).isEmpty)
+        // 0755 is fine: others may read the directory, not change it.
+        chmod(home.stateDirectory, 0o755)
+        let fine = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(fine.status == 0)
+    }
+
+    @Test("a missing server key while devices are paired stops rivetd and says how to start over; without devices a key is made")
+    func missingKeyWithPairedDevices() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let daemon = try await Daemon.start(home)
+        _ = try daemon.pairDirectly(name: "Ana's phone", scopes: ["viewer"])
+        #expect(try await daemon.stop() == 0)
+        let key = home.stateDirectory + "/server-key.pem"
+        try FileManager.default.moveItem(atPath: key, toPath: key + ".moved")
+
+        let fingerprint = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(fingerprint.status == 1)
+        #expect(fingerprint.stdout.isEmpty)
+        #expect(fingerprint.stderr.contains("the server key \(key) is missing, but the registry \(home.registry) holds 1 paired device"))
+        #expect(fingerprint.stderr.contains("fingerprint \(daemon.fingerprint.hex)"))
+        #expect(fingerprint.stderr.contains("rivet-pair --revoke ID"))
+        let listen = try await offPool {
+            try ToolProcess.run(
+                "rivetd",
+                [
+                    "--listen", "127.0.0.1:0", "--schema", exampleSchema, "--application-id", testApplication, "--no-advertise",
+                    "--backend", ToolProcess.path(of: "rivet-test-backend"),
+                ], environment: home.environment, timeout: .seconds(30))
+        }
+        #expect(listen.status == 1)
+        #expect(listen.stderr.contains("the server key \(key) is missing"))
+        #expect(!listen.stderr.contains("backend"))
+        #expect(!FileManager.default.fileExists(atPath: key))
+
+        // Starting over on purpose: the registry moved away, a new key is made.
+        try FileManager.default.moveItem(atPath: home.registry, toPath: home.registry + ".old")
+        let fresh = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(fresh.status == 0)
+        #expect(fresh.stdoutLines.first != daemon.fingerprint.hex)
+        #expect(!FileManager.default.fileExists(atPath: home.registry))
+    }
+
+    @Test(
         "--listen takes a host name or a bracketed IPv6 address and logs the address it bound",
         arguments: [("localhost", "127.0.0.1"), ("[::1]", "[::1]")])
     func listenNames(listen: String, bound: String) async throws {
