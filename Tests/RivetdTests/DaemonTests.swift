@@ -163,6 +163,34 @@ import ToolTestSupport
     }
 
     @Test(
+        "once it accepts connections rivetd prints one ready line and sends READY=1 to NOTIFY_SOCKET; STOPPING=1 on SIGTERM",
+        arguments: [false, true])
+    func readyLineAndNotify(abstract: Bool) async throws {
+        let home = try Home()
+        let receiver = try NotifyReceiver(abstract: abstract)
+        var environment = home.environment
+        environment["NOTIFY_SOCKET"] = receiver.address
+        try await withDaemon(home, environment: environment) { daemon in
+            let ready = try await offPool { try receiver.receive(timeout: .seconds(10)) }
+            #expect(ready == "READY=1\nSTATUS=listening on 127.0.0.1:\(daemon.port)")
+            try await eventually("the ready line") { daemon.process.stdout.hasSuffix("\n") }
+            #expect(
+                daemon.process.stdout
+                    == #"{"event":"ready","fingerprint":"\#(daemon.fingerprint.hex)","host":"127.0.0.1","listen":"127.0.0.1:\#(daemon.port)","pid":\#(daemon.process.pid),"port":\#(daemon.port)}"#
+                    + "\n")
+            // The port it names accepts connections.
+            let credential = try daemon.pairDirectly(name: "Phone", scopes: ["viewer"])
+            let session = try await daemon.companion(credential)
+            await session.close()
+            #expect(try await daemon.stop() == 0)
+            let stopping = try await offPool { try receiver.receive(timeout: .seconds(10)) }
+            #expect(stopping == "STOPPING=1\nSTATUS=stopping")
+        }
+        let unit = try String(contentsOfFile: repositoryRoot + "/examples/systemd/rivetd.service", encoding: .utf8)
+        #expect(unit.split(separator: "\n").contains("Type=notify"))
+    }
+
+    @Test(
         "--listen takes a host name or a bracketed IPv6 address and logs the address it bound",
         arguments: [("localhost", "127.0.0.1"), ("[::1]", "[::1]")])
     func listenNames(listen: String, bound: String) async throws {
