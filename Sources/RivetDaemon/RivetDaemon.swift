@@ -345,9 +345,10 @@ private struct ControlHandler: Sendable {
             } catch {
                 throw RivetControlError.registryFailed.with(error.message)
             }
-            let closed = core.revoke(device: id)
-            log.info("revoked device \(id) (\(removed.displayName)); \(closed) live session\(closed == 1 ? "" : "s") closed")
-            return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(closed))]
+            let peers = core.revoke(device: id)
+            let closed = peers.isEmpty ? "no live session" : "closed its live session\(peers.count == 1 ? "" : "s") from \(peers.joined(separator: ", "))"
+            log.info("revoked device \(id) (\"\(removed.displayName)\"); \(closed)")
+            return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(peers.count))]
         }
     }
 

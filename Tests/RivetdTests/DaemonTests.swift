@@ -190,6 +190,26 @@ import ToolTestSupport
         #expect(unit.split(separator: "\n").contains("Type=notify"))
     }
 
+    @Test("log lines carry a UTC timestamp unless standard error is the journal stream JOURNAL_STREAM names")
+    func journalDetection() async throws {
+        // Inherited by a process whose standard error went elsewhere: not the journal.
+        let home = try Home()
+        var environment = home.environment
+        environment["JOURNAL_STREAM"] = "1:1"
+        try await withDaemon(home, environment: environment) { daemon in
+            let lines = daemon.log.split(separator: "\n")
+            #expect(!lines.isEmpty && lines.allSatisfy(isTimestamped), "\(daemon.log)")
+        }
+        // Naming the very file standard error is, as systemd sets it: priority prefixes, no time.
+        let journal = try Home()
+        let asJournal = #"JOURNAL_STREAM=$(stat -Lc %d:%i /proc/self/fd/2) exec "$0" "$@""#
+        try await withDaemon(journal, prefix: ["/bin/sh", "-c", asJournal]) { daemon in
+            let lines = daemon.log.split(separator: "\n")
+            #expect(lines.allSatisfy { $0.hasPrefix("<") && !isTimestamped($0) }, "\(daemon.log)")
+            #expect(lines.contains { $0.hasPrefix("<6>listening on 127.0.0.1:") })
+        }
+    }
+
     @Test(
         "--listen takes a host name or a bracketed IPv6 address and logs the address it bound",
         arguments: [("localhost", "127.0.0.1"), ("[::1]", "[::1]")])
