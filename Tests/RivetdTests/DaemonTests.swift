@@ -210,6 +210,17 @@ import ToolTestSupport
         }
     }
 
+    @Test("--help and the man page give SIGTERM's exit status as 0, and 143 only for a second SIGTERM")
+    func exitStatusOfSIGTERM() async throws {
+        let help = try await offPool { try ToolProcess.run("rivetd", ["--help"], environment: ProcessInfo.processInfo.environment) }
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("    0  Stopped by SIGTERM (its normal stop), or --fingerprint printed the fingerprint\n"))
+        #expect(help.stdout.contains("  143  A second SIGTERM arrived while rivetd was still stopping"))
+        #expect(!help.stdout.contains("Terminated by SIGTERM"))
+        let man = try String(contentsOfFile: repositoryRoot + "/man/man1/rivetd.1", encoding: .utf8)
+        #expect(man.contains("A second\n.Dv SIGTERM\narrived while\n.Nm\nwas still stopping."))
+    }
+
     @Test(
         "--listen takes a host name or a bracketed IPv6 address and logs the address it bound",
         arguments: [("localhost", "127.0.0.1"), ("[::1]", "[::1]")])
