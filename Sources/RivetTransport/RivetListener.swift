@@ -141,6 +141,8 @@ public final class RivetListener: Sendable {
     public struct Statistics: Sendable, Equatable {
         /// Accepted, no byte received yet.
         public var idle: Int
+        /// Past the TLS handshake with no byte since (evictable like idle ones).
+        public var silent: Int
         /// Pending (idle ones included): not yet authenticated or paired.
         public var pending: Int
         /// Pairing connections past `PairServerNonce` (waiting for people).
@@ -290,7 +292,7 @@ final class ListenerCore: @unchecked Sendable {
 
     var statistics: RivetListener.Statistics {
         monitor.withLock {
-            var stats = RivetListener.Statistics(idle: 0, pending: 0, pairing: 0, sessions: 0, connectionThreads: connectionThreads)
+            var stats = RivetListener.Statistics(idle: 0, silent: 0, pending: 0, pairing: 0, sessions: 0, connectionThreads: connectionThreads)
             for record in records.values {
                 switch record.phase {
                 case .idle: stats.idle += 1
@@ -299,6 +301,7 @@ final class ListenerCore: @unchecked Sendable {
                 case .session: stats.sessions += 1
                 }
                 if record.isPending { stats.pending += 1 }
+                if record.silent && !record.evicted { stats.silent += 1 }
             }
             return stats
         }
