@@ -114,6 +114,15 @@ public struct XDGDirectories: Sendable, Hashable {
         return target
     }
 
+    /// Creates `path` if missing (with every missing parent, each 0700 whatever the umask) and
+    /// checks it as ``ensure(_:)`` checks an application directory: for a directory computed
+    /// elsewhere (rivetd's state directory) that must be private all the same.
+    /// - Throws: ``XDGError`` as ``ensure(_:)`` does.
+    public func ensurePrivate(_ path: String) throws {
+        try createMissing(path)
+        try verifyPrivate(path)
+    }
+
     /// Creates each missing component of `path` with mode 0700 (chmod after mkdir, so the
     /// umask cannot weaken or break it).
     private func createMissing(_ path: String) throws {

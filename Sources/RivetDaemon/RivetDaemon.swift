@@ -13,7 +13,8 @@ import Glibc
 /// What a daemon runs with: where it listens, which backend and schema, which application
 /// devices pair with, and where its files are.
 public struct RivetDaemonConfiguration: Sendable {
-    /// The numeric address to listen on (`127.0.0.1`, `::1`, `0.0.0.0`).
+    /// The address to listen on: numeric (`127.0.0.1`, `::1`, `0.0.0.0`) or a name
+    /// (`localhost`), bound at the first of its addresses that binds.
     public var listenHost: String
     /// The port (0 lets the kernel choose; the started daemon reports it).
     public var listenPort: UInt16
@@ -67,6 +68,8 @@ public struct RivetDaemonConfiguration: Sendable {
 public final class RivetDaemon: Sendable {
     /// What a started daemon reports.
     public struct Started: Sendable, Equatable {
+        /// The numeric address it listens on (a name given as the host resolved to it).
+        public let host: String
         /// The port it listens on.
         public let port: UInt16
         /// The server fingerprint devices pin.
@@ -88,7 +91,8 @@ public final class RivetDaemon: Sendable {
     }
 
     /// Reads the schema, loads (or creates) the server identity and the discovery secret, opens
-    /// the registry, creates the control socket, starts the backend, listens, and then (unless
+    /// the registry, creates the control socket, binds the listening socket, starts the
+    /// backend, accepts connections, and then (unless
     /// `advertise` is off) advertises the bound port as `_rivet._tcp`. An absent avahi-daemon
     /// does not stop the daemon: the advertiser waits for it in the background.
     /// - Throws: ``RivetDaemonError`` naming the part that failed (`schemaFailed`,
@@ -101,12 +105,7 @@ public final class RivetDaemon: Sendable {
             throw RivetDaemonError.invalidConfiguration.with("the backend command is empty")
         }
         let policy = try Self.loadPolicy(configuration.schemaPath)
-        let identity: RivetServerIdentity
-        do {
-            identity = try RivetServerIdentity.loadOrProvision(stateDirectory: configuration.stateDirectory)
-        } catch {
-            throw RivetDaemonError.identityFailed.with(error.message)
-        }
+        let identity = try Self.identity(stateDirectory: configuration.stateDirectory, registryPath: configuration.registryPath)
         let discoverySecret: RivetDiscoverySecret
         let pairedSecret: PairingDiscoverySecret
         do {
@@ -146,13 +145,8 @@ public final class RivetDaemon: Sendable {
             store.close()
             throw error
         }
-        do {
-            try core.startBackend()
-        } catch {
-            control.stop()
-            store.close()
-            throw error
-        }
+        // Bind before the backend starts, so a port in use ends the start with nothing else
+        // begun; connections wait in the backlog until the backend runs.
         var listenerConfiguration = configuration.listener
         listenerConfiguration.events = { event in Self.logListenerEvent(event, log) }
         let listener = RivetListener(
@@ -160,26 +154,35 @@ public final class RivetDaemon: Sendable {
             handler: core)
         let port: UInt16
         do {
-            port = try listener.start(host: configuration.listenHost, port: configuration.listenPort)
+            port = try listener.bind(host: configuration.listenHost, port: configuration.listenPort)
         } catch {
-            advertising?.listenerFailed()
             control.stop()
-            core.stopBackend(deadline: .now + .seconds(7))
             store.close()
             throw RivetDaemonError.listenFailed.with(
                 "cannot listen on \(Self.join(configuration.listenHost, configuration.listenPort)): \(error.message)")
         }
+        let host = listener.host ?? configuration.listenHost
+        do {
+            try core.startBackend()
+        } catch {
+            listener.stop()
+            control.stop()
+            store.close()
+            throw error
+        }
+        listener.startAccepting()
         parts.set(
             Running(listener: listener, control: control, core: core, desk: desk, store: store, advertising: advertising))
         log.info("control socket at \(configuration.controlSocketPath)")
         log.info("server fingerprint \(identity.fingerprint.hex)")
-        log.info("listening on \(Self.join(configuration.listenHost, port)) for application \(configuration.applicationID)")
+        let named = host == configuration.listenHost ? "" : " (\(configuration.listenHost))"
+        log.info("listening on \(Self.join(host, port))\(named) for application \(configuration.applicationID)")
         if let advertising {
-            advertising.start(host: configuration.listenHost, port: port, secret: discoverySecret)
+            advertising.start(host: host, port: port, secret: discoverySecret)
         } else {
             log.info("not advertising (--no-advertise)")
         }
-        return Started(port: port, fingerprint: identity.fingerprint, backendPID: core.backendPID ?? 0)
+        return Started(host: host, port: port, fingerprint: identity.fingerprint, backendPID: core.backendPID ?? 0)
     }
 
     /// Stops gracefully (see the type's description) and returns once everything has stopped.
@@ -202,6 +205,46 @@ public final class RivetDaemon: Sendable {
 
     /// The backend's current process ID, or nil while none runs.
     public var backendPID: Int32? { parts.get()?.core.backendPID }
+
+    /// Loads the server identity from `stateDirectory`, creating it only when nothing pins it:
+    /// a missing key while the registry at `registryPath` holds paired devices is an error that
+    /// says how to start over on purpose, since a new key would lock every one of them out.
+    /// A registry that does not exist is not created.
+    /// - Throws: `RivetDaemonError.identityFailed` (the message names the file and the reason),
+    ///   `.registryFailed` when the registry must be read and cannot be.
+    public static func identity(stateDirectory: String, registryPath: String) throws(RivetDaemonError) -> RivetServerIdentity {
+        do {
+            return try RivetServerIdentity.load(stateDirectory: stateDirectory)
+        } catch where error == .notProvisioned {
+            // Nothing to load yet: create it below, unless devices pin a key that was here.
+        } catch {
+            throw RivetDaemonError.identityFailed.with(error.message)
+        }
+        var info = stat()
+        if lstat(registryPath, &info) == 0 {
+            let devices: [RivetDevicePairedDevice]
+            do {
+                let store = try RivetDevicePairingStore(path: registryPath)
+                defer { store.close() }
+                devices = try store.list()
+            } catch {
+                throw RivetDaemonError.registryFailed.with(error.message)
+            }
+            if !devices.isEmpty {
+                let keyPath = RivetServerIdentity.keyPath(in: stateDirectory)
+                let pinned = Set(devices.map(\.serverFingerprint.hex)).sorted().joined(separator: ", ")
+                let count = devices.count == 1 ? "1 paired device" : "\(devices.count) paired devices"
+                throw RivetDaemonError.identityFailed.with(
+                    "the server key \(keyPath) is missing, but the registry \(registryPath) holds \(count) pinned to the key that was there (fingerprint \(pinned)); a new key would lock them out, so rivetd makes none. Put the key back from a backup, or start over on purpose: revoke every device (rivet-pair --list, then rivet-pair --revoke ID for each) or move the registry away, then start rivetd again and pair the devices anew"
+                )
+            }
+        }
+        do {
+            return try RivetServerIdentity.loadOrProvision(stateDirectory: stateDirectory)
+        } catch {
+            throw RivetDaemonError.identityFailed.with(error.message)
+        }
+    }
 
     static func loadPolicy(_ path: String) throws(RivetDaemonError) -> RivetDeviceGatewayPolicy {
         let text: String
@@ -309,9 +352,10 @@ private struct ControlHandler: Sendable {
             } catch {
                 throw RivetControlError.registryFailed.with(error.message)
             }
-            let closed = core.revoke(device: id)
-            log.info("revoked device \(id) (\(removed.displayName)); \(closed) live session\(closed == 1 ? "" : "s") closed")
-            return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(closed))]
+            let peers = core.revoke(device: id)
+            let closed = peers.isEmpty ? "no live session" : "closed its live session\(peers.count == 1 ? "" : "s") from \(peers.joined(separator: ", "))"
+            log.info("revoked device \(id) (\"\(removed.displayName)\"); \(closed)")
+            return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(peers.count))]
         }
     }
 

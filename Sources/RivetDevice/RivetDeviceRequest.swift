@@ -92,3 +92,66 @@ public enum RivetDeviceJSON {
         }
     }
 }
+
+/// A request payload that did not decode; reported as `rivet.invalid-request` in the schema's
+/// terms (the route and the JSON field, as the schema names them), never a Swift type's name.
+struct RequestDecodingFailure: Error {
+    /// What the payload should have been: `the arguments of current-score`.
+    let what: String
+    /// What is wrong with it: `` `game-id` is missing ``.
+    let detail: String
+
+    /// Decodes `payload` as `type`, or throws a failure describing `what` went wrong.
+    static func decode<Value: Decodable>(_ type: Value.Type, from payload: [UInt8], as what: String) throws -> Value {
+        do {
+            return try JSONDecoder().decode(type, from: Data(payload))
+        } catch let error as DecodingError {
+            let json = (try? JSONSerialization.jsonObject(with: Data(payload), options: .fragmentsAllowed)) != nil
+            throw RequestDecodingFailure(what: what, detail: json ? Self.detail(of: error) : "it is not valid JSON")
+        } catch {
+            throw RequestDecodingFailure(what: what, detail: "it is not valid JSON")
+        }
+    }
+
+    /// The JSON path and the problem, from the decoder's error.
+    static func detail(of error: DecodingError) -> String {
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(path(context.codingPath + [key])) is missing"
+        case .valueNotFound(_, let context):
+            return context.codingPath.isEmpty ? "it is null" : "\(path(context.codingPath)) is null"
+        case .typeMismatch(let type, let context):
+            let expected = kind(type)
+            return context.codingPath.isEmpty ? "it is not \(expected)" : "\(path(context.codingPath)) is not \(expected)"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty
+                ? "it has a value the schema does not allow" : "\(path(context.codingPath)) has a value the schema does not allow"
+        @unknown default:
+            return "it does not match the schema"
+        }
+    }
+
+    /// `` `game-id` ``, `` `players[2].name` ``: the JSON keys (the schema's field names).
+    private static func path(_ keys: [any CodingKey]) -> String {
+        var text = ""
+        for key in keys {
+            if let index = key.intValue, key.stringValue.hasPrefix("Index ") {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + printable(key.stringValue)
+            }
+        }
+        return "`\(text)`"
+    }
+
+    /// The JSON kind the decoder wanted.
+    private static func kind(_ type: Any.Type) -> String {
+        if type == String.self { return "a string" }
+        if type == Bool.self { return "true or false" }
+        if type is any BinaryInteger.Type { return "an integer" }
+        if type is any BinaryFloatingPoint.Type { return "a number" }
+        if type == [Any].self { return "an array" }
+        if type == [String: Any].self { return "an object" }
+        return "what the schema declares"
+    }
+}

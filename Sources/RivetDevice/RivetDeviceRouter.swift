@@ -73,12 +73,7 @@ public actor RivetDeviceRouter {
         var writer: Handler?
         if let write {
             writer = { payload in
-                let value: Value
-                do {
-                    value = try RivetDeviceJSON.decode(Value.self, from: payload)
-                } catch {
-                    throw RequestDecodingFailure(route: route.name, type: "\(Value.self)")
-                }
+                let value = try RequestDecodingFailure.decode(Value.self, from: payload, as: "the value of state key \(route.name)")
                 try await write(value)
                 return try RivetDeviceJSON.encode(RivetDeviceUnit())
             }
@@ -152,7 +147,7 @@ public actor RivetDeviceRouter {
         if let failure = error as? RequestDecodingFailure {
             return RivetRemoteError(
                 code: RivetRemoteError.Codes.invalidRequest,
-                message: "the payload does not decode as the arguments of \(failure.route) (\(failure.type))")
+                message: "the payload does not decode as \(failure.what): \(failure.detail)")
         }
         if error is CancellationError {
             return RivetRemoteError(code: RivetRemoteError.Codes.cancelled, message: "the call was cancelled")
@@ -231,25 +226,14 @@ public struct RivetDeviceHandler: Sendable {
     ) -> RivetDeviceHandler {
         let route = Request.route
         return RivetDeviceHandler(route: route) { payload in
-            let request: Request
-            do {
-                request = try RivetDeviceJSON.decode(Request.self, from: payload)
-            } catch {
-                throw RequestDecodingFailure(route: route.name, type: "\(Request.self)")
-            }
+            let request = try RequestDecodingFailure.decode(Request.self, from: payload, as: "the arguments of \(route.name)")
             let response = try await handler(request)
             return try RivetDeviceJSON.encode(response, describing: "the response of \(route)")
         }
     }
 }
 
-/// A request payload that did not decode; reported as `rivet.invalid-request`.
-struct RequestDecodingFailure: Error {
-    let route: String
-    let type: String
-}
-
 /// A name safe to echo in a message: names that break the RVT1 rules are not echoed.
-private func printable(_ name: String) -> String {
+func printable(_ name: String) -> String {
     (try? RVT1.validateName(name)) != nil ? name : "(invalid name)"
 }

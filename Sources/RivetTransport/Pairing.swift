@@ -79,12 +79,21 @@ public final class RivetPairingService: RivetPairingHost {
         case windowClosed(RivetDevicePairingCoordinator.Closure)
         /// The registry failed while storing a pairing; the device got `serverError`.
         case storeFailed(String)
+        /// The active attempt ended without a pairing: the name the device gave, its address,
+        /// why, and the failures counted in the window so far (this one included when it
+        /// counts; the fifth closes the window).
+        case attemptEnded(deviceName: RivetDeviceName, peerAddress: String, reason: RivetDevicePairingRefusal, failures: Int)
+        /// A device's pairing message was refused without an attempt of its own (no window,
+        /// another attempt running, a message without an attempt): its name when it gave one.
+        case deviceRefused(deviceName: RivetDeviceName?, peerAddress: String, reason: RivetDevicePairingRefusal)
     }
 
     /// The registry completed pairings are stored in.
     public let store: RivetDevicePairingStore
     private let coordinator: Locked<RivetDevicePairingCoordinator>
     private let channels = Locked<[RivetPairingConnectionID: RivetPairingChannel]>([:])
+    /// The name each connection gave in its `PairBegin`, for the desktop's events.
+    private let names = Locked<[RivetPairingConnectionID: RivetDeviceName]>([:])
     private let desktopEvents: @Sendable (DesktopEvent) -> Void
 
     /// A service for the server whose fingerprint is `serverFingerprint` and whose discovery
@@ -152,6 +161,7 @@ public final class RivetPairingService: RivetPairingHost {
         switch message {
         case .begin(let begin):
             channels.withLock { $0[connection] = channel }
+            names.withLock { $0[connection] = begin.deviceName }
             let known = begin.existingDeviceID.flatMap { id in try? store.device(id) }
             input = .begin(begin, from: connection, knownDevice: known)
         case .reveal(let reveal): input = .reveal(reveal, from: connection)
@@ -166,11 +176,15 @@ public final class RivetPairingService: RivetPairingHost {
     public func deviceDisconnected(_ connection: RivetPairingConnectionID) {
         try? apply(.connectionLost(connection))
         channels.withLock { _ = $0.removeValue(forKey: connection) }
+        names.withLock { _ = $0.removeValue(forKey: connection) }
     }
 
     /// Applies one input and performs its actions; throws the refusal addressed to the desktop.
     private func apply(_ input: RivetDevicePairingCoordinator.Input) throws(RivetDevicePairingRefusal) {
-        let actions = coordinator.withLock { $0.handle(input) }
+        let (actions, failures) = coordinator.withLock { coordinator in
+            let actions = coordinator.handle(input)
+            return (actions, Self.failures(coordinator.state))
+        }
         var desktopRefusal: RivetDevicePairingRefusal?
         for action in actions {
             switch action {
@@ -187,12 +201,33 @@ public final class RivetPairingService: RivetPairingHost {
                     desktopEvents(.storeFailed(error.message))
                 }
             case .refuse(.desktop, let refusal): desktopRefusal = refusal
-            case .refuse(.device(let connection), let refusal): channel(connection)?.reply(.refused(refusal))
-            case .endAttempt(let connection, let refusal): channel(connection)?.reply(.refused(refusal))
+            case .refuse(.device(let connection), let refusal):
+                // Name and address first: once replied to, the connection may end and be forgotten.
+                let (channel, name) = (channel(connection), names.withLock { $0[connection] })
+                channel?.reply(.refused(refusal))
+                desktopEvents(.deviceRefused(deviceName: name, peerAddress: channel?.peerAddress ?? "an unknown address", reason: refusal))
+            case .endAttempt(let connection, let refusal):
+                let (channel, name) = (channel(connection), names.withLock { $0[connection] })
+                channel?.reply(.refused(refusal))
+                if let name {
+                    desktopEvents(
+                        .attemptEnded(
+                            deviceName: name, peerAddress: channel?.peerAddress ?? "an unknown address", reason: refusal,
+                            failures: failures))
+                }
             case .windowClosed(let closure): desktopEvents(.windowClosed(closure))
             }
         }
         if let desktopRefusal { throw desktopRefusal }
+    }
+
+    /// The failures counted in the window (the limit once they closed it).
+    private static func failures(_ state: RivetDevicePairingCoordinator.State) -> Int {
+        switch state {
+        case .closed(.tooManyFailures?): RivetDevicePairingCoordinator.failureLimit
+        case .closed: 0
+        case .open(let failures), .awaitingReveal(_, let failures), .awaitingConfirmation(_, let failures, _, _): failures
+        }
     }
 
     private func channel(_ connection: RivetPairingConnectionID) -> RivetPairingChannel? {

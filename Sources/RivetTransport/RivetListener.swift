@@ -55,8 +55,8 @@ public struct RivetListenerError: Error, Equatable, Sendable, CustomStringConver
 
     /// `start` was called a second time (a stopped listener cannot be restarted).
     public static let alreadyStarted = Self(.alreadyStarted, "the listener was already started")
-    /// The host is not a numeric IPv4 or IPv6 address.
-    public static let invalidAddress = Self(.invalidAddress, "the listen address is not a numeric IP address")
+    /// The host is neither a numeric IPv4 or IPv6 address nor a name that resolves.
+    public static let invalidAddress = Self(.invalidAddress, "the listen address does not resolve")
     /// A system call failed (for example bind: `EADDRINUSE`).
     public static func io(_ errno: Int32) -> Self { Self(.io(errno), "socket error \(errno)") }
 
@@ -126,7 +126,8 @@ public final class RivetListener: Sendable {
         /// A new connection was closed at once: its address (or all addresses) had no free
         /// pending slot and no idle connection could make room.
         case refused(peer: String)
-        /// An idle pending connection (no byte received) was closed to make room for a new one.
+        /// An idle pending connection was closed to make room for a new one: no byte received,
+        /// or a TLS handshake done and no byte of the preface after it.
         case evicted(peer: String)
         /// A connection closed before or during the preface, or after pairing, and why.
         case closed(connection: UInt64, peer: String, reason: String)
@@ -143,6 +144,8 @@ public final class RivetListener: Sendable {
     public struct Statistics: Sendable, Equatable {
         /// Accepted, no byte received yet.
         public var idle: Int
+        /// Past the TLS handshake with no byte since (evictable like idle ones).
+        public var silent: Int
         /// Pending (idle ones included): not yet authenticated or paired.
         public var pending: Int
         /// Pairing connections past `PairServerNonce` (waiting for people).
@@ -170,12 +173,28 @@ public final class RivetListener: Sendable {
             configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler)
     }
 
-    /// Binds `host` (a numeric IPv4 or IPv6 address, e.g. `127.0.0.1`) and `port` (0 lets the
-    /// kernel choose), starts the accept thread, and returns the bound port.
+    /// Binds `host` and `port` (see `bind`), starts the accept thread, and returns the bound port.
     /// - Throws: `RivetListenerError.alreadyStarted`, `.invalidAddress`, `.io(errno)` (bind
     ///   failures such as `EADDRINUSE`, `EACCES`).
     public func start(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
-        try core.start(host: host, port: port)
+        let bound = try core.bind(host: host, port: port)
+        core.startAccepting()
+        return bound
+    }
+
+    /// Binds and listens on `host` (a numeric IPv4 or IPv6 address such as `127.0.0.1` or
+    /// `::1`, or a name such as `localhost`, bound at the first of its addresses that binds) and
+    /// `port` (0 lets the kernel choose), without accepting yet: connections wait in the
+    /// backlog until `startAccepting()`. Returns the bound port; `host` then gives the address.
+    /// - Throws: as `start`.
+    public func bind(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
+        try core.bind(host: host, port: port)
+    }
+
+    /// Starts accepting on the socket `bind` made (once; nothing happens before `bind` or
+    /// after `stop`).
+    public func startAccepting() {
+        core.startAccepting()
     }
 
     /// Stops listening, closes every connection it accepted (pending, pairing and sessions;
@@ -186,8 +205,11 @@ public final class RivetListener: Sendable {
         core.stop()
     }
 
-    /// The port bound by `start`, or nil before.
+    /// The port bound by `start` or `bind`, or nil before.
     public var port: UInt16? { core.boundPort }
+
+    /// The numeric address bound by `start` or `bind` (`127.0.0.1`, `::1`), or nil before.
+    public var host: String? { core.boundHost }
 
     /// Connections held now, by stage.
     public var statistics: Statistics { core.statistics }
@@ -215,6 +237,12 @@ final class ConnectionRecord: @unchecked Sendable {
     let acceptedAt: ContinuousClock.Instant
     var phase: ConnectionPhase = .idle
     var socketOpen = true
+    /// Pending with the TLS handshake done and no byte after it: its thread only polls the
+    /// socket, and the accept thread may evict it.
+    var silent = false
+    /// Evicted while silent: the socket is shut down, the thread is ending, and the record no
+    /// longer holds a pending slot.
+    var evicted = false
     var stream: StreamCore?
 
     init(id: UInt64, host: String, port: UInt16, fd: Int32) {
@@ -225,13 +253,13 @@ final class ConnectionRecord: @unchecked Sendable {
         self.acceptedAt = .now
     }
 
-    var isPending: Bool { phase == .idle || phase == .pending }
+    var isPending: Bool { (phase == .idle || phase == .pending) && !evicted }
 }
 
 /// The listener's shared state and its threads.
 // @unchecked Sendable: every mutable field is read and written only under `monitor`.
 final class ListenerCore: @unchecked Sendable {
-    private enum RunState { case created, running, stopping, stopped }
+    private enum RunState { case created, bound, running, stopping, stopped }
 
     let configuration: RivetListener.Configuration
     let identity: RivetServerIdentity
@@ -248,6 +276,7 @@ final class ListenerCore: @unchecked Sendable {
     private var records: [UInt64: ConnectionRecord] = [:]
     private var nextID: UInt64 = 1
     private(set) var boundPortValue: UInt16?
+    private var boundHostValue: String?
     private var lastSeenWritten: [DeviceID: ContinuousClock.Instant] = [:]
 
     init(
@@ -262,10 +291,11 @@ final class ListenerCore: @unchecked Sendable {
     }
 
     var boundPort: UInt16? { monitor.withLock { boundPortValue } }
+    var boundHost: String? { monitor.withLock { boundHostValue } }
 
     var statistics: RivetListener.Statistics {
         monitor.withLock {
-            var stats = RivetListener.Statistics(idle: 0, pending: 0, pairing: 0, sessions: 0, connectionThreads: connectionThreads)
+            var stats = RivetListener.Statistics(idle: 0, silent: 0, pending: 0, pairing: 0, sessions: 0, connectionThreads: connectionThreads)
             for record in records.values {
                 switch record.phase {
                 case .idle: stats.idle += 1
@@ -274,6 +304,7 @@ final class ListenerCore: @unchecked Sendable {
                 case .session: stats.sessions += 1
                 }
                 if record.isPending { stats.pending += 1 }
+                if record.silent && !record.evicted { stats.silent += 1 }
             }
             return stats
         }
@@ -285,7 +316,7 @@ final class ListenerCore: @unchecked Sendable {
 
     // MARK: Start and stop
 
-    func start(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
+    func bind(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
         let wake: WakePipe
         do { wake = try WakePipe() } catch { throw RivetListenerError.from(error) }
         let result: Result<UInt16, RivetListenerError> = monitor.withLock {
@@ -294,24 +325,38 @@ final class ListenerCore: @unchecked Sendable {
             }
             switch makeListeningSocket(host: host, port: port, backlog: configuration.backlog) {
             case .failure(let failure): return .failure(RivetListenerError.from(failure))
-            case .success(let (fd, bound)):
+            case .success(let (fd, boundHost, bound)):
                 listenFD = fd
                 acceptWake = wake
+                boundHostValue = boundHost
                 boundPortValue = bound
-                runState = .running
-                acceptThreadRunning = true
+                runState = .bound
                 return .success(bound)
             }
         }
-        let bound = try result.get()
-        spawn { self.acceptLoop() }
-        return bound
+        return try result.get()
+    }
+
+    func startAccepting() {
+        let start = monitor.withLock { () -> Bool in
+            guard runState == .bound else { return false }
+            runState = .running
+            acceptThreadRunning = true
+            return true
+        }
+        if start { spawn { self.acceptLoop() } }
     }
 
     func stop() {
         let sessions: [StreamCore] = monitor.withLock {
             guard runState == .running else {
                 if runState == .created { runState = .stopped }
+                if runState == .bound {
+                    // Bound, never accepting: nothing but the socket to close.
+                    Glibc.close(listenFD)
+                    listenFD = -1
+                    runState = .stopped
+                }
                 return []
             }
             runState = .stopping
@@ -420,9 +465,17 @@ final class ListenerCore: @unchecked Sendable {
                     }
                     candidates = candidates.enumerated().filter { check[$0.offset].revents == 0 }.map(\.element)
                 }
-                guard let victim = candidates.first else { return false }
-                closeIdle(victim)
-                evicted = victim
+                if let victim = candidates.first {
+                    closeIdle(victim)
+                    evicted = victim
+                } else if let victim = silentVictim(sameHostOnly: sameFull ? host : nil) {
+                    // Past its TLS handshake and silent since: its thread sees the shutdown and ends.
+                    _ = Glibc.shutdown(victim.fd, Int32(SHUT_RDWR))
+                    victim.evicted = true
+                    evicted = victim
+                } else {
+                    return false
+                }
             }
             let record = ConnectionRecord(id: nextID, host: host, port: port, fd: fd)
             nextID += 1
@@ -433,6 +486,33 @@ final class ListenerCore: @unchecked Sendable {
         if !admitted {
             Glibc.close(fd)
             emit(.refused(peer: joinHostPort(host, port)))
+        }
+    }
+
+    /// The oldest connection that finished its TLS handshake and has sent nothing since (of
+    /// `host` when given), if any. Call under the monitor: its thread cannot leave silence
+    /// meanwhile, and a socket with bytes waiting is not silent.
+    private func silentVictim(sameHostOnly host: String?) -> ConnectionRecord? {
+        let silent = records.values
+            .filter { $0.silent && !$0.evicted && $0.socketOpen && (host == nil || $0.host == host) }
+            .sorted { $0.acceptedAt < $1.acceptedAt }
+        for record in silent {
+            var check = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
+            if poll(&check, 1, 0) == 0 { return record }
+        }
+        return nil
+    }
+
+    /// Marks a connection silent (TLS done, no byte since); its thread then only polls.
+    func enterSilence(_ record: ConnectionRecord) {
+        monitor.withLock { record.silent = true }
+    }
+
+    /// Ends a connection's silence before its thread reads; false if it was evicted first.
+    func leaveSilence(_ record: ConnectionRecord) -> Bool {
+        monitor.withLock {
+            record.silent = false
+            return !record.evicted
         }
     }
 
@@ -567,6 +647,7 @@ struct ConnectionSession {
             return "TLS handshake failed: \(error.message)"
         }
         stepDeadline = .now + configuration.prefaceTimeout
+        if let reason = awaitFirstByte() { return reason }
         while closeReason == nil {
             if let (_, streamCore) = stream {
                 return runStreamIO(connection: connection, fd: record.fd, core: streamCore)
@@ -577,6 +658,21 @@ struct ConnectionSession {
         // close_notify after the last message, so the peer reads a clean end, not a reset.
         try? connection.shutdown(deadline: .now + .milliseconds(500))
         return closeReason ?? "closed"
+    }
+
+    /// Waits until the client sends something after the handshake (or the preface deadline
+    /// passes) without reading: meanwhile the connection is silent and may be evicted to make
+    /// room for a new one, as an idle one may. Returns a reason to close, or nil to go on.
+    private func awaitFirstByte() -> String? {
+        if connection.hasBufferedBytes { return nil }
+        core.enterSilence(record)
+        while true {
+            var descriptor = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, pollTimeout(until: stepDeadline))
+            if ready < 0 && errno == EINTR { continue }
+            if ready != 0 || ContinuousClock.now >= stepDeadline { break }
+        }
+        return core.leaveSilence(record) ? nil : "evicted: silent since the TLS handshake, and a new connection needed the slot"
     }
 
     /// Waits for the next thing the machine reacts to: a complete message, a pairing reply, the

@@ -3,25 +3,35 @@ import Foundation
 import Glibc
 #endif
 
-/// A failed socket operation: what was attempted and the errno.
+/// A failed socket operation: what was attempted and the errno (or, for a name that did not
+/// resolve, the resolver's reason).
 struct SocketFailure: Error {
     let what: String
     let errno: Int32
+    var reason: String?
 
-    var message: String { "\(what) failed: \(String(cString: strerror(errno)))" }
+    init(what: String, errno: Int32, reason: String? = nil) {
+        self.what = what
+        self.errno = errno
+        self.reason = reason
+    }
+
+    var message: String { "\(what) failed: \(reason ?? String(cString: strerror(errno)))" }
 }
 
-/// Resolves `host` and `port` to stream-socket addresses. `numericHost` refuses names (for
-/// listening); otherwise names go through the system resolver.
-func resolve(host: String, port: UInt16, passive: Bool, numericHost: Bool) -> Result<[(family: Int32, address: [UInt8])], SocketFailure> {
+/// Resolves `host` (a name or a numeric IPv4 or IPv6 address) and `port` to stream-socket
+/// addresses through the system resolver, in its order of preference.
+func resolve(host: String, port: UInt16, passive: Bool) -> Result<[(family: Int32, address: [UInt8])], SocketFailure> {
     var hints = addrinfo()
+    hints.ai_family = AF_UNSPEC
     hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-    hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0) | (numericHost ? AI_NUMERICHOST : 0)
+    hints.ai_protocol = Int32(IPPROTO_TCP)
+    hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)
     var list: UnsafeMutablePointer<addrinfo>?
     let status = getaddrinfo(host, String(port), &hints, &list)
     guard status == 0, let list else {
         let reason = String(cString: gai_strerror(status))
-        return .failure(SocketFailure(what: "resolving \(host) (\(reason))", errno: EINVAL))
+        return .failure(SocketFailure(what: "resolving \(host)", errno: EINVAL, reason: reason))
     }
     defer { freeaddrinfo(list) }
     var out: [(Int32, [UInt8])] = []
@@ -57,17 +67,30 @@ func joinHostPort(_ host: String, _ port: UInt16) -> String {
     host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
 }
 
-/// A listening TCP socket (non-blocking, close-on-exec, `SO_REUSEADDR`) bound to a numeric
-/// `host` and `port` (0 lets the kernel choose). Returns the socket and the bound port.
-func makeListeningSocket(host: String, port: UInt16, backlog: Int32) -> Result<(fd: Int32, port: UInt16), SocketFailure> {
+/// A listening TCP socket (non-blocking, close-on-exec, `SO_REUSEADDR`) bound to `host` (a
+/// numeric address or a name; a name is bound at the first of its addresses that binds) and
+/// `port` (0 lets the kernel choose). Returns the socket and the numeric address it is bound to.
+func makeListeningSocket(host: String, port: UInt16, backlog: Int32) -> Result<(fd: Int32, host: String, port: UInt16), SocketFailure> {
     let addresses: [(family: Int32, address: [UInt8])]
-    switch resolve(host: host, port: port, passive: true, numericHost: true) {
+    switch resolve(host: host, port: port, passive: true) {
     case .success(let found): addresses = found
     case .failure(let failure): return .failure(failure)
     }
-    guard let first = addresses.first else {
-        return .failure(SocketFailure(what: "resolving \(host)", errno: EADDRNOTAVAIL))
+    var lastFailure = SocketFailure(what: "resolving \(host)", errno: EADDRNOTAVAIL, reason: "it has no address")
+    for candidate in addresses {
+        switch listeningSocket(candidate, host: host, port: port, backlog: backlog) {
+        case .success(let bound): return .success(bound)
+        case .failure(let failure): lastFailure = failure
+        }
     }
+    return .failure(lastFailure)
+}
+
+/// A listening socket bound to one resolved address.
+private func listeningSocket(
+    _ first: (family: Int32, address: [UInt8]), host: String, port: UInt16, backlog: Int32
+) -> Result<(fd: Int32, host: String, port: UInt16), SocketFailure> {
+    let address = first.address.withUnsafeBytes { joinHostPort(describe($0.baseAddress!).host, port) }
     let fd = socket(first.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
     guard fd >= 0 else { return .failure(SocketFailure(what: "socket", errno: errno)) }
     var one: Int32 = 1
@@ -81,12 +104,12 @@ func makeListeningSocket(host: String, port: UInt16, backlog: Int32) -> Result<(
     guard bound == 0 else {
         let error = errno
         close(fd)
-        return .failure(SocketFailure(what: "bind \(joinHostPort(host, port))", errno: error))
+        return .failure(SocketFailure(what: "bind \(address)", errno: error))
     }
     guard listen(fd, backlog) == 0 else {
         let error = errno
         close(fd)
-        return .failure(SocketFailure(what: "listen on \(joinHostPort(host, port))", errno: error))
+        return .failure(SocketFailure(what: "listen on \(address)", errno: error))
     }
     var storage = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -98,8 +121,8 @@ func makeListeningSocket(host: String, port: UInt16, backlog: Int32) -> Result<(
         close(fd)
         return .failure(SocketFailure(what: "getsockname", errno: error))
     }
-    let boundPort = withUnsafePointer(to: &storage) { describe(UnsafeRawPointer($0)).port }
-    return .success((fd, boundPort))
+    let local = withUnsafePointer(to: &storage) { describe(UnsafeRawPointer($0)) }
+    return .success((fd, local.host, local.port))
 }
 
 /// Accepts one pending connection from a non-blocking listening socket, or nil when none waits.
@@ -140,7 +163,7 @@ func setNoDelay(_ fd: Int32) {
 /// `deadline`. The socket is close-on-exec with `TCP_NODELAY`.
 func connectSocket(host: String, port: UInt16, deadline: ContinuousClock.Instant) -> Result<Int32, SocketFailure> {
     let addresses: [(family: Int32, address: [UInt8])]
-    switch resolve(host: host, port: port, passive: false, numericHost: false) {
+    switch resolve(host: host, port: port, passive: false) {
     case .success(let found): addresses = found
     case .failure(let failure): return .failure(failure)
     }

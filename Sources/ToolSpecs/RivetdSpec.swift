@@ -29,7 +29,7 @@ extension ToolSpecs {
         options: [
             .value(
                 "listen", valueName: "ADDR:PORT", kind: .hostPort,
-                help: "Listen for devices on this numeric address and port (port 0 picks a free one)."),
+                help: "Listen for devices on this address (IPv4, [IPv6] or a host name) and port (0 picks a free one)."),
             .value("schema", kind: .file, help: "The schema whose device allowlists and scopes the gateway enforces."),
             .value(
                 "application-id", valueName: "ID",
@@ -51,6 +51,12 @@ extension ToolSpecs {
                 help: "Run CMD with the remaining arguments as the backend; give it last."),
         ],
         exclusiveGroups: [["fingerprint", "listen"], ["fingerprint", "no-advertise"]],
+        // SIGTERM is a daemon's normal stop (0); 143 only when a second one cuts the stop short.
+        exitStatuses: [
+            ExitStatus(code: 0, meaning: "Stopped by SIGTERM (its normal stop), or --fingerprint printed the fingerprint"),
+            .failure, .usage, .interrupted,
+            ExitStatus(code: 143, meaning: "A second SIGTERM arrived while rivetd was still stopping"),
+        ],
         normalStopSignals: [SIGTERM]
     )
 }

@@ -12,6 +12,9 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
     let stateDirectory: String
     do {
         stateDirectory = try RivetStatePaths.stateDirectory()
+        // The server key and the discovery secret live here: a directory others can write is
+        // one where someone else can remove or replace them.
+        try XDGDirectories(appName: "rivet").ensurePrivate(stateDirectory)
     } catch {
         throw StartError(message: String(describing: error))
     }
@@ -22,7 +25,7 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
         }
         let identity: RivetServerIdentity
         do {
-            identity = try RivetServerIdentity.loadOrProvision(stateDirectory: stateDirectory)
+            identity = try RivetDaemon.identity(stateDirectory: stateDirectory, registryPath: try registryPath(arguments))
         } catch {
             throw StartError(message: String(describing: error))
         }
@@ -32,16 +35,19 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
 
     let configuration = try DaemonCommandLine.configuration(arguments, stateDirectory: stateDirectory)
     let daemon = RivetDaemon(configuration: configuration, log: log)
+    let started: RivetDaemon.Started
     do {
-        _ = try daemon.start()
+        started = try daemon.start()
     } catch {
         throw StartError(message: String(describing: error))
     }
+    announceReady(started, log: log)
     // Serve until SIGTERM (or SIGINT) cancels this task, then stop gracefully off the
     // cooperative threads: stopping waits for sessions, threads and the backend.
     while !Task.isCancelled {
         try? await Task.sleep(for: .seconds(3600))
     }
+    notifyServiceManager(["STOPPING=1", "STATUS=stopping"], log: log)
     await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
         Thread {
             daemon.stop()
@@ -80,22 +86,57 @@ enum DaemonCommandLine {
         } catch {
             throw StartError(message: "cannot prepare the runtime directory for the control socket: \(error)")
         }
-        let registry: String
-        if let path = arguments.value("registry") {
-            registry = path
-        } else {
-            do {
-                registry = try RivetStatePaths.registryPath()
-            } catch {
-                throw StartError(message: String(describing: error))
-            }
-        }
+        let registry = try registryPath(arguments)
         var configuration = RivetDaemonConfiguration(
             listenHost: listen.host, listenPort: listen.port, backendCommand: backend, schemaPath: schema,
             applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
             controlSocketPath: RivetControlClient.socketPath(runtimeDirectory: runtime))
         configuration.advertise = !arguments.flag("no-advertise")
         return configuration
+    }
+}
+
+/// The line rivetd prints on standard output once it accepts connections: what a script
+/// started with `--listen HOST:0` needs (docs/operations.md, "Ready line").
+struct ReadyLine: Encodable {
+    let event = "ready"
+    /// `HOST:PORT` as bound (`[HOST]:PORT` for IPv6).
+    let listen: String
+    let host: String
+    let port: UInt16
+    /// The server fingerprint, 64 hexadecimal digits.
+    let fingerprint: String
+    let pid: Int32
+}
+
+/// Prints the ready line and tells systemd (under `Type=notify`) that rivetd is ready.
+func announceReady(_ started: RivetDaemon.Started, log: RivetDaemonLog) {
+    let listen = started.host.contains(":") ? "[\(started.host)]:\(started.port)" : "\(started.host):\(started.port)"
+    let line = ReadyLine(listen: listen, host: started.host, port: started.port, fingerprint: started.fingerprint.hex, pid: getpid())
+    do {
+        try JSONOutput.write(line)
+    } catch {
+        log.warn("could not print the ready line on standard output: \(error); serving anyway")
+    }
+    notifyServiceManager(["READY=1", "STATUS=listening on \(listen)"], log: log)
+}
+
+/// Sends a notification to systemd when `NOTIFY_SOCKET` is set; a failure is logged.
+func notifyServiceManager(_ assignments: [String], log: RivetDaemonLog) {
+    do {
+        try ServiceNotify.send(assignments)
+    } catch {
+        log.warn("could not notify systemd (\(assignments[0])): \(error.description)")
+    }
+}
+
+/// The registry `--registry` names, else the standard one.
+func registryPath(_ arguments: ParsedArguments) throws -> String {
+    if let path = arguments.value("registry") { return path }
+    do {
+        return try RivetStatePaths.registryPath()
+    } catch {
+        throw StartError(message: String(describing: error))
     }
 }
 

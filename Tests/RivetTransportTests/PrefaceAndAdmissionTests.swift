@@ -255,6 +255,55 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         session.stream.close()
     }
 
+    /// Connections that finish TLS and then say nothing, 4 from each of 8 loopback addresses,
+    /// fill all 32 pending slots; a real device still resumes within a second, because a silent
+    /// connection is evicted as an idle one is.
+    @Test func silentConnectionsAfterTLSFromManyAddressesDoNotStopARealResume() async throws {
+        let server = try TestServer { $0.prefaceTimeout = .seconds(30) }
+        defer { server.stop() }
+        let credential = try server.registerDevice()
+        // 32 handshakes off Swift's cooperative threads (other tests need them); the connections
+        // come back in a lock, as they are not Sendable.
+        let silent = try await onThread {
+            Locked(try (2...9).flatMap { last in try (0..<4).map { _ in try rawTLS(server, from: "127.0.0.\(last)") } })
+        }
+        defer { silent.withLock { $0.forEach { $0.close() } } }
+        // Every server thread is past its handshake and waiting for a preface byte.
+        #expect(await eventually { server.listener.statistics.silent == 32 && server.listener.statistics.pending == 32 })
+        #expect(refusedOrEvicted(server) == (0, 0))
+
+        let port = server.port
+        // Timed on the resuming thread itself, so waiting for a cooperative thread afterwards
+        // (busy with other tests) does not count.
+        let (session, took) = try await onThread {
+            let started = ContinuousClock.now
+            let session = try RivetClientConnector().resume(credential, host: "127.0.0.1", port: port)
+            return (session, ContinuousClock.now - started)
+        }
+        #expect(took < .seconds(1))
+        let (_, serverStream) = try await server.handler.stream(0)
+        try session.stream.write([42], deadline: deadline(.seconds(2)))
+        #expect(try await readExactly(serverStream, 1) == [42])
+        session.stream.close()
+        #expect(refusedOrEvicted(server) == (0, 1))
+        #expect(await eventually { server.closedReasons().contains { $0.hasPrefix("evicted: silent since the TLS handshake") } })
+        #expect(server.listener.statistics.pending == 31)
+        #expect(server.listener.statistics.silent == 31)
+    }
+
+    /// A silent connection whose client then speaks is served normally: leaving silence before
+    /// the first read keeps it out of eviction's reach.
+    @Test func aSilentConnectionThatSpeaksLaterIsServed() async throws {
+        let server = try TestServer { $0.prefaceTimeout = .seconds(30) }
+        defer { server.stop() }
+        let connection = try rawTLS(server)
+        defer { connection.close() }
+        #expect(await eventually { server.listener.statistics.silent == 1 })
+        try await Task.sleep(for: .milliseconds(200))
+        try connection.write(Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8), deadline: deadline(.seconds(5)))
+        #expect(try readToEnd(connection).bytes == RVD1Message.reject(.malformed).encoded)
+    }
+
     @Test func stopClosesEveryConnectionAndWaitsForItsThreads() async throws {
         let server = try TestServer { $0.handshakeTimeout = .seconds(30); $0.prefaceTimeout = .seconds(30) }
         let credential = try server.registerDevice()
@@ -301,7 +350,8 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         defer { store.close() }
         let listener = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: RecordingHandler())
         #expect(listener.port == nil)
-        #expect(throws: RivetListenerError.invalidAddress) { try listener.start(host: "localhost", port: 0) }
+        let unresolvable = #expect(throws: RivetListenerError.invalidAddress) { try listener.start(host: "no-such-host.invalid", port: 0) }
+        #expect(unresolvable?.message == "resolving no-such-host.invalid failed: Name or service not known")
         let port = try listener.start(host: "127.0.0.1", port: 0)
         #expect(listener.port == port)
         #expect(throws: RivetListenerError.alreadyStarted) { try listener.start(host: "127.0.0.1", port: 0) }
@@ -311,5 +361,53 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         listener.stop()
         second.stop()
         #expect(throws: RivetListenerError.alreadyStarted) { try listener.start(host: "127.0.0.1", port: 0) }
+    }
+
+    /// A host name binds at its first address that binds, and `[::1]`'s address is IPv6 (the
+    /// machine's loopback has ::1); `host` reports the numeric address in both cases.
+    @Test(arguments: [("localhost", "127.0.0.1"), ("::1", "::1"), ("127.0.0.1", "127.0.0.1")])
+    func theListenerBindsNamesAndIPv6(host: String, expected: String) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.path)
+        let store = try RivetDevicePairingStore(path: directory.file("pairing.sqlite3"))
+        defer { store.close() }
+        let listener = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: RecordingHandler())
+        defer { listener.stop() }
+        let port = try listener.start(host: host, port: 0)
+        #expect(listener.host == expected)
+        let fd = try connectTCP(port: port, host: expected)
+        let connection = try TLSConnection(socket: fd, context: try TLSClientContext(verification: .pinned(identity.fingerprint)))
+        try connection.handshake(deadline: deadline(.seconds(10)))
+        connection.close()
+    }
+
+    /// Bound but not accepting: a client waits in the backlog, and is served once accepting starts.
+    @Test func aBoundListenerAcceptsOnlyOnceStarted() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.path)
+        let store = try RivetDevicePairingStore(path: directory.file("pairing.sqlite3"))
+        defer { store.close() }
+        let handler = RecordingHandler()
+        let listener = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: handler)
+        let port = try listener.bind(host: "127.0.0.1", port: 0)
+        let second = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: RecordingHandler())
+        #expect(throws: RivetListenerError.io(EADDRINUSE)) { try second.start(host: "127.0.0.1", port: port) }
+        let fd = try connectTCP(port: port)
+        defer { close(fd) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(listener.statistics.idle == 0)
+        listener.startAccepting()
+        #expect(await eventually { listener.statistics.idle == 1 })
+        listener.stop()
+        #expect(try await onThread { closedByPeer(fd, timeout: .seconds(2)) })
+        // A bound listener that never accepted stops too, and frees its port.
+        let third = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: handler)
+        _ = try third.bind(host: "127.0.0.1", port: port)
+        third.stop()
+        let fourth = RivetListener(identity: identity, pairing: nil, authenticator: try RivetDeviceSessionAuthenticator(store: store), handler: handler)
+        #expect(try fourth.start(host: "127.0.0.1", port: port) == port)
+        fourth.stop()
     }
 }

@@ -172,8 +172,8 @@ final class TestServer: Sendable {
 
 /// A TLS 1.3 connection to the test server (pinned to its key unless told otherwise), after the
 /// handshake; the test drives RVD1 by hand.
-func rawTLS(_ server: TestServer, pin: SPKIFingerprint? = nil) throws -> TLSConnection {
-    let fd = try connectTCP(port: server.port)
+func rawTLS(_ server: TestServer, pin: SPKIFingerprint? = nil, from source: String? = nil) throws -> TLSConnection {
+    let fd = try connectTCP(port: server.port, from: source)
     let context = try TLSClientContext(verification: .pinned(pin ?? server.identity.fingerprint))
     let connection = try TLSConnection(socket: fd, context: context)
     try connection.handshake(deadline: deadline(.seconds(10)))

@@ -113,7 +113,7 @@ import ToolTestSupport
         }
     }
 
-    @Test("without avahi-daemon rivetd serves anyway and warns once")
+    @Test("without avahi-daemon rivetd serves anyway, warns once, and withdraws nothing when it stops")
     func servesWithoutAvahi() async throws {
         let home = try Home()
         var environment = home.environment
@@ -129,6 +129,9 @@ import ToolTestSupport
             // Twice the warning's delay later, still one warning.
             try await Task.sleep(for: .seconds(7))
             #expect(daemon.log.components(separatedBy: warning).count - 1 == 1, "\(daemon.log)")
+            // Nothing was ever published, so nothing is reported withdrawn.
+            #expect(try await daemon.stop() == 0)
+            #expect(!daemon.log.contains("withdrew"), "\(daemon.log)")
         }
     }
 

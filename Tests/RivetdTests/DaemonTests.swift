@@ -91,6 +91,172 @@ import ToolTestSupport
         #expect(inUse.status == 1)
         #expect(inUse.stderr.contains("cannot listen on 127.0.0.1:\(taken)"))
         #expect(!FileManager.default.fileExists(atPath: home.socket))
+        // The port is bound before anything else starts: no backend came and went.
+        #expect(!inUse.stderr.contains("backend"))
+        #expect(inUse.stderrLines.count == 1)
+    }
+
+    @Test(
+        "a state directory that group or others can write is refused, and nothing is created in it",
+        arguments: [0o777, 0o770, 0o702])
+    func writableStateDirectory(mode: Int) async throws {
+        let home = try Home()
+        defer { home.remove() }
+        try FileManager.default.createDirectory(atPath: home.stateDirectory, withIntermediateDirectories: true)
+        chmod(home.stateDirectory, mode_t(mode))
+        let fingerprint = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(fingerprint.status == 1)
+        #expect(fingerprint.stderrLines.count == 1)
+        #expect(fingerprint.stderr.contains("refusing to use \(home.stateDirectory): it is writable by group or others (mode \(String(mode, radix: 8)))"))
+        let listen = try await offPool {
+            try ToolProcess.run(
+                "rivetd",
+                [
+                    "--listen", "127.0.0.1:0", "--schema", exampleSchema, "--application-id", testApplication,
+                    "--backend", ToolProcess.path(of: "rivet-test-backend"),
+                ], environment: home.environment, timeout: .seconds(30))
+        }
+        #expect(listen.status == 1)
+        #expect(listen.stderr.contains("writable by group or others"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home.stateDirectory).isEmpty)
+        // 0755 is fine: others may read the directory, not change it.
+        chmod(home.stateDirectory, 0o755)
+        let fine = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(fine.status == 0)
+    }
+
+    @Test("a missing server key while devices are paired stops rivetd and says how to start over; without devices a key is made")
+    func missingKeyWithPairedDevices() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let daemon = try await Daemon.start(home)
+        _ = try daemon.pairDirectly(name: "Ana's phone", scopes: ["viewer"])
+        #expect(try await daemon.stop() == 0)
+        let key = home.stateDirectory + "/server-key.pem"
+        try FileManager.default.moveItem(atPath: key, toPath: key + ".moved")
+
+        let fingerprint = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(fingerprint.status == 1)
+        #expect(fingerprint.stdout.isEmpty)
+        #expect(fingerprint.stderr.contains("the server key \(key) is missing, but the registry \(home.registry) holds 1 paired device"))
+        #expect(fingerprint.stderr.contains("fingerprint \(daemon.fingerprint.hex)"))
+        #expect(fingerprint.stderr.contains("rivet-pair --revoke ID"))
+        let listen = try await offPool {
+            try ToolProcess.run(
+                "rivetd",
+                [
+                    "--listen", "127.0.0.1:0", "--schema", exampleSchema, "--application-id", testApplication, "--no-advertise",
+                    "--backend", ToolProcess.path(of: "rivet-test-backend"),
+                ], environment: home.environment, timeout: .seconds(30))
+        }
+        #expect(listen.status == 1)
+        #expect(listen.stderr.contains("the server key \(key) is missing"))
+        #expect(!listen.stderr.contains("backend"))
+        #expect(!FileManager.default.fileExists(atPath: key))
+
+        // Starting over on purpose: the registry moved away, a new key is made.
+        try FileManager.default.moveItem(atPath: home.registry, toPath: home.registry + ".old")
+        let fresh = try await offPool { try ToolProcess.run("rivetd", ["--fingerprint"], environment: home.environment) }
+        #expect(fresh.status == 0)
+        #expect(fresh.stdoutLines.first != daemon.fingerprint.hex)
+        #expect(!FileManager.default.fileExists(atPath: home.registry))
+    }
+
+    @Test(
+        "once it accepts connections rivetd prints one ready line and sends READY=1 to NOTIFY_SOCKET; STOPPING=1 on SIGTERM",
+        arguments: [false, true])
+    func readyLineAndNotify(abstract: Bool) async throws {
+        let home = try Home()
+        let receiver = try NotifyReceiver(abstract: abstract)
+        var environment = home.environment
+        environment["NOTIFY_SOCKET"] = receiver.address
+        try await withDaemon(home, environment: environment) { daemon in
+            let ready = try await offPool { try receiver.receive(timeout: .seconds(10)) }
+            #expect(ready == "READY=1\nSTATUS=listening on 127.0.0.1:\(daemon.port)")
+            try await eventually("the ready line") { daemon.process.stdout.hasSuffix("\n") }
+            #expect(
+                daemon.process.stdout
+                    == #"{"event":"ready","fingerprint":"\#(daemon.fingerprint.hex)","host":"127.0.0.1","listen":"127.0.0.1:\#(daemon.port)","pid":\#(daemon.process.pid),"port":\#(daemon.port)}"#
+                    + "\n")
+            // The port it names accepts connections.
+            let credential = try daemon.pairDirectly(name: "Phone", scopes: ["viewer"])
+            let session = try await daemon.companion(credential)
+            await session.close()
+            #expect(try await daemon.stop() == 0)
+            let stopping = try await offPool { try receiver.receive(timeout: .seconds(10)) }
+            #expect(stopping == "STOPPING=1\nSTATUS=stopping")
+        }
+        let unit = try String(contentsOfFile: repositoryRoot + "/examples/systemd/rivetd.service", encoding: .utf8)
+        #expect(unit.split(separator: "\n").contains("Type=notify"))
+    }
+
+    @Test("log lines carry a UTC timestamp unless standard error is the journal stream JOURNAL_STREAM names")
+    func journalDetection() async throws {
+        // Inherited by a process whose standard error went elsewhere: not the journal.
+        let home = try Home()
+        var environment = home.environment
+        environment["JOURNAL_STREAM"] = "1:1"
+        try await withDaemon(home, environment: environment) { daemon in
+            let lines = daemon.log.split(separator: "\n")
+            #expect(!lines.isEmpty && lines.allSatisfy(isTimestamped), "\(daemon.log)")
+        }
+        // Naming the very file standard error is, as systemd sets it: priority prefixes, no time.
+        let journal = try Home()
+        let asJournal = #"JOURNAL_STREAM=$(stat -Lc %d:%i /proc/self/fd/2) exec "$0" "$@""#
+        try await withDaemon(journal, prefix: ["/bin/sh", "-c", asJournal]) { daemon in
+            let lines = daemon.log.split(separator: "\n")
+            #expect(lines.allSatisfy { $0.hasPrefix("<") && !isTimestamped($0) }, "\(daemon.log)")
+            #expect(lines.contains { $0.hasPrefix("<6>listening on 127.0.0.1:") })
+        }
+    }
+
+    @Test("--help and the man page give SIGTERM's exit status as 0, and 143 only for a second SIGTERM")
+    func exitStatusOfSIGTERM() async throws {
+        let help = try await offPool { try ToolProcess.run("rivetd", ["--help"], environment: ProcessInfo.processInfo.environment) }
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("    0  Stopped by SIGTERM (its normal stop), or --fingerprint printed the fingerprint\n"))
+        #expect(help.stdout.contains("  143  A second SIGTERM arrived while rivetd was still stopping"))
+        #expect(!help.stdout.contains("Terminated by SIGTERM"))
+        let man = try String(contentsOfFile: repositoryRoot + "/man/man1/rivetd.1", encoding: .utf8)
+        #expect(man.contains("A second\n.Dv SIGTERM\narrived while\n.Nm\nwas still stopping."))
+    }
+
+    @Test(
+        "--listen takes a host name or a bracketed IPv6 address and logs the address it bound",
+        arguments: [("localhost", "127.0.0.1"), ("[::1]", "[::1]")])
+    func listenNames(listen: String, bound: String) async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let process = try Spawned.start(
+            ToolProcess.path(of: "rivetd"),
+            [
+                "--listen", "\(listen):0", "--schema", exampleSchema, "--application-id", testApplication, "--no-advertise",
+                "--backend", ToolProcess.path(of: "rivet-test-backend"),
+            ], environment: home.environment, directory: home.path)
+        try await eventually("rivetd to listen") {
+            if let status = process.poll() { throw TestFailure("rivetd exited with \(status): \(process.stderr)") }
+            return process.stderr.contains("listening on \(bound):")
+        }
+        if listen == "localhost" { #expect(process.stderr.contains("(localhost) for application")) }
+        process.signal(SIGTERM)
+        #expect(try await process.wait() == 0)
+    }
+
+    @Test("an unresolvable --listen host exits 1 naming the resolver's reason")
+    func listenUnresolvable() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let run = try await offPool {
+            try ToolProcess.run(
+                "rivetd",
+                [
+                    "--listen", "no-such-host.invalid:7400", "--schema", exampleSchema, "--application-id", testApplication,
+                    "--backend", ToolProcess.path(of: "rivet-test-backend"),
+                ], environment: home.environment, timeout: .seconds(30))
+        }
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("resolving no-such-host.invalid failed: Name or service not known"))
+        #expect(!run.stderr.contains("Invalid argument"))
     }
 
     @Test("malformed, unknown and overlong control requests get an error line and the connection stays usable")

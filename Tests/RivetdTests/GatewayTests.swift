@@ -175,7 +175,7 @@ import ToolTestSupport
             await #expect(throws: RivetClientError.credentialRejected) { try await daemon.companion(credential) }
             // The other device's session is untouched.
             #expect(try await other.call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
-            #expect(daemon.log.contains("revoked device \(credential.deviceID) (Lost Phone); 1 live session closed"))
+            #expect(PairingTests.logged(daemon.log, "revoked device \(credential.deviceID) (\"Lost Phone\"); closed its live session from PEER"))
         }
     }
 
@@ -194,6 +194,8 @@ import ToolTestSupport
             let farewell = try #require(try await raw.next())
             #expect(farewell.kind == .error && farewell.requestID == .none && farewell.name == "rivet.revoked")
             #expect(try await raw.next() == nil)
+            // The log names the device and the address of the session it closed.
+            #expect(PairingTests.logged(daemon.log, "info: revoked device \(credential.deviceID) (\"Phone\"); closed its live session from PEER"), "\(daemon.log)")
         }
     }
 

@@ -267,4 +267,98 @@ import ToolTestSupport
             #expect(daemon.log.contains("for application org.example.other: this gateway serves \(testApplication)"))
         }
     }
+
+    /// The log line of `fragment`, whose text must be followed by a peer address `127.0.0.1:PORT`
+    /// where `PEER` stands in `fragment`.
+    static func logged(_ log: String, _ fragment: String) -> Bool {
+        let parts = fragment.components(separatedBy: "PEER")
+        return log.split(separator: "\n").contains { line in
+            guard let head = line.range(of: parts[0]) else { return false }
+            guard parts.count == 2 else { return true }
+            let rest = line[head.upperBound...]
+            guard rest.hasPrefix("127.0.0.1:") else { return false }
+            let afterHost = rest.dropFirst("127.0.0.1:".count)
+            let digits = afterHost.prefix { $0.isNumber }
+            return !digits.isEmpty && afterHost.dropFirst(digits.count).hasPrefix(parts[1])
+        }
+    }
+
+    @Test("wrong codes, rejections, a lost device and a cancelled window are logged with the device's name and address; the fifth failure closes the window with a warning")
+    func pairingOutcomesAreLogged() async throws {
+        try await Self.withOpenWindow { daemon, home, deviceHome in
+            func attempt(_ number: Int) async throws -> (Spawned, String) {
+                let connect = try Self.connect(daemon, deviceHome: deviceHome, name: "Phone \(number)")
+                return (connect, try await Self.code(of: connect))
+            }
+            func expectLogged(_ fragment: String) async throws {
+                do {
+                    try await eventually("the log line `\(fragment)`") { Self.logged(daemon.log, fragment) }
+                } catch {
+                    throw TestFailure("\(error) in:\n\(daemon.log)")
+                }
+            }
+            let mismatch = "ended: the typed code does not match this desktop's code"
+
+            var (connect, code) = try await attempt(1)
+            let wrong = String(format: "%06d", (Int(code)! + 1) % 1_000_000)
+            let confirm = try Self.rivetPair(home, ["--confirm", "--code", wrong, "--scope", "viewer"])
+            #expect(try await confirm.wait() == 1)
+            try await expectLogged("warn: pairing attempt of \"Phone 1\" from PEER \(mismatch)")
+            try await expectLogged("(failure 1 of 5 in this window)")
+            connect.write("y\n")
+            #expect(try await connect.wait() == 5)
+
+            (connect, _) = try await attempt(2)
+            _ = try await daemon.request(.reject)
+            try await expectLogged("info: pairing attempt of \"Phone 2\" from PEER ended: the desktop rejected the pairing (failure 2 of 5 in this window)")
+            connect.write("y\n")
+            #expect(try await connect.wait() != 0)
+
+            (connect, _) = try await attempt(3)
+            connect.write("n\n")
+            #expect(try await connect.wait() == 5)
+            try await expectLogged("info: pairing attempt of \"Phone 3\" from PEER ended: the device rejected the pairing (failure 3 of 5 in this window)")
+
+            (connect, _) = try await attempt(4)
+            connect.signal(SIGKILL)
+            _ = try await connect.wait()
+            try await expectLogged("info: pairing attempt of \"Phone 4\" from PEER ended: the device disconnected during pairing; the attempt ended (failure 4 of 5 in this window)")
+
+            (connect, code) = try await attempt(5)
+            let fifth = try Self.rivetPair(home, ["--confirm", "--code", String(format: "%06d", (Int(code)! + 1) % 1_000_000), "--scope", "viewer"])
+            #expect(try await fifth.wait() == 1)
+            try await expectLogged("warn: pairing attempt of \"Phone 5\" from PEER \(mismatch)")
+            try await expectLogged("warn: pairing window closed: too-many-failures, 5 attempts failed (the last: \"Phone 5\" from PEER); open a new one to pair")
+            connect.write("y\n")
+            #expect(try await connect.wait() == 5)
+
+            _ = try await daemon.request(.open)
+            (connect, _) = try await attempt(6)
+            _ = try await daemon.request(.cancel)
+            try await expectLogged("info: pairing attempt of \"Phone 6\" from PEER ended: pairing was cancelled on the desktop")
+            #expect(!daemon.log.contains("pairing was cancelled on the desktop (failure"))
+            connect.write("y\n")
+            #expect(try await connect.wait() != 0)
+
+            let closed = try Self.connect(daemon, deviceHome: deviceHome, name: "Phone 7")
+            closed.closeStdin()
+            #expect(try await closed.wait() == 1)
+            try await expectLogged("info: refused a pairing message from PEER (\"Phone 7\"): no pairing window is open")
+
+            // Outside the journal every line starts with a UTC timestamp.
+            for line in daemon.log.split(separator: "\n") {
+                #expect(isTimestamped(line), "\(line)")
+            }
+        }
+    }
+}
+
+/// Whether `line` starts with `YYYY-MM-DDTHH:MM:SS.mmmZ rivetd: `.
+func isTimestamped(_ line: Substring) -> Bool {
+    let digits = "0000-00-00T00:00:00.000Z"
+    guard line.count > digits.count + 8 else { return false }
+    for (expected, actual) in zip(digits, line) {
+        if expected == "0" ? !actual.isNumber : expected != actual { return false }
+    }
+    return line.dropFirst(digits.count).hasPrefix(" rivetd: ")
 }

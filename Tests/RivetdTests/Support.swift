@@ -446,3 +446,51 @@ func withDaemon<T>(
         throw error
     }
 }
+
+/// An `AF_UNIX` datagram socket standing in for systemd's notification socket: bound to a path
+/// under /tmp, or to an abstract name (`NOTIFY_SOCKET=@NAME`).
+final class NotifyReceiver: Sendable {
+    let fd: Int32
+    /// The value for `NOTIFY_SOCKET`.
+    let address: String
+    private let path: String?
+
+    init(abstract: Bool) throws {
+        let name = "rivetd-notify-\(UUID().uuidString.prefix(8))"
+        address = abstract ? "@" + name : "/tmp/" + name
+        path = abstract ? nil : address
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket(AF_UNIX, SOCK_DGRAM) failed") }
+        var socketAddress = sockaddr_un()
+        socketAddress.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(address.utf8)
+        if abstract { bytes[0] = 0 }
+        withUnsafeMutableBytes(of: &socketAddress.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + (abstract ? 0 : 1))
+        let bound = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0 else {
+            close(fd)
+            throw TestFailure("binding \(address) failed: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The next datagram as text, waiting at most `timeout`.
+    func receive(timeout: Duration) throws -> String {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(timeout.components.seconds * 1000)
+        guard Glibc.poll(&descriptor, 1, milliseconds) == 1 else { throw TestFailure("no datagram within \(timeout)") }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard count >= 0 else { throw TestFailure("recv failed") }
+        return String(decoding: buffer[..<count], as: UTF8.self)
+    }
+
+    deinit {
+        close(fd)
+        if let path { unlink(path) }
+    }
+}

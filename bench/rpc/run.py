@@ -9,8 +9,8 @@ Usage: python3 bench/rpc/run.py [--seconds S] [--debug] [--skip-build] [--bin-di
 Loopback (127.0.0.1) only. Builds release binaries unless --skip-build (or --debug).
 """
 import argparse
+import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -49,37 +49,17 @@ def start_rivetd(bins, home, state):
         [os.path.join(bins, "rivetd"), "--listen", "127.0.0.1:0", "--schema",
          os.path.join(ROOT, "examples/schema/rivet.rktd"), "--application-id", "net.example.scoreboard",
          "--log-level", "warn", "--backend", os.path.join(bins, "rivet-bench-rpc"), "backend"],
-        env=environment(home), stderr=log)
-    # --log-level warn keeps per-session lines out of the measurement; the port comes from info,
-    # so read it from the control-free source: /proc's listening sockets of the daemon.
-    deadline = time.time() + 20
-    while time.time() < deadline:
-        port = listening_port(daemon.pid)
-        if port:
-            return daemon, port
-        if daemon.poll() is not None:
-            raise RuntimeError("rivetd exited: " + open(log_path).read())
-        time.sleep(0.05)
-    raise RuntimeError("rivetd did not listen")
-
-
-def listening_port(pid):
-    """The TCP port the process listens on (state 0A) on 127.0.0.1, from /proc."""
-    try:
-        inodes = set()
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-            match = re.match(r"socket:\[(\d+)\]", target)
-            if match:
-                inodes.add(match.group(1))
-        with open("/proc/net/tcp") as table:
-            for line in table.readlines()[1:]:
-                fields = line.split()
-                if fields[3] == "0A" and fields[9] in inodes and fields[1].startswith("0100007F:"):
-                    return int(fields[1].split(":")[1], 16)
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    return None
+        env=environment(home), stdout=subprocess.PIPE, stderr=log, text=True)
+    # --log-level warn keeps per-session lines out of the measurement; the port comes from the
+    # ready line rivetd prints on stdout once it accepts connections (docs/operations.md).
+    line = daemon.stdout.readline()
+    if not line:
+        daemon.wait()
+        raise RuntimeError("rivetd exited: " + open(log_path).read())
+    ready = json.loads(line)
+    if ready.get("event") != "ready":
+        raise RuntimeError("rivetd printed no ready line: " + line)
+    return daemon, ready["port"]
 
 
 def load(bins, state, port, sessions, seconds):

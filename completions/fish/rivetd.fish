@@ -3,7 +3,7 @@
 
 complete -c rivetd -f
 
-complete -c rivetd -l listen -x -d 'Listen for devices on this numeric address and port (port 0 picks a free one).'
+complete -c rivetd -l listen -x -d 'Listen for devices on this address (IPv4, [IPv6] or a host name) and port (0 picks a free one).'
 complete -c rivetd -l schema -r -F -d 'The schema whose device allowlists and scopes the gateway enforces.'
 complete -c rivetd -l application-id -x -d 'The application devices pair with; devices of any other application are refused.'
 complete -c rivetd -l registry -r -F -d 'Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3.'

@@ -181,15 +181,15 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
 
     // MARK: Control
 
-    /// Closes every session of `device` (`rivet.revoked`) and returns how many were open.
-    func revoke(device: DeviceID) -> Int {
+    /// Closes every session of `device` (`rivet.revoked`) and returns the peer address of each.
+    func revoke(device: DeviceID) -> [String] {
         monitor.withLock {
             let actions = gateway.revoke(device: device)
-            perform(actions)
-            return actions.reduce(0) { count, action in
-                if case .closeSession = action { return count + 1 }
-                return count
+            let peers = actions.compactMap { action -> String? in
+                if case .closeSession(let id, _) = action { links[id]?.context.peerAddress } else { nil }
             }
+            perform(actions)
+            return peers
         }
     }
 

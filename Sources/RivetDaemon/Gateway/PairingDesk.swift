@@ -133,8 +133,8 @@ final class PairingDesk: RivetPairingHost {
     /// Rejects the pending attempt.
     /// - Throws: ``RivetControlError/windowClosed``, ``RivetControlError/noAttempt``.
     func reject() throws(RivetControlError) {
+        // The service's attemptEnded event logs it, with the device's name and address.
         do { try service.reject() } catch { throw RivetControlError(error) }
-        log.info("the desktop rejected the pairing attempt")
     }
 
     /// Closes the window.
@@ -164,6 +164,8 @@ private final class DeskState: @unchecked Sendable {
     private let monitor = Monitor()
     private var history: [Outcome] = []
     private var windowEnd: ContinuousClock.Instant?
+    /// The last attempt that ended without pairing (name and address), for the window's end.
+    private var lastEnded: (name: RivetDeviceName, peer: String)?
 
     /// How many outcomes were recorded so far.
     var outcomes: Int { monitor.withLock { history.count } }
@@ -197,15 +199,42 @@ private final class DeskState: @unchecked Sendable {
                 history.append(.paired(device))
                 let scopes = device.scopes.sorted().map(\.name).joined(separator: ",")
                 log.info("paired device \(device.deviceID) (\(device.displayName)) with scopes [\(scopes)]")
+            case .windowClosed(.tooManyFailures):
+                windowEnd = nil
+                let last = lastEnded.map { " (the last: \"\($0.name)\" from \($0.peer))" } ?? ""
+                log.warn(
+                    "pairing window closed: too-many-failures, \(RivetDevicePairingCoordinator.failureLimit) attempts failed\(last); open a new one to pair"
+                )
             case .windowClosed(let closure):
                 windowEnd = nil
                 log.info("pairing window closed: \(PairingDesk.name(closure))")
+            case .attemptEnded(let name, let peer, let reason, let failures):
+                lastEnded = (name, peer)
+                let counted = Self.countsAsFailure(reason) ? " (failure \(failures) of \(RivetDevicePairingCoordinator.failureLimit) in this window)" : ""
+                log.log(
+                    Self.suspicious(reason) ? .warn : .info,
+                    "pairing attempt of \"\(name)\" from \(peer) ended: \(reason.message)\(counted)")
+            case .deviceRefused(let name, let peer, let reason):
+                let named = name.map { " (\"\($0)\")" } ?? ""
+                log.info("refused a pairing message from \(peer)\(named): \(reason.message)")
             case .storeFailed(let message):
                 history.append(.storeFailed(message))
                 log.error("storing a paired device failed: \(message)")
             }
             monitor.broadcast()
         }
+    }
+
+    /// Whether an attempt's end counts toward the window's failure limit (everything but the
+    /// window's own end and the server's lack of randomness).
+    static func countsAsFailure(_ reason: RivetDevicePairingRefusal) -> Bool {
+        ![.cancelled, .windowExpired, .randomnessUnavailable].contains(reason)
+    }
+
+    /// Whether an attempt's end may mean someone is interfering: a wrong code, a nonce that does
+    /// not open its commitment, messages out of order. Logged at `warn`.
+    static func suspicious(_ reason: RivetDevicePairingRefusal) -> Bool {
+        [.codeMismatch, .commitmentMismatch, .unexpectedMessage].contains(reason)
     }
 
     /// The first outcome recorded after `count` outcomes, waiting until `deadline`.

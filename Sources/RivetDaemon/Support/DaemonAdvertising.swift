@@ -93,18 +93,14 @@ final class DaemonAdvertising: Sendable {
         observer.withLock { $0 = task }
     }
 
-    /// The listener failed: withdraws the advertisement at once.
-    func listenerFailed() {
-        advertiser.listenerFailed()
-        observer.withLock { $0?.cancel() }
-    }
-
     /// Withdraws the advertisement (gone from avahi-daemon when this returns) and stops logging.
+    /// Only a published advertisement is reported withdrawn; one still waiting for avahi-daemon
+    /// or for an address was never visible.
     func stop() {
         let wasAdvertising: Bool
         switch advertiser.state {
-        case .stopped, .listenerDown: wasAdvertising = false
-        case .waiting, .noAddresses, .publishing, .published: wasAdvertising = true
+        case .published: wasAdvertising = true
+        case .stopped, .listenerDown, .waiting, .noAddresses, .publishing: wasAdvertising = false
         }
         observer.withLock { $0?.cancel() }
         advertiser.stop()

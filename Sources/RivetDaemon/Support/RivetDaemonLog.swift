@@ -49,9 +49,10 @@ public enum RivetLogLevel: Int, Sendable, Comparable, CaseIterable, CustomString
 /// The daemon's log: one line per event, each with its level, written whole (one `write(2)`),
 /// so it reads well in a terminal, a file and the systemd journal.
 ///
-/// Lines look like `rivetd: info: session 3 opened …`; when standard error is the journal
-/// (`JOURNAL_STREAM` is set, as systemd does) they carry journald's priority prefix instead
-/// (`<6>session 3 opened …`). Each message is made one line: line breaks become spaces and other
+/// Lines look like `2026-12-01T09:30:00.123Z rivetd: info: session 3 opened …` (UTC, to the
+/// millisecond); when standard error is the journal (`JOURNAL_STREAM` names its device and
+/// inode, as systemd sets it) they carry journald's priority prefix instead and no time, which
+/// the journal records itself (`<6>session 3 opened …`). Each message is made one line: line breaks become spaces and other
 /// control characters are shown escaped, so text from a device or the backend cannot forge
 /// lines. Callers never pass a credential, verifier, nonce, pairing code or key: the log names
 /// devices by ID and name only.
@@ -60,20 +61,47 @@ public struct RivetDaemonLog: Sendable {
     public let level: RivetLogLevel
     /// The prefix of every line outside the journal.
     public let tag: String
-    /// Whether lines carry journald's priority prefix instead of the tag and level name.
+    /// Whether lines carry journald's priority prefix instead of the time, tag and level name.
     public let journal: Bool
     private let sink: @Sendable (String) -> Void
 
     /// A log writing lines at or below `level` to `sink` (standard error by default).
     public init(
         level: RivetLogLevel, tag: String = "rivetd",
-        journal: Bool = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil,
+        journal: Bool = RivetDaemonLog.standardErrorIsJournal(),
         sink: @escaping @Sendable (String) -> Void = RivetDaemonLog.standardError
     ) {
         self.level = level
         self.tag = tag
         self.journal = journal
         self.sink = sink
+    }
+
+    /// Whether standard error is the journal's stream: `JOURNAL_STREAM` (`DEVICE:INODE`, set by
+    /// systemd) names the very file standard error is. A variable inherited by a process whose
+    /// standard error went elsewhere (a shell started from a unit, a redirection) does not count.
+    public static func standardErrorIsJournal(
+        environment: [String: String] = ProcessInfo.processInfo.environment, descriptor: Int32 = STDERR_FILENO
+    ) -> Bool {
+        guard let value = environment["JOURNAL_STREAM"] else { return false }
+        let parts = value.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { return false }
+        return UInt64(info.st_dev) == device && UInt64(info.st_ino) == inode
+    }
+
+    /// `now` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
+    static func timestamp(_ now: timespec = { var now = timespec(); clock_gettime(CLOCK_REALTIME, &now); return now }()) -> String {
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
     }
 
     /// Writes one line to standard error with a single `write(2)` per line.
@@ -104,7 +132,7 @@ public struct RivetDaemonLog: Sendable {
     public func log(_ level: RivetLogLevel, _ message: @autoclosure () -> String) {
         guard enabled(level) else { return }
         let text = Self.oneLine(message())
-        sink(journal ? "<\(level.journalPriority)>\(text)\n" : "\(tag): \(level): \(text)\n")
+        sink(journal ? "<\(level.journalPriority)>\(text)\n" : "\(Self.timestamp()) \(tag): \(level): \(text)\n")
     }
 
     /// Logs at `error`.
