@@ -189,7 +189,8 @@ public final class RivetDaemon: Sendable {
     /// Safe to call more than once; later calls return at once.
     public func stop() {
         guard let running = parts.take() else { return }
-        log.info("stopping: withdrawing the advertisement, closing sessions, the listener, the control socket and the backend")
+        let withdrawing = running.advertising == nil ? "" : "withdrawing the advertisement, "
+        log.info("stopping: \(withdrawing)closing sessions, the listener, the control socket and the backend")
         running.advertising?.stop()
         try? running.desk.cancel()
         running.core.closeAllSessions(timeout: .seconds(2))

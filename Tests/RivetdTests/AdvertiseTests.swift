@@ -110,6 +110,10 @@ import ToolTestSupport
             #expect(!daemon.log.contains("advertising _rivet._tcp as"))
             var info = stat()
             #expect(stat(home.stateDirectory + "/discovery-secret", &info) == 0 && info.st_mode & 0o777 == 0o600)
+            // Stopping names no advertisement it never had.
+            #expect(try await daemon.stop() == 0)
+            #expect(daemon.log.contains("stopping: closing sessions"), "\(daemon.log)")
+            #expect(!daemon.log.contains("advertisement"), "\(daemon.log)")
         }
     }
 

@@ -69,6 +69,39 @@ import ToolTestSupport
         }
     }
 
+    @Test("every EXAMPLES command of rivetd(1) runs as printed and does what the page says")
+    func rivetdExamples() async throws {
+        let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivetd.1")
+        try #require(commands.count == 2, "\(commands)")
+        #expect(commands[0] == "rivetd --fingerprint")
+        #expect(commands[1].hasPrefix("rivetd --listen 127.0.0.1:7447 --schema rivet.rktd "))
+        let home = try Home()
+        defer { home.remove() }
+        let fingerprint = try Self.shell(commands[0], home)
+        #expect(try await fingerprint.wait() == 0, "\(fingerprint.stderr)")
+        let hex = fingerprint.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(SPKIFingerprint(hex: hex) != nil, "\(fingerprint.stdout)")
+
+        // The page's rivet.rktd and backend.py are the example schema and the Python backend;
+        // only the port becomes a free one, which the ready line then names.
+        try FileManager.default.copyItem(atPath: exampleSchema, toPath: home.path + "/rivet.rktd")
+        try FileManager.default.copyItem(
+            atPath: repositoryRoot + "/examples/python-backend/scoreboard_backend.py", toPath: home.path + "/backend.py")
+        let serve = try Self.shell("cd '\(home.path)' && exec " + commands[1].replacingOccurrences(of: "127.0.0.1:7447", with: "127.0.0.1:0"), home)
+        try await eventually("the ready line") {
+            if let status = serve.poll() { throw TestFailure("rivetd exited with \(status): \(serve.stderr)") }
+            return serve.stdout.hasSuffix("\n")
+        }
+        let ready = try JSONSerialization.jsonObject(with: Data(serve.stdout.utf8)) as? [String: Any]
+        #expect(ready?["event"] as? String == "ready")
+        #expect(ready?["fingerprint"] as? String == hex)
+        let port = try #require(ready?["port"] as? Int)
+        close(try connectTCP(port: UInt16(port)))
+        #expect(serve.stderr.contains("backend started: python3 (pid "), "\(serve.stderr)")
+        serve.signal(SIGTERM)
+        #expect(try await serve.wait() == 0, "\(serve.stderr)")
+    }
+
     /// Stores a device that paired and was last seen in 2020.
     static func pairStale(_ home: Home, fingerprint: SPKIFingerprint) throws -> DeviceID {
         let store = try RivetDevicePairingStore(path: home.registry)
