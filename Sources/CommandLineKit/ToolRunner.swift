@@ -62,8 +62,12 @@ public enum ToolRunner {
     /// - Parameters:
     ///   - arguments: the full argument vector, program name first.
     ///   - executor: where the body's task runs (default: the concurrency pool).
+    ///   - jsonUsageError: for a tool whose `--json` promises JSON for every failure: the line
+    ///     (without its newline) to write instead of the usual one when the command line does
+    ///     not parse and `--json` is among its options (see ``asksForJSON(_:)``).
     public static func main(
         spec: CommandSpec, arguments: [String] = CommandLine.arguments, executor: Executor = .concurrencyPool,
+        jsonUsageError: (@Sendable (UsageError) -> String)? = nil,
         body: @escaping @Sendable (ParsedArguments) async throws -> ExitStatus
     ) -> Never {
         signal(SIGPIPE, SIG_IGN)
@@ -73,7 +77,11 @@ public enum ToolRunner {
         do {
             parsed = try spec.parse(Array(arguments.dropFirst()))
         } catch {
-            writeError(error.line(tool: spec.name))
+            if let jsonUsageError, asksForJSON(arguments.dropFirst()) {
+                writeError(jsonUsageError(error))
+            } else {
+                writeError(error.line(tool: spec.name))
+            }
             exit(ExitStatus.usage.code)
         }
         switch parsed.action {
@@ -126,6 +134,16 @@ public enum ToolRunner {
         while true {
             DispatchSemaphore(value: 0).wait()
         }
+    }
+
+    /// Whether `arguments` (the program name left out), which did not parse, hold `--json`
+    /// before any `--`: the word itself, as the parser would have read it as the flag.
+    public static func asksForJSON(_ arguments: some Collection<String>) -> Bool {
+        for argument in arguments {
+            if argument == "--" { return false }
+            if argument == "--json" { return true }
+        }
+        return false
     }
 
     /// The exit code for the body's outcome, printing what the user must see.

@@ -16,6 +16,11 @@ extension ToolSpecs {
             Redirects are never followed and the credential goes to the URL's origin only. The \
             exit statuses are rastrillo-fetch's.
 
+            When DEST is an existing directory, the file in it is named after the URL's last \
+            path segment, percent-decoded (as curl -O --output-dir and wget -P do); a segment \
+            that is empty, '.', '..', or holds '/' or NUL is refused. DEST '-' is refused: \
+            rastrillo-fetch writes a body to standard output.
+
             Example:
              rastrillo-download --credential-file ~/.config/token https://example.com/export.tar export.tar
             """,
@@ -25,11 +30,13 @@ extension ToolSpecs {
             credentialEnvOption,
             credentialHeaderOption,
             cacertOption,
-            .flag("json", help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object."),
+            .flag("json", help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr."),
         ],
         positionals: [
             PositionalSpec("URL", help: "The http or https URL to download.", kind: .url),
-            PositionalSpec("DEST", help: "The new file to write; it must not exist.", kind: .file),
+            PositionalSpec(
+                "DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.",
+                kind: .directory),
         ],
         exclusiveGroups: [["credential-file", "credential-env"]],
         exitStatuses: ExitStatus.network

@@ -3,17 +3,19 @@ import RastrilloCore
 import RastrilloCLI
 import ToolSpecs
 
-ToolRunner.main(spec: ToolSpecs.rastrilloDownload) { arguments in
+ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonUsageError: FailureReport.jsonLine) { arguments in
     let json = arguments.flag("json")
-    let destination = arguments.positional("DEST") ?? ""
-    let bar = ProgressBar(label: PathText.lastComponent(destination), total: nil)
-    defer { bar.finish() }
+    var bar: ProgressBar?
+    defer { bar?.finish() }
     do {
         let client = try ClientArguments(arguments)
+        let destination = try DownloadDestination.path(for: arguments.positional("DEST") ?? "", target: client.target)
+        let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
+        bar = progress
         let result = try await client.client().download(
             client.target, to: destination, headers: client.headers, computeSHA256: json,
-            progress: { written, total in bar.update(completed: written, total: total) })
-        bar.finish()
+            progress: { written, total in progress.update(completed: written, total: total) })
+        progress.finish()
         if json { try JSONOutput.write(DownloadJSON(result)) }
         return .ok
     } catch let error as UsageError where !json {
@@ -21,7 +23,7 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload) { arguments in
     } catch let error where error is CancellationError || error is OutputClosed || error is OutputError {
         throw error
     } catch {
-        bar.finish()
+        bar?.finish()
         return FailureReport.emit(error, json: json)
     }
 }

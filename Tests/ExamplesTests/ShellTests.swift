@@ -43,10 +43,34 @@ let shellDirectory = repositoryRoot + "/examples/shell"
     @Test func transientFailuresBackOffAndRetry() async throws {
         let (run, requests) = try await retry([503, 500])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.hasSuffix("done"))
+        // -f keeps the failed attempts' bodies off stdout.
+        #expect(run.stdout == "done")
         #expect(requests == 3)
         #expect(run.stderr.components(separatedBy: "transient failure").count == 3)
         #expect(run.stderr.contains("backing off 1s") && run.stderr.contains("backing off 2s"))
+    }
+
+    /// `fetch-with-retry.sh URL | jq` sees only the successful JSON body, however many attempts
+    /// failed before it.
+    @Test func theOutputPipesIntoJqAfterFailedAttempts() async throws {
+        let answered = Mutex(0)
+        let server = try LoopbackHTTPServer { _ in
+            let index = answered.withLock { count in
+                count += 1
+                return count - 1
+            }
+            return index < 2 ? .fixed(status: 503, body: Array("try again".utf8)) : .fixed(body: Array(#"{"a":1}"#.utf8))
+        }
+        defer { server.stop() }
+        let home = try ToolProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let run = try await runProgram(
+            ["/bin/bash", "-o", "pipefail", "-c", "\"$0\" \"$1\" | jq -c .", shellDirectory + "/fetch-with-retry.sh", server.url("/doc")],
+            environment: ToolProcess.environment(
+                home: home, extra: ["PATH": ToolProcess.buildDirectory + ":/usr/bin:/bin", "RETRY_WAIT_SCALE": "0"]))
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == "{\"a\":1}\n")
+        #expect(answered.withLock { $0 } == 3)
     }
 
     @Test(arguments: [(401, Int32(5), "sign in again"), (404, 6, "permanent failure"), (409, 7, "conflict")])
