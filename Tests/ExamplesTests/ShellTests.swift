@@ -88,6 +88,28 @@ let shellDirectory = repositoryRoot + "/examples/shell"
         #expect(run.stderr.contains("gave up after 2 attempts"))
     }
 
+    @Test(arguments: [false, true])
+    func watchStreamPrintsTheEventsData(filtered: Bool) async throws {
+        let server = try LoopbackHTTPServer { _ in
+            LoopbackHTTPResponse(steps: [
+                .send(
+                    LoopbackHTTPResponse.headBytes(
+                        status: 200,
+                        headers: [LoopbackHTTPHeader("Content-Type", "text/event-stream"), LoopbackHTTPHeader("Connection", "close")])
+                        + Array("data: one\n\nevent: tick\ndata: two\n\n".utf8))
+            ])
+        }
+        defer { server.stop() }
+        let home = try ToolProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let run = try await runProgram(
+            ["/bin/bash", shellDirectory + "/watch-stream.sh", "--once", server.url("/events")] + (filtered ? ["tick"] : []),
+            environment: ToolProcess.environment(home: home, extra: ["PATH": ToolProcess.buildDirectory + ":/usr/bin:/bin"]))
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout == (filtered ? "two\n" : "one\ntwo\n"))
+        #expect(run.stderr.contains(#"watch-stream: {"status":200,"type":"open"}"#), "\(run.stderr)")
+    }
+
     @Test func offlineWaitsForTheNetwork() async throws {
         let home = try ToolProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: home) }
