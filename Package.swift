@@ -185,7 +185,7 @@ let package = Package(
             name: "ExamplesTests",
             dependencies: [
                 "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "rastrillo-stream",
-                "rastrillo-download", "RivetDevice", "RivetWire",
+                "rastrillo-download", "rivet-browse", "RivetDevice", "RivetWire",
                 "RivetPairing", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
             ],
             plugins: ["RivetGeneratorPlugin"]),

@@ -110,6 +110,33 @@ let shellDirectory = repositoryRoot + "/examples/shell"
         #expect(run.stderr.contains(#"watch-stream: {"status":200,"type":"open"}"#), "\(run.stderr)")
     }
 
+    /// browse-gateways.sh against avahi-daemon, with a gateway advertised by avahi-publish
+    /// (started and stopped by the same shell, once it says the record is established).
+    @Test func browseGatewaysListsAnAdvertisedGateway() async throws {
+        let name = "Rivet shell \(UUID().uuidString.prefix(8))"
+        let home = try ToolProcess.makeTemporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        var extra = ["PATH": ToolProcess.buildDirectory + ":/usr/bin:/bin", "NAME": name, "SCRIPT": shellDirectory + "/browse-gateways.sh"]
+        if let bus = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"] { extra["DBUS_SYSTEM_BUS_ADDRESS"] = bus }
+        let script = """
+            avahi-publish -s "$NAME" _rivet._tcp 7790 v=1 h=0123456789abcdef proto=rvd1 2>"$HOME/publish.log" &
+            publisher=$!
+            for _ in $(seq 100); do grep -q 'Established under name' "$HOME/publish.log" && break; sleep 0.1; done
+            status=0
+            bash "$SCRIPT" || status=$?
+            kill "$publisher"
+            wait "$publisher" || true
+            exit "$status"
+            """
+        let run = try await runProgram(
+            ["/bin/bash", "-c", script], environment: ToolProcess.environment(home: home, extra: extra), timeout: .seconds(40))
+        #expect(run.status == 0, "\(run.stderr)")
+        let line = run.stdoutLines.first { $0.hasPrefix(name + "\t") }
+        let fields = line?.split(separator: "\t").map(String.init) ?? []
+        #expect(fields.count == 3, "\(run.stdout)")
+        #expect(fields.dropFirst().first?.hasSuffix(":7790") == true, "\(run.stdout)")
+    }
+
     @Test func offlineWaitsForTheNetwork() async throws {
         let home = try ToolProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: home) }
