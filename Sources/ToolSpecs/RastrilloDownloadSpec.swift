@@ -13,6 +13,9 @@ extension ToolSpecs {
             limit and memory stays flat. The file is synced to disk before success; on any \
             failure or interruption the partial file is removed.
 
+            On a terminal a progress bar (rate, time left) is drawn on standard error and \
+            replaced by one summary line at the end; never in a pipe or a log.
+
             Redirects are never followed and the credential goes to the URL's origin only. The \
             exit statuses are rastrillo-fetch's.
 

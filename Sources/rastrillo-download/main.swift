@@ -15,7 +15,7 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonUsageError: FailureReport
         let result = try await client.client().download(
             client.target, to: destination, headers: client.headers, computeSHA256: json,
             progress: { written, total in progress.update(completed: written, total: total) })
-        progress.finish()
+        progress.finish(summary: summary(result))
         if json { try JSONOutput.write(DownloadJSON(result)) }
         return .ok
     } catch let error as UsageError where !json {
@@ -26,6 +26,17 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonUsageError: FailureReport
         bar?.finish()
         return FailureReport.emit(error, json: json)
     }
+}
+
+/// The line that replaces the progress bar on a terminal, as wget ends with one:
+/// `rastrillo-download: saved PATH: 1.5 MiB (1572864 bytes) in 0.3 s, 5.0 MiB/s`.
+func summary(_ download: NativeDownload) -> String {
+    let (seconds, attoseconds) = download.duration.components
+    let milliseconds = max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 1)
+    let tenths = (milliseconds + 50) / 100
+    let rate = ProgressBar.formatBytes(Int64(Double(download.byteCount) * 1000 / Double(milliseconds)))
+    return "\(ToolSpecs.rastrilloDownload.name): saved \(download.path): \(ProgressBar.formatBytes(download.byteCount)) "
+        + "(\(download.byteCount) bytes) in \(tenths / 10).\(tenths % 10) s, \(rate)/s"
 }
 
 /// The `--json` summary of a download (documented in rastrillo-download(1)).

@@ -110,3 +110,63 @@ import ToolTestSupport
         #expect(try jsonObject(json.stderr)["error"] as? String == "usage")
     }
 }
+
+/// The download progress bar and its summary line, under a real pseudo-terminal.
+@Suite struct DownloadProgressTests {
+    /// Runs rastrillo-download with stderr on a pseudo-terminal (Python's pty module) and
+    /// returns what the terminal received.
+    func terminalOutput(_ arguments: [String], home: Home) async throws -> (status: Int32, terminal: String) {
+        let script = """
+            import os, pty, subprocess, sys
+            leader, follower = pty.openpty()
+            child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower)
+            os.close(follower)
+            seen = b""
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            sys.stdout.buffer.write(seen)
+            sys.exit(child.wait())
+            """
+        let environment = home.environment.merging(["TERM": "xterm", "NO_COLOR": "1", "COLUMNS": "80"]) { $1 }
+        let run = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        try ToolProcess.runProgram(
+                            at: "/usr/bin/python3", ["-c", script, ToolProcess.path(of: "rastrillo-download")] + arguments,
+                            environment: environment)
+                    })
+            }.start()
+        }
+        return (run.status, run.stdout)
+    }
+
+    @Test func aTerminalSeesTheBarThenOneSummaryLine() async throws {
+        let home = try Home()
+        let body = pattern(3 << 20)
+        let server = try LoopbackHTTPServer { _ in .fixed(body: body) }
+        let destination = home.file("big.bin")
+        let (status, terminal) = try await terminalOutput([server.url("/big.bin"), destination], home: home)
+        #expect(status == 0, "\(terminal)")
+        #expect(terminal.contains("big.bin ["), "\(terminal)")
+        #expect(terminal.contains("/s"), "\(terminal)")
+        let summary = terminal.split(whereSeparator: \.isNewline).last.map(String.init) ?? ""
+        #expect(summary.hasPrefix("rastrillo-download: saved \(destination): 3.0 MiB (3145728 bytes) in "), "\(terminal)")
+        #expect(summary.hasSuffix("/s"), "\(summary)")
+        #expect(terminal.hasSuffix("\r\n"))  // the terminal turns the line's LF into CRLF
+    }
+
+    @Test func offATerminalNothingIsPrinted() async throws {
+        let home = try Home()
+        let server = try LoopbackHTTPServer { _ in .fixed(body: pattern(1000)) }
+        let result = try await run("rastrillo-download", [server.url("/x"), home.file("x")], home: home)
+        #expect(result.status == 0)
+        #expect(result.stderr == "")
+    }
+}
