@@ -186,7 +186,8 @@ let package = Package(
         .testTarget(
             name: "ExamplesTests",
             dependencies: [
-                "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "RivetDevice", "RivetWire",
+                "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "rastrillo-stream",
+                "rastrillo-download", "rivet-browse", "RivetDevice", "RivetWire",
                 "RivetPairing", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
             ],
             plugins: ["RivetGeneratorPlugin"]),

@@ -7,7 +7,10 @@ import Synchronization
 /// call does nothing, so pipes and logs never see it. Redraws are throttled (at most one per
 /// `minimumInterval`, 100 ms by default, plus the first one). Colour is used unless `NO_COLOR`
 /// is set and non-empty; without colour the output contains no escape sequences at all.
-/// ``finish()`` erases the line. Safe to call from any thread.
+/// The line ends with the rate since the first update and, when the total is known, the time
+/// left; every amount has a fixed width, so the bar keeps its size as the amounts grow.
+/// ``finish(summary:)`` erases the line and may leave one summary line instead. Safe to call
+/// from any thread.
 public final class ProgressBar: Sendable {
     /// How amounts are shown.
     public enum Unit: Sendable, Hashable {
@@ -30,6 +33,7 @@ public final class ProgressBar: Sendable {
     private struct State {
         var completed: Int64 = 0
         var total: Int64?
+        var start: ContinuousClock.Instant?
         var lastDraw: ContinuousClock.Instant?
         var drawnWidth = 0
         var finished = false
@@ -75,9 +79,11 @@ public final class ProgressBar: Sendable {
             guard !state.finished else { return nil }
             state.completed = completed
             if let total { state.total = total }
+            if state.start == nil { state.start = instant }
             if let last = state.lastDraw, instant - last < minimumInterval { return nil }
             state.lastDraw = instant
-            let line = render(completed: state.completed, total: state.total)
+            let elapsed = instant - (state.start ?? instant)
+            let line = render(completed: state.completed, total: state.total, elapsed: elapsed)
             let padding = max(0, state.drawnWidth - line.width)
             state.drawnWidth = line.width
             return "\r" + line.text + String(repeating: " ", count: padding)
@@ -85,30 +91,50 @@ public final class ProgressBar: Sendable {
         if let text { sink(text) }
     }
 
-    /// Erases the bar; later updates draw nothing. Does nothing if nothing was drawn.
-    public func finish() {
+    /// Erases the bar and, when given, writes `summary` as a line of its own in its place; later
+    /// updates draw nothing. Only on a terminal, like the bar; only once.
+    public func finish(summary: String? = nil) {
         guard isEnabled else { return }
         let text = state.withLock { state -> String? in
             guard !state.finished else { return nil }
             state.finished = true
-            guard state.drawnWidth > 0 else { return nil }
-            return "\r" + String(repeating: " ", count: state.drawnWidth) + "\r"
+            var text = state.drawnWidth > 0 ? "\r" + String(repeating: " ", count: state.drawnWidth) + "\r" : ""
+            if let summary { text += Diagnostics.oneLine(summary) + "\n" }
+            return text.isEmpty ? nil : text
         }
         if let text { sink(text) }
     }
 
+    /// The widest amount (`1023.9 KiB`) and rate (`1023.9 MiB/s`), and the time left
+    /// (`99:59:59`).
+    private static let amountWidth = 10
+    private static let rateWidth = 12
+    private static let timeWidth = 8
+
     /// The line for the given amounts and its printed width (without escape sequences).
-    private func render(completed: Int64, total: Int64?) -> (text: String, width: Int) {
+    private func render(completed: Int64, total: Int64?, elapsed: Duration) -> (text: String, width: Int) {
         let available = columns - 1
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = seconds > 0 ? Double(max(completed, 0)) / seconds : nil
+        let rateText = rate.map { format(Int64($0)) + "/s" } ?? ""
         guard let total, total > 0 else {
-            let amount = format(completed)
-            let name = truncated(label, to: available - amount.count - 1)
-            let plain = name.isEmpty ? amount : name + " " + amount
+            let amount = padded(format(completed), to: Self.amountWidth)
+            var tail = amount
+            if unit == .bytes { tail += " " + padded(rateText, to: Self.rateWidth) }
+            let name = truncated(label, to: available - tail.count - 1)
+            let plain = name.isEmpty ? tail : name + " " + tail
             return (plain, plain.count)
         }
         let clamped = min(max(completed, 0), total)
         let percent = Int(clamped * 100 / total)
-        let suffix = " \(String(repeating: " ", count: 3 - String(percent).count))\(percent)% \(format(clamped)) / \(format(total))"
+        var suffix = " \(String(repeating: " ", count: 3 - String(percent).count))\(percent)% \(padded(format(clamped), to: Self.amountWidth)) / \(format(total))"
+        if unit == .bytes {
+            let left = rate.flatMap { $0 > 0 ? Double(total - clamped) / $0 : nil }
+            let timing = " " + padded(rateText, to: Self.rateWidth) + " " + padded(left.map(Self.clock) ?? "--:--", to: Self.timeWidth)
+            // The timing goes first when the line is too narrow for it, a short label and a
+            // usable bar.
+            if available - suffix.count - timing.count >= 24 { suffix += timing }
+        }
         let name = truncated(label, to: max(0, available - suffix.count - 12))
         let barWidth = available - suffix.count - name.count - (name.isEmpty ? 2 : 3)
         let filled = Int(Int64(barWidth) * clamped / total)
@@ -120,6 +146,19 @@ public final class ProgressBar: Sendable {
         return (text, prefix.count + barWidth + 2 + suffix.count)
     }
 
+    /// `text` right-aligned in `width` columns.
+    private func padded(_ text: String, to width: Int) -> String {
+        text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+    }
+
+    /// `seconds` as `M:SS` or `H:MM:SS`, at most `99:59:59`.
+    private static func clock(_ seconds: Double) -> String {
+        let whole = Int(min(seconds.rounded(.up), 359_999))
+        let (hours, minutes, rest) = (whole / 3600, whole / 60 % 60, whole % 60)
+        let twoDigits = { (value: Int) in value < 10 ? "0\(value)" : "\(value)" }
+        return hours > 0 ? "\(hours):\(twoDigits(minutes)):\(twoDigits(rest))" : "\(minutes):\(twoDigits(rest))"
+    }
+
     private func truncated(_ text: String, to width: Int) -> String {
         guard width > 0 else { return "" }
         if text.count <= width { return text }
@@ -127,7 +166,12 @@ public final class ProgressBar: Sendable {
     }
 
     private func format(_ amount: Int64) -> String {
-        guard unit == .bytes else { return String(amount) }
+        unit == .bytes ? Self.formatBytes(amount) : String(amount)
+    }
+
+    /// `amount` bytes as the bar shows them: `512 B`, `1.5 MiB` (binary units, one decimal,
+    /// rounded down).
+    public static func formatBytes(_ amount: Int64) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = amount
         var index = 0

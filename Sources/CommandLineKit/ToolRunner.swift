@@ -67,9 +67,12 @@ public enum ToolRunner {
     ///     `{"error":CODE,"message":TEXT}`, CODE `usage` for a usage error, a ``ToolError``'s
     ///     ``ToolError/code``, else `failure`. A command line that does not parse counts as
     ///     asking for JSON when the flag's long form appears before `--`.
+    ///   - jsonUsageError: for a tool whose `--json` promises JSON for every failure: the line
+    ///     (without its newline) to write instead of the usual one when the command line does
+    ///     not parse and `--json` is among its options (see ``asksForJSON(_:)``).
     public static func main(
         spec: CommandSpec, arguments: [String] = CommandLine.arguments, executor: Executor = .concurrencyPool,
-        jsonFailuresFlag: String? = nil,
+        jsonFailuresFlag: String? = nil, jsonUsageError: (@Sendable (UsageError) -> String)? = nil,
         body: @escaping @Sendable (ParsedArguments) async throws -> ExitStatus
     ) -> Never {
         signal(SIGPIPE, SIG_IGN)
@@ -81,6 +84,8 @@ public enum ToolRunner {
         } catch {
             if let flag = jsonFailuresFlag, mentions(flag, in: arguments.dropFirst()) {
                 writeError(FailureJSON(error: "usage", message: error.message).line)
+            } else if let jsonUsageError, asksForJSON(arguments.dropFirst()) {
+                writeError(jsonUsageError(error))
             } else {
                 writeError(error.line(tool: spec.name))
             }
@@ -139,6 +144,12 @@ public enum ToolRunner {
         }
     }
 
+    /// Whether `arguments` (the program name left out), which did not parse, hold `--json`
+    /// before any `--`: the word itself, as the parser would have read it as the flag.
+    public static func asksForJSON(_ arguments: some Collection<String>) -> Bool {
+        mentions("json", in: arguments)
+    }
+
     /// The exit code for the body's outcome, printing what the user must see.
     static func exitCode(
         for result: Result<ExitStatus, any Error>, signal: Int32?, spec: CommandSpec, json: Bool = false
@@ -188,7 +199,7 @@ public enum ToolRunner {
     }
 
     /// Whether `--FLAG` appears among `arguments` before a `--`.
-    static func mentions(_ flag: String, in arguments: ArraySlice<String>) -> Bool {
+    static func mentions(_ flag: String, in arguments: some Collection<String>) -> Bool {
         for argument in arguments {
             if argument == "--" { return false }
             if argument == "--" + flag { return true }

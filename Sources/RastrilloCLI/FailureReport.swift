@@ -4,11 +4,14 @@ import RastrilloStreams
 
 /// How an HTTP tool tells its caller a run failed: one line on standard error, either
 /// `TOOL: message` or, with `--json`, one JSON object:
-/// `{"error": CASE, "message": TEXT, "retry_after": SECONDS|null, "retry_class": CLASS|null,
-/// "status": HTTP-STATUS|null}`.
+/// `{"error": CASE, "message": TEXT, "reason": REASON|null, "retry_after": SECONDS|null,
+/// "retry_class": CLASS|null, "status": HTTP-STATUS|null}`.
 public struct FailureReport: Encodable, Equatable {
     /// The case's snake-case name (`not_found`, `offline`, `disk_full`, `usage`, ...).
     public let error: String
+    /// A finer name for a failure a person must not take for a network blip:
+    /// `tls-certificate` (the server's certificate is not trusted); nil for the others.
+    public let reason: String?
     /// The retry class, or nil for a local failure.
     public let retry_class: String?
     /// The wait the server asked for, in whole seconds, or nil.
@@ -26,33 +29,44 @@ public struct FailureReport: Encodable, Equatable {
             retry_class = client.retryClass.rawValue
             retry_after = client.retryAfter?.components.seconds
             status = client.status
-            message = client.message
+            if client.networkCode == .serverCertificateUntrusted {
+                reason = "tls-certificate"
+                message = client.message + "; if you trust it, name its CA certificate with --cacert FILE"
+            } else {
+                reason = nil
+                message = client.message
+            }
         case let download as NativeDownloadError:
             self.error = download.name
+            reason = nil
             retry_class = nil
             retry_after = nil
             status = nil
             message = download.message
         case let stream as EventStreamError:
             self.error = stream == .lineTooLong ? "line_too_long" : "event_too_large"
+            reason = nil
             retry_class = NativeRetryClass.permanent.rawValue
             retry_after = nil
             status = nil
             message = stream.message
         case let usage as UsageError:
             self.error = "usage"
+            reason = nil
             retry_class = nil
             retry_after = nil
             status = nil
             message = usage.message
         case let tool as any ToolError:
             self.error = "local_failure"
+            reason = nil
             retry_class = nil
             retry_after = nil
             status = nil
             message = tool.message
         default:
             self.error = "local_failure"
+            reason = nil
             retry_class = nil
             retry_after = nil
             status = nil
@@ -60,16 +74,24 @@ public struct FailureReport: Encodable, Equatable {
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case error, retry_class, retry_after, status, message }
+    private enum CodingKeys: String, CodingKey { case error, reason, retry_class, retry_after, status, message }
 
     /// Every key is always present; absent values are `null`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(error, forKey: .error)
+        try container.encode(reason, forKey: .reason)
         try container.encode(retry_class, forKey: .retry_class)
         try container.encode(retry_after, forKey: .retry_after)
         try container.encode(status, forKey: .status)
         try container.encode(message, forKey: .message)
+    }
+
+    /// A usage error as its JSON report, without the newline: what `ToolRunner.main`'s
+    /// `jsonUsageError` writes for a command line with `--json` that does not parse.
+    @Sendable public static func jsonLine(_ usage: UsageError) -> String {
+        let line = (try? JSONOutput.line(FailureReport(usage))) ?? "{\"error\":\"usage\"}\n"
+        return String(line.dropLast())
     }
 
     /// Writes the report (text or one JSON line) to standard error and returns the exit status

@@ -133,6 +133,10 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
         NativeClientError(code, message, status: status, body: body, retryAfter: retryAfter)
     }
 
+    /// The same error, its message led by `context` (`the snapshot /state failed: `), for a
+    /// caller that made several requests and must say which one failed.
+    public func prefixed(_ context: String) -> NativeClientError { with(context + message) }
+
     // MARK: Without a response
 
     /// The network or the host is unreachable (no route, connection lost, host not found, cannot

@@ -87,8 +87,13 @@ public struct NativeHTTP: NativeTransport {
         let collector = BodyCollector(limit: request.maxBytes, isHead: request.method == "HEAD")
         let head = try await exchange(
             request, onHead: { collector.begin($0) }, onBody: { collector.append($0) })
-        return NativeResponse(status: head.status, headers: head.headers, body: collector.bytes, receivedAt: head.receivedAt)
+        return NativeResponse(
+            status: head.status, headers: head.headers, body: collector.bytes, receivedAt: head.receivedAt,
+            credentialSent: credentialSent)
     }
+
+    /// Whether requests carry a credential of the client's own.
+    var credentialSent: Bool { credential != nil }
 
     // MARK: The exchange primitive
 

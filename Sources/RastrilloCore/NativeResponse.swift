@@ -10,13 +10,20 @@ public struct NativeResponse: Sendable, Hashable {
     public let body: [UInt8]
     /// When the status line arrived, by the client's clock; `Retry-After` dates count from it.
     public let receivedAt: Date
+    /// Whether the request carried the client's credential: a 401 to a request without one
+    /// says the server requires authentication, not that it refused a credential.
+    public let credentialSent: Bool
 
     /// A response; the client builds these, tests and scripted transports may too.
-    public init(status: Int, headers: NativeHeaders = NativeHeaders([]), body: [UInt8] = [], receivedAt: Date) {
+    public init(
+        status: Int, headers: NativeHeaders = NativeHeaders([]), body: [UInt8] = [], receivedAt: Date,
+        credentialSent: Bool = true
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.receivedAt = receivedAt
+        self.credentialSent = credentialSent
     }
 
     /// Whether the status is 2xx.
@@ -40,11 +47,13 @@ public struct NativeResponse: Sendable, Hashable {
         let retryHeader = headers["Retry-After"]
         switch status {
         case 401:
-            return NativeClientError(.unauthorized, "the server refused the credential (401 Unauthorized)", status: status)
+            let what = credentialSent ? "the server refused the credential" : "the server requires authentication"
+            return NativeClientError(.unauthorized, "\(what) (401 Unauthorized)", status: status)
         case 303:
+            let outcome = credentialSent ? ": the credential was not accepted" : ""
             return NativeClientError(
                 .unauthorized,
-                "the server answered 303 See Other, a redirect\(location) to sign in, which is never followed: the credential was not accepted",
+                "the server answered 303 See Other, a redirect\(location) to sign in, which is never followed\(outcome)",
                 status: status)
         case 403:
             return NativeClientError(.forbidden, "the server refused access (403 Forbidden)", status: status)

@@ -163,7 +163,7 @@ extension NativeHTTP {
             _ = try await exchange(
                 streamRequest, receiveBufferSize: StreamReceiver.receiveBufferSize,
                 onHead: { head in
-                    if let refusal = StreamReceiver.refusal(of: head) { return refusal }
+                    if let refusal = StreamReceiver.refusal(of: head, credentialSent: credentialSent) { return refusal }
                     return opener.runBlocking(
                         NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt))
                 },
@@ -264,8 +264,9 @@ package final class StreamReceiver {
     }
 
     /// The refusal of a head that does not open an event stream, or nil.
-    package static func refusal(of head: NativeHTTP.ResponseHead) -> NativeClientError? {
-        let response = NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt)
+    package static func refusal(of head: NativeHTTP.ResponseHead, credentialSent: Bool = true) -> NativeClientError? {
+        let response = NativeResponse(
+            status: head.status, headers: head.headers, receivedAt: head.receivedAt, credentialSent: credentialSent)
         if let error = response.error { return error }
         guard head.status == 200 else {
             return NativeClientError(

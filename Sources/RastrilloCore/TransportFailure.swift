@@ -46,10 +46,44 @@ enum TransportFailure {
         default:
             base = .transport(.other)
         }
-        let what = base.networkCode.map(\.words) ?? base.name
         let kind = base.retryClass == .offline ? "offline" : "transport failure"
-        return base.with("\(kind): \(what) (\(origin.authority)): \(error.message)")
+        return base.with("\(kind): \(sentence(error, code: base.networkCode ?? .other, origin: origin))")
     }
+
+    /// What failed, said once: the failure in our words, then libcurl's detail for this
+    /// transfer only where it adds something (which TLS check failed, how the connection broke).
+    /// libcurl's generic text for its code is never used: it repeats the cause, and for
+    /// CURLE_PEER_FAILED_VERIFICATION it speaks of an "SSH remote key".
+    static func sentence(_ error: CurlError, code: NativeNetworkCode, origin: NativeOrigin) -> String {
+        let authority = origin.authority
+        var detail = error.detail.flatMap { $0.isEmpty ? nil : $0 }
+        let what: String
+        switch code {
+        case .cannotConnectToHost: (what, detail) = ("cannot connect to \(authority)", nil)
+        case .notConnectedToInternet: (what, detail) = ("no route to \(authority)", nil)
+        case .cannotFindHost: (what, detail) = ("the host name \(origin.host) does not exist", nil)
+        case .dnsLookupFailed:
+            what = error == .couldNotResolveProxy ? "the proxy's host name did not resolve" : "cannot resolve \(origin.host)"
+            detail = nil
+        case .timedOut: (what, detail) = ("the exchange with \(authority) timed out", nil)
+        case .networkConnectionLost: what = "the connection to \(authority) was lost"
+        case .badServerResponse: what = "the reply of \(authority) is not valid HTTP"
+        case .cannotDecodeContentData: what = "the response body from \(authority) did not decode"
+        case .serverCertificateUntrusted:
+            let problem = detail.map { text in
+                text.hasPrefix(Self.certificateProblem) ? String(text.dropFirst(Self.certificateProblem.count)) : text
+            }
+            return "the server's certificate is not trusted: \(problem ?? "verification failed") (\(authority))"
+        case .secureConnectionFailed: what = "the TLS connection to \(authority) failed"
+        default:
+            what = "the exchange with \(authority) failed"
+            if detail == nil, let description = error.curlDescription, error.curlCode != 60 { detail = description }
+        }
+        return detail.map { "\(what): \($0)" } ?? what
+    }
+
+    /// How libcurl (with OpenSSL) opens a certificate verification failure's detail.
+    private static let certificateProblem = "SSL certificate problem: "
 }
 
 /// Second looks at a failed resolution or connection, to name the failure precisely: libcurl

@@ -13,8 +13,16 @@ extension ToolSpecs {
             limit and memory stays flat. The file is synced to disk before success; on any \
             failure or interruption the partial file is removed.
 
+            On a terminal a progress bar (rate, time left) is drawn on standard error and \
+            replaced by one summary line at the end; never in a pipe or a log.
+
             Redirects are never followed and the credential goes to the URL's origin only. The \
             exit statuses are rastrillo-fetch's.
+
+            When DEST is an existing directory, the file in it is named after the URL's last \
+            path segment, percent-decoded (as curl -O --output-dir and wget -P do); a segment \
+            that is empty, '.', '..', or holds '/' or NUL is refused. DEST '-' is refused: \
+            rastrillo-fetch writes a body to standard output.
 
             Example:
              rastrillo-download --credential-file ~/.config/token https://example.com/export.tar export.tar
@@ -25,11 +33,13 @@ extension ToolSpecs {
             credentialEnvOption,
             credentialHeaderOption,
             cacertOption,
-            .flag("json", help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object."),
+            .flag("json", help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr."),
         ],
         positionals: [
             PositionalSpec("URL", help: "The http or https URL to download.", kind: .url),
-            PositionalSpec("DEST", help: "The new file to write; it must not exist.", kind: .file),
+            PositionalSpec(
+                "DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.",
+                kind: .directory),
         ],
         exclusiveGroups: [["credential-file", "credential-env"]],
         exitStatuses: ExitStatus.network

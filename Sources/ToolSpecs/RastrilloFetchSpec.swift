@@ -11,7 +11,7 @@ extension ToolSpecs {
         abstract: "Send one HTTP request to one origin and print the response body.",
         discussion: """
             rastrillo-fetch sends one request to URL and writes the response body to standard \
-            output, whatever the status. Redirects are never followed. The credential, read from \
+            output, whatever the status unless --fail is given. Redirects are never followed. The credential, read from \
             a file or an environment variable, goes to the URL's origin only, as \
             'Authorization: Bearer TOKEN' unless --credential-header names another header. A \
             body larger than --max-bytes (4 MiB by default) fails the request; nothing \
@@ -25,10 +25,13 @@ extension ToolSpecs {
              rastrillo-fetch -X PUT -H 'Content-Type: application/json' --body-file doc.json --json URL
             """,
         options: [
-            .value("method", short: "X", valueName: "METHOD", help: "Send METHOD (default GET, or POST with --body-file)."),
+            .value("method", short: "X", valueName: "METHOD", help: "Send METHOD (default GET, or POST with a body)."),
             headerOption,
             .value(
-                "body-file", short: "d", valueName: "FILE", kind: .file,
+                "data", short: "d", valueName: "DATA",
+                help: "Send DATA as the request body, as curl: text, @FILE (a regular file) or @- (standard input)."),
+            .value(
+                "body-file", valueName: "FILE", kind: .file,
                 help: "Send the contents of FILE as the request body ('-' reads standard input)."),
             credentialFileOption,
             credentialEnvOption,
@@ -40,10 +43,13 @@ extension ToolSpecs {
             .value(
                 "timeout", valueName: "SECONDS", kind: .integer(1...86_400),
                 help: "Give up when the whole exchange takes longer than SECONDS (exit 3)."),
-            .flag("json", help: "Print {status, headers, body} as one JSON object, and failures as JSON on stderr."),
+            .flag(
+                "fail", short: "f",
+                help: "Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged."),
+            .flag("json", help: "Print {status, headers, body} as one JSON object, and failures (usage errors too) as JSON on stderr."),
         ],
         positionals: [PositionalSpec("URL", help: "The http or https URL to request.", kind: .url)],
-        exclusiveGroups: [["credential-file", "credential-env"]],
+        exclusiveGroups: [["credential-file", "credential-env"], ["data", "body-file"]],
         exitStatuses: ExitStatus.network
     )
 }

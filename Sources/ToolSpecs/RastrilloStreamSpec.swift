@@ -11,12 +11,14 @@ extension ToolSpecs {
             JSON object per line on standard output, flushed as soon as the event is complete, \
             with open, snapshot, offline, online and reconnect lines of their own. When the \
             stream ends or the connection fails it reconnects, sending Last-Event-ID, until \
-            interrupted. The credential is read again before every reconnect, so a rotated token \
+            interrupted, printing one line on standard error for each failed attempt (what \
+            failed, its retry class and when the next attempt is) unless --quiet. \
+            --max-attempts and --give-up-after bound the retrying. The credential is read again before every reconnect, so a rotated token \
             is picked up. Redirects are never followed; the credential goes to the URL's origin \
             only.
 
             The exit status tells scripts what to do next: 3 offline and 4 transient (with \
-            --once), 5 auth (401, 403, 303), 6 permanent (404, not an event stream, a line over \
+            --once, or once --max-attempts or --give-up-after is reached), 5 auth (401, 403, 303), 6 permanent (404, not an event stream, a line over \
             256 KiB or an event over 1 MiB), 7 conflict; 130 after SIGINT.
 
             Examples:
@@ -35,6 +37,13 @@ extension ToolSpecs {
                 help: "On every connection, fetch PATH (same origin) once the stream is open and print it before any event."),
             .flag("raw", help: "Print the stream's validated lines as received instead of JSON."),
             .flag("once", help: "Do not reconnect: exit when the first connection ends or fails."),
+            .value(
+                "max-attempts", valueName: "N", kind: .integer(1...1_000_000),
+                help: "Give up when N attempts in a row fail to open the stream; exit by the last failure's class."),
+            .value(
+                "give-up-after", valueName: "SECONDS", kind: .integer(1...31_536_000),
+                help: "Give up when the stream has not been open for SECONDS; exit by the last failure's class."),
+            .flag("quiet", short: "q", help: "Do not print a line on standard error for each failed attempt."),
         ],
         positionals: [PositionalSpec("URL", help: "The http or https URL of the event stream.", kind: .url)],
         exclusiveGroups: [["credential-file", "credential-env"]],

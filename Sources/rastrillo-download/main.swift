@@ -3,17 +3,19 @@ import RastrilloCore
 import RastrilloCLI
 import ToolSpecs
 
-ToolRunner.main(spec: ToolSpecs.rastrilloDownload) { arguments in
+ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonUsageError: FailureReport.jsonLine) { arguments in
     let json = arguments.flag("json")
-    let destination = arguments.positional("DEST") ?? ""
-    let bar = ProgressBar(label: PathText.lastComponent(destination), total: nil)
-    defer { bar.finish() }
+    var bar: ProgressBar?
+    defer { bar?.finish() }
     do {
         let client = try ClientArguments(arguments)
+        let destination = try DownloadDestination.path(for: arguments.positional("DEST") ?? "", target: client.target)
+        let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
+        bar = progress
         let result = try await client.client().download(
             client.target, to: destination, headers: client.headers, computeSHA256: json,
-            progress: { written, total in bar.update(completed: written, total: total) })
-        bar.finish()
+            progress: { written, total in progress.update(completed: written, total: total) })
+        progress.finish(summary: summary(result))
         if json { try JSONOutput.write(DownloadJSON(result)) }
         return .ok
     } catch let error as UsageError where !json {
@@ -21,9 +23,20 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload) { arguments in
     } catch let error where error is CancellationError || error is OutputClosed || error is OutputError {
         throw error
     } catch {
-        bar.finish()
+        bar?.finish()
         return FailureReport.emit(error, json: json)
     }
+}
+
+/// The line that replaces the progress bar on a terminal, as wget ends with one:
+/// `rastrillo-download: saved PATH: 1.5 MiB (1572864 bytes) in 0.3 s, 5.0 MiB/s`.
+func summary(_ download: NativeDownload) -> String {
+    let (seconds, attoseconds) = download.duration.components
+    let milliseconds = max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 1)
+    let tenths = (milliseconds + 50) / 100
+    let rate = ProgressBar.formatBytes(Int64(Double(download.byteCount) * 1000 / Double(milliseconds)))
+    return "\(ToolSpecs.rastrilloDownload.name): saved \(download.path): \(ProgressBar.formatBytes(download.byteCount)) "
+        + "(\(download.byteCount) bytes) in \(tenths / 10).\(tenths % 10) s, \(rate)/s"
 }
 
 /// The `--json` summary of a download (documented in rastrillo-download(1)).

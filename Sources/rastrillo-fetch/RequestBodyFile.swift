@@ -16,6 +16,46 @@ final class RequestBodyFile {
         try self.init(path: path)
     }
 
+    /// The body of `--data`, in curl's forms: `@-` reads standard input, `@FILE` a regular
+    /// file, anything else is the body itself (as UTF-8). The bytes are sent as they are: unlike
+    /// curl, newlines in a file are kept. `@FILE` is opened without blocking and without
+    /// following a symbolic link, and must be a regular file, so a FIFO cannot hang the tool.
+    /// - Throws: `LocalFailure` when the file cannot be opened or is not a regular file.
+    convenience init?(data: String?) throws {
+        guard let data else { return nil }
+        if data == "@-" {
+            try self.init(path: "-")
+        } else if data.hasPrefix("@") {
+            try self.init(regularFile: String(data.dropFirst()))
+        } else {
+            self.init(body: .bytes(Array(data.utf8)))
+        }
+    }
+
+    private init(body: NativeRequestBody) {
+        self.body = body
+        descriptor = -1
+        owned = false
+    }
+
+    private init(regularFile path: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
+        guard descriptor >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link" : String(cString: strerror(errno))
+            throw LocalFailure("cannot open the body file \(path): \(reason)")
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            Glibc.close(descriptor)
+            throw LocalFailure("the body file \(path) is not a regular file")
+        }
+        // Back to blocking reads (a regular file never blocks anyway).
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        self.descriptor = descriptor
+        owned = true
+        body = .fileDescriptor(descriptor, length: Int64(status.st_size))
+    }
+
     private init(path: String) throws {
         if path == "-" {
             descriptor = STDIN_FILENO

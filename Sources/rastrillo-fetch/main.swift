@@ -7,11 +7,13 @@ import ToolSpecs
 // executor and the transfer on the thread awaiting it, so no pool, signal or transfer thread
 // starts (bench/fetch measures the start-up this saves). SIGINT and SIGTERM still stop it: the
 // transfer also waits on ToolRunner's interrupt descriptor.
-ToolRunner.main(spec: ToolSpecs.rastrilloFetch, executor: .callingThread) { arguments in
+ToolRunner.main(
+    spec: ToolSpecs.rastrilloFetch, executor: .callingThread, jsonUsageError: FailureReport.jsonLine
+) { arguments in
     let json = arguments.flag("json")
     do {
         let client = try ClientArguments(arguments)
-        let body = try RequestBodyFile(arguments.value("body-file"))
+        let body = try RequestBodyFile(arguments.value("body-file")) ?? RequestBodyFile(data: arguments.value("data"))
         defer { body?.close() }
         let request = NativeRequest(
             method: arguments.value("method") ?? (body == nil ? "GET" : "POST"), client.target,
@@ -19,7 +21,9 @@ ToolRunner.main(spec: ToolSpecs.rastrilloFetch, executor: .callingThread) { argu
             maxBytes: arguments.integer("max-bytes") ?? NativeHTTP.defaultMaxBytes,
             timeout: arguments.integer("timeout").map { .seconds($0) })
         let response = try await client.client(interruptDescriptor: ToolRunner.interruptDescriptor).responseDetails(request)
-        if json {
+        if arguments.flag("fail") && !response.isSuccess {
+            // As curl -f: nothing on stdout, so `rastrillo-fetch -f URL | jq` sees only a success.
+        } else if json {
             try JSONOutput.write(ResponseJSON(response))
         } else {
             try StandardOutput.write(response.body)

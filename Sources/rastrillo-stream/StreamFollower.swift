@@ -11,6 +11,12 @@ struct StreamFollower {
     let raw: Bool
     let once: Bool
     let snapshot: String?
+    /// `--quiet`: no stderr line for each failed attempt.
+    let quiet: Bool
+    /// `--max-attempts`: give up after this many attempts in a row fail to open the stream.
+    let maxAttempts: Int?
+    /// `--give-up-after`: give up once the stream has not been open for this long.
+    let giveUpAfter: Duration?
 
     /// Follows the stream until a permanent failure, `--once`'s first end, or cancellation.
     /// - Throws: `CancellationError` when interrupted; output errors.
@@ -30,6 +36,11 @@ struct StreamFollower {
         var retryFloor: Duration?
         var credential = client.credential
         var firstAttempt = true
+        // Attempts in a row that failed without opening the stream, and since when the stream
+        // has not been open: what --max-attempts and --give-up-after bound.
+        var failedAttempts = 0
+        var downSince = ContinuousClock.now
+        let opened = Mutex(false)
         while true {
             if !firstAttempt { credential = try client.reloadCredential() }
             firstAttempt = false
@@ -43,15 +54,22 @@ struct StreamFollower {
             // so a reconnect resumes with Last-Event-ID and waits as the server asked.
             let rawFields = Mutex(EventStreamAssembler(lastEventID: lastEventID))
             let snapshot = self.snapshot
+            opened.withLock { $0 = false }
             let onOpen: @Sendable (NativeResponse) async throws -> Void = { response in
                 reconnect.opened()
                 try output.reachability(offline: false, json: json)
                 if json { try output.open(status: response.status) }
                 if let snapshot {
-                    let state = try await http.responseDetails(NativeRequest(snapshot))
-                    try state.requireSuccess()
+                    let state: NativeResponse
+                    do {
+                        state = try await http.responseDetails(NativeRequest(snapshot))
+                        try state.requireSuccess()
+                    } catch let error as NativeClientError {
+                        throw error.prefixed("the snapshot \(snapshot) failed: ")
+                    }
                     if json { try output.snapshot(state) }
                 }
+                opened.withLock { $0 = true }
             }
             let reason: String
             do {
@@ -85,14 +103,52 @@ struct StreamFollower {
                 }
                 try output.reachability(offline: connectivity.isOffline(server), json: json)
                 if once { return FailureReport.emit(error, json: false) }
+                if opened.withLock({ $0 }) {
+                    failedAttempts = 0
+                    downSince = ContinuousClock.now
+                } else {
+                    failedAttempts += 1
+                }
+                let failed = "\(FailureReport(failure).message) (retry class \(failure.retryClass))"
+                if let maxAttempts, failedAttempts >= maxAttempts {
+                    let attempts = maxAttempts == 1 ? "1 attempt" : "\(maxAttempts) attempts"
+                    Diagnostics.error("\(failed); giving up after \(attempts) (--max-attempts \(maxAttempts))")
+                    return HTTPToolExit.status(for: failure)
+                }
                 reconnect.failed(failure)
-                try await pause(reconnect, floor: retryFloor, reason: failure.message, output: output, json: json)
+                let deadline = giveUpAfter.map { downSince + $0 }
+                let inTime = try await pause(
+                    reconnect, floor: retryFloor, reason: failure.message, output: output, json: json,
+                    until: deadline, announce: { wait in
+                        if !quiet { Diagnostics.error("\(failed); next attempt in \(Self.seconds(wait))") }
+                    })
+                if !inTime, let giveUpAfter {
+                    Diagnostics.error(
+                        "giving up: the stream has not been open for \(giveUpAfter.components.seconds) s "
+                            + "(--give-up-after \(giveUpAfter.components.seconds)); the last attempt: \(failed)")
+                    return HTTPToolExit.status(for: failure)
+                }
                 continue
             }
             (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
             if once { return .ok }
-            try await pause(reconnect, floor: retryFloor, reason: reason, output: output, json: json)
+            if opened.withLock({ $0 }) {
+                failedAttempts = 0
+                downSince = ContinuousClock.now
+            }
+            _ = try await pause(
+                reconnect, floor: retryFloor, reason: reason, output: output, json: json, until: nil,
+                announce: { wait in
+                    if !quiet { Diagnostics.error("\(reason); next attempt in \(Self.seconds(wait))") }
+                })
         }
+    }
+
+    /// `wait` in seconds with one decimal, as the stderr lines say it (`1.5 s`).
+    static func seconds(_ wait: Duration) -> String {
+        let milliseconds = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
+        let tenths = (milliseconds + 50) / 100
+        return "\(tenths / 10).\(tenths % 10) s"
     }
 
     /// The last event ID and reconnection time a connection left: from the parser, or with
@@ -108,17 +164,40 @@ struct StreamFollower {
 
     /// Waits before the next attempt: the longer of the pacer's pause and the server's last
     /// `retry:` value, announced by a reconnect line first.
+    /// Returns false, without waiting longer, when `deadline` comes first (a wait for the
+    /// network included).
     private func pause(
-        _ reconnect: NativeReconnect, floor: Duration?, reason: String, output: StreamOutput, json: Bool
-    ) async throws {
+        _ reconnect: NativeReconnect, floor: Duration?, reason: String, output: StreamOutput, json: Bool,
+        until deadline: ContinuousClock.Instant?, announce: (Duration) -> Void
+    ) async throws -> Bool {
         let planned = reconnect.plannedDelay()
         let wait = max(planned, floor ?? .zero)
         if json { try output.reconnect(wait: wait, reason: reason) }
+        announce(wait)
         let start = ContinuousClock.now
-        try await reconnect.pause()
-        if let floor {
-            let rest = floor - (ContinuousClock.now - start)
-            if rest > .zero { try await Task.sleep(for: rest) }
+        let waitOut: @Sendable () async throws -> Void = {
+            try await reconnect.pause()
+            if let floor {
+                let rest = floor - (ContinuousClock.now - start)
+                if rest > .zero { try await Task.sleep(for: rest) }
+            }
+        }
+        guard let deadline else {
+            try await waitOut()
+            return true
+        }
+        guard deadline > ContinuousClock.now else { return false }
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await waitOut()
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                return false
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
         }
     }
 }

@@ -14,7 +14,9 @@ ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
             }
         }
         let follower = StreamFollower(
-            client: client, raw: arguments.flag("raw"), once: arguments.flag("once"), snapshot: snapshot)
+            client: client, raw: arguments.flag("raw"), once: arguments.flag("once"), snapshot: snapshot,
+            quiet: arguments.flag("quiet"), maxAttempts: arguments.integer("max-attempts"),
+            giveUpAfter: arguments.integer("give-up-after").map { .seconds($0) })
         return try await follower.run()
     } catch let error as UsageError {
         throw error

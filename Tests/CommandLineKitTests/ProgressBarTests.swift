@@ -40,7 +40,7 @@ final class ManualClock: Sendable {
         #expect(sink.all.count == 1)
         let first = sink.all[0]
         #expect(first.hasPrefix("\rdownload ["))
-        #expect(first.hasSuffix(" 25% 250 B / 1000 B"))
+        #expect(first.hasSuffix(" 25%      250 B / 1000 B"))
         #expect(first.count == 60)  // "\r" + 59 columns
         #expect(!first.contains("\u{1B}"))
 
@@ -51,8 +51,7 @@ final class ManualClock: Sendable {
         clock.advance(.milliseconds(1))
         progress.update(completed: 1000)
         #expect(sink.all.count == 2)
-        #expect(sink.all[1] == "\rdownload [" + String(repeating: "=", count: 27) + "] 100% 1000 B / 1000 B")
-        #expect(sink.all[1].contains("[" + String(repeating: "=", count: 27) + "]"))
+        #expect(sink.all[1] == "\rdownload [" + String(repeating: "=", count: 23) + "] 100%     1000 B / 1000 B")
 
         progress.finish()
         #expect(sink.all.count == 3)
@@ -75,6 +74,43 @@ final class ManualClock: Sendable {
     @Test func unknownTotalShowsTheAmount() {
         let sink = LockedLines()
         bar(total: nil, sink: sink).update(completed: 3 * 1024 * 1024 + 512 * 1024)
-        #expect(sink.all == ["\rdownload 3.5 MiB"])
+        #expect(sink.all == ["\rdownload    3.5 MiB" + String(repeating: " ", count: 13)])
+    }
+
+    /// The bar keeps its size while the amount grows past 100 MiB, and shows the rate and the
+    /// time left.
+    @Test func widthStaysAndRateAndTimeLeftShowAsTheAmountGrows() {
+        let sink = LockedLines()
+        let clock = ManualClock()
+        let mebibyte: Int64 = 1 << 20
+        let progress = ProgressBar(
+            label: "big.iso", total: 300 * mebibyte, environment: ["TERM": "xterm", "NO_COLOR": "1"],
+            isTerminal: true, columns: 80, now: { clock.now }, sink: sink.append)
+        progress.update(completed: 0)
+        for amount: Int64 in [5, 99, 100, 101, 150, 299] {
+            clock.advance(.seconds(1))
+            progress.update(completed: amount * mebibyte)
+        }
+        let lines = sink.all
+        #expect(lines.count == 7)
+        let bars = lines.map { line in line.split(separator: "]").first.map(String.init) ?? "" }
+        #expect(Set(lines.map(\.count)) == [80], "\(lines)")
+        #expect(Set(bars.map(\.count)).count == 1, "\(bars)")
+        // 101 MiB in 4 s: 25.2 MiB/s, and 199 MiB left at that rate take 8 s.
+        #expect(lines[4].hasSuffix(" 33%  101.0 MiB / 300.0 MiB   25.2 MiB/s     0:08"), "\(lines[4])")
+        #expect(lines[0].hasSuffix("  0%        0 B / 300.0 MiB                 --:--"), "\(lines[0])")
+    }
+
+    @Test func finishCanLeaveASummaryLineOnATerminalOnly() {
+        let sink = LockedLines()
+        let progress = bar(environment: ["TERM": "xterm", "NO_COLOR": "1"], sink: sink)
+        progress.update(completed: 500)
+        progress.finish(summary: "saved 1000 B")
+        #expect(sink.all.last == "\r" + String(repeating: " ", count: 59) + "\r" + "saved 1000 B\n")
+        progress.finish(summary: "again")
+        #expect(sink.all.count == 2)
+        let silent = LockedLines()
+        bar(isTerminal: false, sink: silent).finish(summary: "saved")
+        #expect(silent.all.isEmpty)
     }
 }

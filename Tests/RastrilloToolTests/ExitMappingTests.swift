@@ -44,7 +44,7 @@ import Testing
         #expect(limited.retry_after == 9)
         #expect(limited.status == 429)
         let line = try JSONOutput.line(FailureReport(NativeDownloadError.diskFull))
-        #expect(line == "{\"error\":\"disk_full\",\"message\":\"the disk is full\",\"retry_after\":null,\"retry_class\":null,\"status\":null}\n")
+        #expect(line == "{\"error\":\"disk_full\",\"message\":\"the disk is full\",\"reason\":null,\"retry_after\":null,\"retry_class\":null,\"status\":null}\n")
     }
 }
 

@@ -8,7 +8,7 @@ complete -c rastrillo-download -l credential-file -r -F -d 'Read the credential 
 complete -c rastrillo-download -l credential-env -x -d 'Read the credential from the environment variable NAME.'
 complete -c rastrillo-download -l credential-header -x -d 'Send the credential as the whole value of header NAME instead of \'Authorization: Bearer\'.'
 complete -c rastrillo-download -l cacert -r -F -d 'Verify https servers with the CA certificates in FILE.'
-complete -c rastrillo-download -l json -d 'Print a summary {path, bytes, duration_seconds, sha256} as one JSON object.'
+complete -c rastrillo-download -l json -d 'Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr.'
 complete -c rastrillo-download -s h -l help -d 'Show this help and exit.'
 complete -c rastrillo-download -l version -d 'Show the version and exit.'
-complete -c rastrillo-download -F
+complete -c rastrillo-download -a '(__fish_complete_directories)'

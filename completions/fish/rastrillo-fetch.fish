@@ -3,15 +3,17 @@
 
 complete -c rastrillo-fetch -f
 
-complete -c rastrillo-fetch -s X -l method -x -d 'Send METHOD (default GET, or POST with --body-file).'
+complete -c rastrillo-fetch -s X -l method -x -d 'Send METHOD (default GET, or POST with a body).'
 complete -c rastrillo-fetch -s H -l header -x -d 'Send this header field.'
-complete -c rastrillo-fetch -s d -l body-file -r -F -d 'Send the contents of FILE as the request body (\'-\' reads standard input).'
+complete -c rastrillo-fetch -s d -l data -x -d 'Send DATA as the request body, as curl: text, @FILE (a regular file) or @- (standard input).'
+complete -c rastrillo-fetch -l body-file -r -F -d 'Send the contents of FILE as the request body (\'-\' reads standard input).'
 complete -c rastrillo-fetch -l credential-file -r -F -d 'Read the credential from FILE, which only its owner may read (one trailing newline is dropped).'
 complete -c rastrillo-fetch -l credential-env -x -d 'Read the credential from the environment variable NAME.'
 complete -c rastrillo-fetch -l credential-header -x -d 'Send the credential as the whole value of header NAME instead of \'Authorization: Bearer\'.'
 complete -c rastrillo-fetch -l max-bytes -x -d 'Accept a response body of at most N bytes (default 4194304, 4 MiB).'
 complete -c rastrillo-fetch -l cacert -r -F -d 'Verify https servers with the CA certificates in FILE.'
 complete -c rastrillo-fetch -l timeout -x -d 'Give up when the whole exchange takes longer than SECONDS (exit 3).'
-complete -c rastrillo-fetch -l json -d 'Print {status, headers, body} as one JSON object, and failures as JSON on stderr.'
+complete -c rastrillo-fetch -s f -l fail -d 'Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged.'
+complete -c rastrillo-fetch -l json -d 'Print {status, headers, body} as one JSON object, and failures (usage errors too) as JSON on stderr.'
 complete -c rastrillo-fetch -s h -l help -d 'Show this help and exit.'
 complete -c rastrillo-fetch -l version -d 'Show the version and exit.'

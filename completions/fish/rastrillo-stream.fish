@@ -11,5 +11,8 @@ complete -c rastrillo-stream -l cacert -r -F -d 'Verify https servers with the C
 complete -c rastrillo-stream -l snapshot -x -d 'On every connection, fetch PATH (same origin) once the stream is open and print it before any event.'
 complete -c rastrillo-stream -l raw -d 'Print the stream\'s validated lines as received instead of JSON.'
 complete -c rastrillo-stream -l once -d 'Do not reconnect: exit when the first connection ends or fails.'
+complete -c rastrillo-stream -l max-attempts -x -d 'Give up when N attempts in a row fail to open the stream; exit by the last failure\'s class.'
+complete -c rastrillo-stream -l give-up-after -x -d 'Give up when the stream has not been open for SECONDS; exit by the last failure\'s class.'
+complete -c rastrillo-stream -s q -l quiet -d 'Do not print a line on standard error for each failed attempt.'
 complete -c rastrillo-stream -s h -l help -d 'Show this help and exit.'
 complete -c rastrillo-stream -l version -d 'Show the version and exit.'

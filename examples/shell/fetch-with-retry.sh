@@ -9,8 +9,9 @@
 #   5 auth       stop: the credential must be renewed (sign in again), retrying cannot help
 #   6 permanent  stop: the same request will fail the same way
 #   7 conflict   refetch the current state (here: report it; the caller reconciles)
-# rastrillo-fetch writes each response body to stdout; diagnostics go to stderr. After the last attempt it
-# exits with that attempt's status.
+# With -f (--fail) rastrillo-fetch writes only a 2xx response's body to stdout, so the output of
+# `fetch-with-retry.sh URL | jq .` is the successful body alone; diagnostics go to stderr. After
+# the last attempt it exits with that attempt's status.
 # Environment: RETRY_WAIT_SCALE multiplies every wait (0 in tests, to run without sleeping).
 set -euo pipefail
 
@@ -23,7 +24,7 @@ pause() { sleep "$(( $1 * scale ))"; }
 
 for (( attempt = 1; attempt <= max_attempts; attempt++ )); do
     status=0
-    rastrillo-fetch "$url" || status=$?
+    rastrillo-fetch -f "$url" || status=$?
     case $status in
         0)
             exit 0 ;;
