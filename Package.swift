@@ -78,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "rivet-pair",
             dependencies: [
-                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetDaemon", "RivetTransport",
+                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetControl", "RivetTransport",
                 "RivetSession",
             ]),
 
@@ -114,15 +114,21 @@ let package = Package(
         .executableTarget(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloStreams"], path: "bench/stream-parser/Sources"),
 
-        // MARK: The gateway daemon: its parts as a library, a thin executable, and the test backend
+        // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
+        .target(name: "RivetControl", dependencies: ["RivetPairing"]),
+        .target(
+            name: "RivetCompanion", dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire"]),
+
+        // MARK: The gateway daemon: its parts as a library (only rivetd links it), a thin executable, and the test backend
         .target(
             name: "RivetDaemon",
             dependencies: [
                 "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
-                "RivetPairing", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
+                "RivetPairing", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
             ]),
         .executableTarget(
-            name: "rivetd", dependencies: ["CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetTransport", "RivetPairing"]),
+            name: "rivetd",
+            dependencies: ["CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetTransport", "RivetPairing"]),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(
             name: "rivet-bench-rpc",
@@ -137,7 +143,7 @@ let package = Package(
             // RastrilloCore is listed beside Rastrillo, which re-exports it, so a change to it
             // rebuilds this target incrementally too.
             name: "scoreboard-companion",
-            dependencies: ["RivetDevice", "RivetDaemon", "RivetPairing", "Rastrillo", "RastrilloCore"],
+            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "Rastrillo", "RastrilloCore"],
             path: "examples/scoreboard-companion", plugins: ["RivetGeneratorPlugin"]),
 
         // MARK: Tests
@@ -151,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "RivetdTests",
             dependencies: [
-                "rivetd", "rivet-pair", "rivet-test-backend", "RivetDaemon", "RivetDevice", "RivetWire", "RivetTransport",
+                "rivetd", "rivet-pair", "rivet-test-backend", "RivetControl", "RivetCompanion", "RivetDevice", "RivetWire", "RivetTransport",
                 "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),

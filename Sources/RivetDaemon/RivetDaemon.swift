@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import RivetControl
 import RivetDiscovery
 import RivetGateway
 import RivetPairing
@@ -202,7 +203,7 @@ public final class RivetDaemon: Sendable {
     }
 
     /// The open sessions (empty before start and after stop).
-    public var sessions: [RivetDaemonSessionInfo] { parts.get()?.core.sessions() ?? [] }
+    public var sessions: [RivetControlSessionInfo] { parts.get()?.core.sessions() ?? [] }
 
     /// The backend's current process ID, or nil while none runs.
     public var backendPID: Int32? { parts.get()?.core.backendPID }

@@ -1,7 +1,7 @@
 import CommandLineFiles
 import CommandLineKit
 import Foundation
-import RivetDaemon
+import RivetControl
 import RivetPairing
 
 /// The desktop person's actions, through the running rivetd's control socket.

@@ -1,6 +1,7 @@
 import CommandLineFiles
 import CommandLineKit
 import Foundation
+import RivetControl
 import RivetDaemon
 import RivetPairing
 import RivetTransport

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import RivetDaemon
+import RivetControl
 import RivetPairing
 import Testing
 import ToolTestSupport

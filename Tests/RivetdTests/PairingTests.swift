@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import RivetDaemon
+import RivetCompanion
 import RivetDevice
 import RivetPairing
 import RivetSession

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import OpenSSLKit
-import RivetDaemon
+import RivetCompanion
 import RivetPairing
 import SQLiteKit
 import Testing

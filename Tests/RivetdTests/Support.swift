@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
 import OpenSSLKit
-import RivetDaemon
+import RivetCompanion
+import RivetControl
 import RivetDevice
 import RivetPairing
 import RivetSession

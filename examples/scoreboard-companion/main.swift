@@ -3,7 +3,7 @@
 import Foundation
 import Glibc
 import Rastrillo
-import RivetDaemon
+import RivetCompanion
 import RivetDevice
 import RivetPairing
 

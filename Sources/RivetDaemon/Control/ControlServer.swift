@@ -1,4 +1,5 @@
 import Foundation
+import RivetControl
 import RivetTransport
 import ThreadSupport
 #if canImport(Glibc)
@@ -62,7 +63,7 @@ final class ControlServer: @unchecked Sendable {
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Self.failure("creating the control socket", path) }
-        var address = Self.address(path)
+        var address = RivetControlClient.socketAddress(path)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
@@ -251,21 +252,12 @@ final class ControlServer: @unchecked Sendable {
 
     // MARK: Helpers
 
-    static func address(_ path: String) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
-        }
-        return address
-    }
-
     /// Whether something accepts connections on the socket at `path`.
     static func answers(_ path: String) -> Bool {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var address = address(path)
+        var address = RivetControlClient.socketAddress(path)
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         } == 0

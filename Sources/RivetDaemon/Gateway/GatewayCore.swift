@@ -1,5 +1,6 @@
 import Backoff
 import Foundation
+import RivetControl
 import RivetGateway
 import RivetPairing
 import RivetTransport
@@ -8,24 +9,6 @@ import ThreadSupport
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A session as `rivet-pair --sessions` shows it.
-public struct RivetDaemonSessionInfo: Sendable, Equatable {
-    /// The gateway's number for the session (counts up from 1 while the daemon runs).
-    public let session: UInt64
-    /// The device's registry record as it authenticated.
-    public let device: RivetDevicePairedDevice
-    /// The device's address (`host:port`).
-    public let peerAddress: String
-    /// When the session started.
-    public let started: Date
-    /// Requests waiting for the backend.
-    public let pendingCalls: Int
-    /// Frames queued for the device and not yet written.
-    public let queuedFrames: Int
-    /// Bytes of those frames.
-    public let queuedBytes: Int
-}
 
 /// The one owner of the gateway's state: the `RivetDeviceGateway` value, the session links and
 /// the backend process, all under one lock. Every input (a device frame, a backend frame, a
@@ -194,11 +177,11 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     }
 
     /// The open sessions, oldest first.
-    func sessions() -> [RivetDaemonSessionInfo] {
+    func sessions() -> [RivetControlSessionInfo] {
         monitor.withLock {
             gateway.sessions.compactMap { session in
                 guard let link = links[session.id] else { return nil }
-                return RivetDaemonSessionInfo(
+                return RivetControlSessionInfo(
                     session: session.id.rawValue, device: link.context.device, peerAddress: link.context.peerAddress,
                     started: link.started, pendingCalls: session.pendingCallCount,
                     queuedFrames: session.queuedFrameCount, queuedBytes: session.queuedByteCount)

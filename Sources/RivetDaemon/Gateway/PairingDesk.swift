@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import RivetControl
 import RivetPairing
 import RivetSession
 import RivetTransport

@@ -23,6 +23,16 @@ public final class RivetControlClient: @unchecked Sendable {
         return directory + "/" + socketName
     }
 
+    /// The `sockaddr_un` of the socket at `path` (the daemon binds the same address).
+    package static func socketAddress(_ path: String) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
+        }
+        return address
+    }
+
     /// The socket's path.
     public let path: String
     private let fd: Int32
@@ -41,7 +51,7 @@ public final class RivetControlClient: @unchecked Sendable {
         guard socketFD >= 0 else {
             throw RivetControlError.connectionFailed.with("cannot create a socket: \(String(cString: strerror(errno)))")
         }
-        var address = ControlServer.address(path)
+        var address = Self.socketAddress(path)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }

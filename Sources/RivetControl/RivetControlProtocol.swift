@@ -200,6 +200,38 @@ public enum RivetControlRequest: Sendable, Equatable {
     }
 }
 
+/// A session as `rivet-pair --sessions` shows it.
+public struct RivetControlSessionInfo: Sendable, Equatable {
+    /// The gateway's number for the session (counts up from 1 while the daemon runs).
+    public let session: UInt64
+    /// The device's registry record as it authenticated.
+    public let device: RivetDevicePairedDevice
+    /// The device's address (`host:port`).
+    public let peerAddress: String
+    /// When the session started.
+    public let started: Date
+    /// Requests waiting for the backend.
+    public let pendingCalls: Int
+    /// Frames queued for the device and not yet written.
+    public let queuedFrames: Int
+    /// Bytes of those frames.
+    public let queuedBytes: Int
+
+    /// A session's row.
+    public init(
+        session: UInt64, device: RivetDevicePairedDevice, peerAddress: String, started: Date, pendingCalls: Int,
+        queuedFrames: Int, queuedBytes: Int
+    ) {
+        self.session = session
+        self.device = device
+        self.peerAddress = peerAddress
+        self.started = started
+        self.pendingCalls = pendingCalls
+        self.queuedFrames = queuedFrames
+        self.queuedBytes = queuedBytes
+    }
+}
+
 /// The JSON shapes of the control protocol's answers.
 public enum RivetControlShapes {
     /// A paired device: `device_id`, `name`, `application_id`, `server_fingerprint`, `scopes`,
@@ -217,7 +249,7 @@ public enum RivetControlShapes {
 
     /// A session: `session`, `device_id`, `name`, `application_id`, `scopes`, `peer`, `started`,
     /// `pending_calls`, `queued_frames`, `queued_bytes`.
-    public static func session(_ info: RivetDaemonSessionInfo) -> RivetControlJSON {
+    public static func session(_ info: RivetControlSessionInfo) -> RivetControlJSON {
         [
             "session": .integer(Int64(info.session)), "device_id": .string(info.device.deviceID.hex),
             "name": .string(info.device.displayName.value), "application_id": .string(info.device.applicationID.value),
