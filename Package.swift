@@ -34,8 +34,10 @@ let package = Package(
         .target(name: "CommandLineKit", dependencies: ["ThreadSupport"]),
         .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"]),
 
-        // MARK: Pairing: coordinator, transcript, registry, authenticator, companion credential
-        .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SQLiteKit"]),
+        // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
+        .target(name: "RivetPairing", dependencies: ["OpenSSLKit"]),
+        // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
+        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit"]),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
         .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit"]),
@@ -78,7 +80,7 @@ let package = Package(
         .executableTarget(
             name: "rivet-pair",
             dependencies: [
-                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetControl", "RivetTransport",
+                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
                 "RivetSession",
             ]),
 
@@ -99,12 +101,15 @@ let package = Package(
         // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
         .target(name: "Backoff"),
         .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
-        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "ThreadSupport"]),
+        .target(
+            name: "RivetTransport",
+            dependencies: ["RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ThreadSupport"]),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
             path: "Sources/Fuzz/fuzz-rvd1"),
         .executableTarget(
-            name: "rivet-bench-handshake", dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "OpenSSLKit"],
+            name: "rivet-bench-handshake",
+            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo streams: event-stream parser, coalesced runner, connectivity, reconnect
@@ -124,15 +129,18 @@ let package = Package(
             name: "RivetDaemon",
             dependencies: [
                 "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
-                "RivetPairing", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
+                "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
             ]),
         .executableTarget(
             name: "rivetd",
-            dependencies: ["CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetTransport", "RivetPairing"]),
+            dependencies: [
+                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetTransport", "RivetPairing",
+                "RivetRegistry",
+            ]),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(
             name: "rivet-bench-rpc",
-            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetWire", "OpenSSLKit"],
+            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "RivetWire", "OpenSSLKit"],
             path: "bench/rpc/Sources"),
 
         // MARK: Examples: the scoreboard backend and companion built from examples/schema/rivet.rktd
@@ -153,12 +161,13 @@ let package = Package(
             name: "RivetBrowseToolTests",
             dependencies: ["rivet-browse", "RivetDiscovery", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
         .testTarget(
-            name: "RivetPairToolTests", dependencies: ["rivet-pair", "RivetPairing", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
+            name: "RivetPairToolTests",
+            dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
         .testTarget(
             name: "RivetdTests",
             dependencies: [
                 "rivetd", "rivet-pair", "rivet-test-backend", "RivetControl", "RivetCompanion", "RivetDevice", "RivetWire", "RivetTransport",
-                "RivetSession", "RivetPairing", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
+                "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
@@ -181,7 +190,7 @@ let package = Package(
             name: "CommandLineKitTests", dependencies: ["CommandLineKit", "CommandLineFiles"],
             resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "RivetPairingTests", dependencies: ["RivetPairing", "OpenSSLKit", "SQLiteKit"],
+            name: "RivetPairingTests", dependencies: ["RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
@@ -194,7 +203,7 @@ let package = Package(
             dependencies: [
                 "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "rastrillo-stream",
                 "rastrillo-download", "rivet-browse", "RivetDevice", "RivetWire",
-                "RivetPairing", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
+                "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
             ],
             plugins: ["RivetGeneratorPlugin"]),
         .testTarget(name: "InstallTests"),
@@ -206,7 +215,9 @@ let package = Package(
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "RivetTransportTests",
-            dependencies: ["RivetTransport", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "ToolTestSupport"]),
+            dependencies: [
+                "RivetTransport", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

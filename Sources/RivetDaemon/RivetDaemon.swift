@@ -4,6 +4,7 @@ import RivetControl
 import RivetDiscovery
 import RivetGateway
 import RivetPairing
+import RivetRegistry
 import RivetSchema
 import RivetTransport
 import Synchronization

@@ -109,12 +109,12 @@ public struct RivetDevicePairedDevice: Sendable, Equatable {
 
 extension Date {
     /// Milliseconds since 1970-01-01T00:00:00Z, rounded to the nearest.
-    var unixMilliseconds: Int64 {
+    package var unixMilliseconds: Int64 {
         Int64((timeIntervalSince1970 * 1000).rounded())
     }
 
     /// The date `milliseconds` after 1970-01-01T00:00:00Z.
-    init(unixMilliseconds milliseconds: Int64) {
+    package init(unixMilliseconds milliseconds: Int64) {
         self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 }

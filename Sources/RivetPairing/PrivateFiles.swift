@@ -4,7 +4,7 @@ import OpenSSLKit
 
 /// What went wrong with a file that must be private to its owner; each store maps it onto its
 /// own public error.
-enum PrivateFileProblem: Error {
+package enum PrivateFileProblem: Error {
     case notFound
     case symlink
     case notRegularFile
@@ -14,7 +14,7 @@ enum PrivateFileProblem: Error {
     case system(operation: String, path: String, errno: Int32)
 
     /// A sentence that names `path` and says what is wrong and how to fix it.
-    func explanation(for path: String, what: String) -> String {
+    package func explanation(for path: String, what: String) -> String {
         switch self {
         case .notFound: "\(path): no \(what) file"
         case .symlink: "\(path) is a symbolic link; a \(what) file is never followed through a link"
@@ -32,7 +32,7 @@ enum PrivateFileProblem: Error {
 
 /// Checks the file at `path` without following a link: it must be a regular file owned by this
 /// user with no group or other permission bits. Returns `nil` if nothing is there.
-func inspectPrivateFile(_ path: String) throws(PrivateFileProblem) -> stat? {
+package func inspectPrivateFile(_ path: String) throws(PrivateFileProblem) -> stat? {
     var info = stat()
     guard lstat(path, &info) == 0 else {
         let number = errno
@@ -141,7 +141,7 @@ func writePrivateFileAtomically(_ path: String, _ bytes: [UInt8]) throws(Private
 
 /// Creates each missing directory of `directory` with mode 0700; existing ones are left as they
 /// are.
-func createPrivateDirectories(_ directory: String) throws(PrivateFileProblem) {
+package func createPrivateDirectories(_ directory: String) throws(PrivateFileProblem) {
     var prefix = directory.hasPrefix("/") ? "" : "."
     for component in directory.split(separator: "/") where component != "." {
         prefix += "/" + component
@@ -161,7 +161,7 @@ func syncDirectory(_ directory: String) {
 }
 
 /// The directory and last component of `path` (`.` when there is no slash).
-func splitPath(_ path: String) -> (directory: String, name: String) {
+package func splitPath(_ path: String) -> (directory: String, name: String) {
     guard let slash = path.lastIndex(of: "/") else { return (".", path) }
     let directory = String(path[..<slash])
     return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))

@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import RivetPairing
+import RivetRegistry
 import RivetSession
 
 /// What the listener needs from whoever runs pairing (the gateway, or `RivetPairingService`).

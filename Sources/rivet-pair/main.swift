@@ -1,6 +1,7 @@
 import CommandLineKit
 import Foundation
 import RivetPairing
+import RivetRegistry
 import ToolSpecs
 
 // Under --json every failure, usage errors included, is one JSON object on standard error.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import OpenSSLKit
 import RivetPairing
+import RivetRegistry
 import Synchronization
 import Testing
 import ToolTestSupport

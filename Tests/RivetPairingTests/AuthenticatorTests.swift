@@ -4,7 +4,8 @@ import SQLiteKit
 import Synchronization
 import Testing
 
-@testable import RivetPairing
+import RivetPairing
+@testable import RivetRegistry
 
 private let otherApplication = try! RivetApplicationID("org.example.other")
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import OpenSSLKit
+import RivetRegistry
 import Testing
 
 @testable import RivetPairing

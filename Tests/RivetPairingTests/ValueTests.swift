@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import RivetRegistry
 import Testing
 
 @testable import RivetPairing

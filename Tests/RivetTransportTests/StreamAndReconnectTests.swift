@@ -2,6 +2,7 @@ import Backoff
 import Foundation
 import OpenSSLKit
 import RivetPairing
+import RivetRegistry
 import RivetSession
 import RivetTransport
 import Testing

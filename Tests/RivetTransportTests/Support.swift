@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import RivetPairing
+import RivetRegistry
 import RivetSession
 import RivetTransport
 import Testing

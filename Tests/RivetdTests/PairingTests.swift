@@ -3,6 +3,7 @@ import Glibc
 import RivetCompanion
 import RivetDevice
 import RivetPairing
+import RivetRegistry
 import RivetSession
 import Testing
 import ToolTestSupport

@@ -3,6 +3,7 @@ import Glibc
 import OpenSSLKit
 import RivetCompanion
 import RivetPairing
+import RivetRegistry
 import SQLiteKit
 import Testing
 import ToolTestSupport

@@ -5,6 +5,7 @@ import RivetCompanion
 import RivetControl
 import RivetDevice
 import RivetPairing
+import RivetRegistry
 import RivetSession
 import RivetTransport
 import RivetWire

@@ -2,6 +2,7 @@ import Foundation
 import OpenSSLKit
 import RivetControl
 import RivetPairing
+import RivetRegistry
 import RivetSession
 import RivetTransport
 import ThreadSupport

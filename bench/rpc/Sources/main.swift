@@ -20,6 +20,7 @@ import Foundation
 import Glibc
 import OpenSSLKit
 import RivetPairing
+import RivetRegistry
 import RivetSession
 import RivetTransport
 import RivetWire

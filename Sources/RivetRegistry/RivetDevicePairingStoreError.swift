@@ -1,3 +1,4 @@
+import RivetPairing
 import SQLiteKit
 
 /// Why the pairing registry could not be opened, read or changed. Messages name the registry

@@ -1,4 +1,5 @@
 import OpenSSLKit
+import RivetPairing
 
 /// Checks a resuming device's `deviceID` and credential `K` against the registry.
 ///

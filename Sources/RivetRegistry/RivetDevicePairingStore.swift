@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import OpenSSLKit
+import RivetPairing
 import SQLiteKit
 import Synchronization
 
