@@ -157,6 +157,8 @@ let package = Package(
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
+        // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
+        .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
         .testTarget(
             name: "RivetBrowseToolTests",
             dependencies: ["rivet-browse", "RivetDiscovery", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),

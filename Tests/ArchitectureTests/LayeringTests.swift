@@ -1,0 +1,198 @@
+import Foundation
+import Testing
+import ToolTestSupport
+
+/// The package's modules and their direct dependencies, as `swift package describe --type json`
+/// reports them.
+struct ModuleGraph {
+    /// A target: its name, its kind (`library`, `executable`, `test`, `plugin`, `system-target`…)
+    /// and the targets it names directly.
+    struct Module {
+        let name: String
+        let kind: String
+        let dependencies: [String]
+    }
+
+    let modules: [String: Module]
+
+    init(_ modules: [Module]) {
+        self.modules = Dictionary(modules.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Reads the output of `swift package describe --type json`.
+    init(describeJSON data: Data) throws {
+        guard let root = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let targets = root["targets"] as? [[String: Any]]
+        else {
+            throw ArchitectureError(description: "`swift package describe --type json` printed no `targets` array")
+        }
+        self.init(
+            try targets.map { target in
+                guard let name = target["name"] as? String, let kind = target["type"] as? String else {
+                    throw ArchitectureError(description: "a target in the package description has no name or type")
+                }
+                return Module(name: name, kind: kind, dependencies: target["target_dependencies"] as? [String] ?? [])
+            })
+    }
+
+    /// Every module `name` depends on, directly or through others (not `name` itself).
+    func closure(of name: String) -> Set<String> {
+        var seen: Set<String> = []
+        var queue = modules[name]?.dependencies ?? []
+        while let next = queue.popLast() {
+            guard seen.insert(next).inserted else { continue }
+            queue += modules[next]?.dependencies ?? []
+        }
+        return seen
+    }
+
+    /// One dependency path from `name` to `target`, for a readable failure.
+    func path(from name: String, to target: String) -> [String] {
+        var previous: [String: String] = [:]
+        var queue = [name]
+        var seen: Set<String> = [name]
+        while !queue.isEmpty {
+            let current = queue.removeFirst()
+            if current == target {
+                var path = [current]
+                while let step = previous[path[0]] { path.insert(step, at: 0) }
+                return path
+            }
+            for next in modules[current]?.dependencies ?? [] where seen.insert(next).inserted {
+                previous[next] = current
+                queue.append(next)
+            }
+        }
+        return []
+    }
+}
+
+struct ArchitectureError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// The edges docs/architecture.md forbids.
+enum Layering {
+    /// The module that is the whole daemon: only `rivetd` links it.
+    static let daemon = "RivetDaemon"
+    static let daemonExecutable = "rivetd"
+
+    /// The Swift wrappers of C libraries and their system-library modules.
+    static let sqlite: Set<String> = ["SQLiteKit", "CSQLite"]
+    static let curl: Set<String> = ["CurlKit", "CCurl"]
+    static let avahi: Set<String> = ["AvahiKit", "CAvahi"]
+    static let openssl: Set<String> = ["OpenSSLKit", "COpenSSL"]
+    /// The Swift wrapper of each C module.
+    static let wrapper = ["CSQLite": "SQLiteKit", "CCurl": "CurlKit", "CAvahi": "AvahiKit", "COpenSSL": "OpenSSLKit"]
+
+    /// Pure modules (no socket, file, database or clock of their own) and what each must not
+    /// reach. Pairing values, the RVD1 machines and the gateway machine hash and draw random
+    /// bytes through OpenSSLKit, so they may reach it; nothing pure reaches SQLite, curl or
+    /// Avahi.
+    static let forbidden: [String: Set<String>] = [
+        "RivetWire": sqlite.union(curl).union(avahi).union(openssl),
+        "RivetDevice": sqlite.union(curl).union(avahi).union(openssl),
+        "RivetSchema": sqlite.union(curl).union(avahi).union(openssl),
+        "Backoff": sqlite.union(curl).union(avahi).union(openssl),
+        "ThreadSupport": sqlite.union(curl).union(avahi).union(openssl),
+        "RivetPairing": sqlite.union(curl).union(avahi),
+        "RivetSession": sqlite.union(curl).union(avahi),
+        "RivetGateway": sqlite.union(curl).union(avahi),
+        // Not pure (a Unix socket), but the control protocol and its client need no registry.
+        "RivetControl": sqlite.union(curl).union(avahi),
+    ]
+
+    /// Every forbidden edge of `graph`, one line each; empty when the layering holds.
+    static func violations(in graph: ModuleGraph) -> [String] {
+        var found: [String] = []
+        for name in forbidden.keys.sorted() where graph.modules[name] == nil {
+            found.append("\(name) is not a module of the package (renamed? update Layering.forbidden)")
+        }
+        if graph.modules[daemon] == nil {
+            found.append("\(daemon) is not a module of the package (renamed? update Layering.daemon)")
+        }
+        for module in graph.modules.values.sorted(by: { $0.name < $1.name })
+        where module.kind == "executable" && module.name != daemonExecutable {
+            if graph.closure(of: module.name).contains(daemon) {
+                found.append(
+                    "executable \(module.name) depends on \(daemon): "
+                        + graph.path(from: module.name, to: daemon).joined(separator: " → "))
+            }
+        }
+        for (name, banned) in forbidden.sorted(by: { $0.key < $1.key }) {
+            let reachedModules = graph.closure(of: name).intersection(banned)
+            // A C module reached through its wrapper is the wrapper's edge: report that one.
+            for reached in reachedModules.sorted() where !reachedModules.contains(wrapper[reached] ?? "") {
+                found.append(
+                    "pure module \(name) depends on \(reached): "
+                        + graph.path(from: name, to: reached).joined(separator: " → "))
+            }
+        }
+        return found
+    }
+}
+
+/// Runs `swift package describe --type json` on this package, in a scratch directory of its own
+/// so that it never waits for the lock of the `swift test` that runs it.
+func describePackage() throws -> Data {
+    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    let swift = try swiftExecutable()
+    let scratch = try TemporaryDirectory()
+    defer { scratch.remove() }
+    let run = try ToolProcess.runProgram(
+        at: swift,
+        ["package", "--package-path", packageRoot, "--scratch-path", scratch.path, "describe", "--type", "json"],
+        timeout: .seconds(300))
+    guard run.status == 0 else {
+        throw ArchitectureError(
+            description: "\(swift) package describe exited with status \(run.status): \(run.stderr)")
+    }
+    return Data(run.stdout.utf8)
+}
+
+/// The toolchain's `swift`: /opt/swift/usr/bin/swift, else the first `swift` on PATH.
+func swiftExecutable() throws -> String {
+    let environment = ProcessInfo.processInfo.environment
+    let candidates =
+        ["/opt/swift/usr/bin/swift"]
+        + (environment["PATH"] ?? "").split(separator: ":").map { "\($0)/swift" }
+    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        throw ArchitectureError(
+            description: "no swift executable at /opt/swift/usr/bin/swift or on PATH; the layering cannot be checked")
+    }
+    return found
+}
+
+@Suite struct LayeringTests {
+    @Test func thePackageKeepsItsLayers() throws {
+        let graph = try ModuleGraph(describeJSON: try describePackage())
+        #expect(graph.modules[Layering.daemonExecutable] != nil)
+        let violations = Layering.violations(in: graph)
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    @Test func anExecutableReachingTheDaemonThroughALibraryIsReported() {
+        let graph = ModuleGraph(
+            Layering.forbidden.keys.map { ModuleGraph.Module(name: $0, kind: "library", dependencies: []) } + [
+                .init(name: "RivetDaemon", kind: "library", dependencies: []),
+                .init(name: "rivetd", kind: "executable", dependencies: ["RivetDaemon"]),
+                .init(name: "Middle", kind: "library", dependencies: ["RivetDaemon"]),
+                .init(name: "rivet-pair", kind: "executable", dependencies: ["Middle"]),
+            ])
+        #expect(Layering.violations(in: graph) == ["executable rivet-pair depends on RivetDaemon: rivet-pair → Middle → RivetDaemon"])
+    }
+
+    @Test func aPureModuleReachingSQLiteIsReported() {
+        let graph = ModuleGraph(
+            Layering.forbidden.keys.filter { $0 != "RivetSession" }.map {
+                ModuleGraph.Module(name: $0, kind: "library", dependencies: [])
+            } + [
+                .init(name: "RivetDaemon", kind: "library", dependencies: []),
+                .init(name: "RivetSession", kind: "library", dependencies: ["Store"]),
+                .init(name: "Store", kind: "library", dependencies: ["SQLiteKit"]),
+                .init(name: "SQLiteKit", kind: "library", dependencies: []),
+            ])
+        #expect(Layering.violations(in: graph) == ["pure module RivetSession depends on SQLiteKit: RivetSession → Store → SQLiteKit"])
+    }
+}
