@@ -4,6 +4,13 @@ import PackageDescription
 
 let package = Package(
     name: "RivetRastrillo",
+    // What other packages may depend on; the tools' executables are products of their own.
+    products: [
+        .library(name: "RivetDevice", targets: ["RivetDevice"]),
+        .library(name: "Rastrillo", targets: ["Rastrillo"]),
+        .library(name: "RastrilloTestSupport", targets: ["RastrilloTestSupport"]),
+        .plugin(name: "RivetGeneratorPlugin", targets: ["RivetGeneratorPlugin"]),
+    ],
     targets: [
         // MARK: C libraries (one system-library target each; shims only for what Swift cannot import)
         .systemLibrary(
