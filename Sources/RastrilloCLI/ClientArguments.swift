@@ -19,6 +19,10 @@ public struct ClientArguments {
     public let credentialSource: CredentialSource?
     /// `--credential-header`.
     public let credentialHeader: String?
+    /// `--connect-timeout`, 30 s by default.
+    public let connectTimeout: Duration
+    /// `--stall-timeout`, 60 s by default; nil when it is 0 (no limit).
+    public let stallTimeout: Duration?
     /// The environment credentials are read from; nil for the process's own, read by name.
     private let environment: [String: String]?
 
@@ -53,6 +57,9 @@ public struct ClientArguments {
         }
         credential = try credentialSource?.load(headerName: headerName, environment: environment)
         caFile = arguments.value("cacert")
+        connectTimeout = .seconds(arguments.integer("connect-timeout") ?? 30)
+        let stall = arguments.integer("stall-timeout") ?? 60
+        stallTimeout = stall == 0 ? nil : .seconds(stall)
     }
 
     /// The credential read again from its source (the file as it is now), or nil without one.
@@ -69,15 +76,21 @@ public struct ClientArguments {
         client(credential: credential, interruptDescriptor: interruptDescriptor)
     }
 
-    /// A client of the origin with `credential` and `observer`, and the options' CA file.
-    /// - Parameter interruptDescriptor: as for ``client(interruptDescriptor:)``.
+    /// A client of the origin with `credential` and `observer`, and the options' CA file and
+    /// timeouts.
+    /// - Parameters:
+    ///   - interruptDescriptor: as for ``client(interruptDescriptor:)``.
+    ///   - streamIdleTimeout: how long an open event stream may stay quiet (`--idle-timeout`);
+    ///     nil for no limit.
     public func client(
-        credential: NativeCredential?, observer: NativeTrafficObserver? = nil, interruptDescriptor: Int32? = nil
+        credential: NativeCredential?, observer: NativeTrafficObserver? = nil, interruptDescriptor: Int32? = nil,
+        streamIdleTimeout: Duration? = nil
     ) -> NativeHTTP {
         NativeHTTP(
             origin: origin, credential: credential, observer: observer,
             options: NativeHTTP.Options(
-                caFile: caFile, transfersOnCallingThread: interruptDescriptor != nil,
+                caFile: caFile, connectTimeout: connectTimeout, stallTimeout: stallTimeout,
+                streamIdleTimeout: streamIdleTimeout, transfersOnCallingThread: interruptDescriptor != nil,
                 cancelDescriptor: interruptDescriptor))
     }
 

@@ -11,7 +11,8 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload) { arguments in
     do {
         let client = try ClientArguments(arguments)
         let result = try await client.client().download(
-            client.target, to: destination, headers: client.headers, computeSHA256: json,
+            client.target, to: destination, headers: client.headers,
+            timeout: arguments.integer("timeout").map { .seconds($0) }, computeSHA256: json,
             progress: { written, total in bar.update(completed: written, total: total) })
         bar.finish()
         if json { try JSONOutput.write(DownloadJSON(result)) }

@@ -11,6 +11,8 @@ struct StreamFollower {
     let raw: Bool
     let once: Bool
     let snapshot: String?
+    /// `--idle-timeout`: how long an open stream may stay quiet; nil for no limit.
+    let idleTimeout: Duration?
 
     /// Follows the stream until a permanent failure, `--once`'s first end, or cancellation.
     /// - Throws: `CancellationError` when interrupted; output errors.
@@ -33,7 +35,8 @@ struct StreamFollower {
         while true {
             if !firstAttempt { credential = try client.reloadCredential() }
             firstAttempt = false
-            let http = client.client(credential: credential, observer: connectivity.trafficObserver)
+            let http = client.client(
+                credential: credential, observer: connectivity.trafficObserver, streamIdleTimeout: idleTimeout)
             var headers = client.headers
             if !lastEventID.isEmpty, let field = try? NativeHeaderField(name: "Last-Event-ID", value: lastEventID) {
                 headers.append(field)

@@ -14,7 +14,8 @@ ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
             }
         }
         let follower = StreamFollower(
-            client: client, raw: arguments.flag("raw"), once: arguments.flag("once"), snapshot: snapshot)
+            client: client, raw: arguments.flag("raw"), once: arguments.flag("once"), snapshot: snapshot,
+            idleTimeout: arguments.integer("idle-timeout").map { .seconds($0) })
         return try await follower.run()
     } catch let error as UsageError {
         throw error
