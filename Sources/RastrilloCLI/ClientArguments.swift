@@ -57,6 +57,11 @@ public struct ClientArguments {
         }
         credential = try credentialSource?.load(headerName: headerName, environment: environment)
         caFile = arguments.value("cacert")
+        if let caFile {
+            // libcurl would open it blocking, on the transfer's thread: a FIFO must not hold the
+            // tool there.
+            Glibc.close(try RegularFile.open(caFile, what: "the CA file", followingLinks: true))
+        }
         connectTimeout = .seconds(arguments.integer("connect-timeout") ?? 30)
         let stall = arguments.integer("stall-timeout") ?? 60
         stallTimeout = stall == 0 ? nil : .seconds(stall)
@@ -174,14 +179,11 @@ public enum CredentialSource: Equatable {
     }
 
     private static func read(_ path: String) throws -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw LocalFailure("cannot open the credential file \(path): \(String(cString: strerror(errno)))")
-        }
+        let descriptor = try RegularFile.open(path, what: "the credential file", followingLinks: false)
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-            throw LocalFailure("the credential file \(path) is not a regular file")
+        guard fstat(descriptor, &status) == 0 else {
+            throw LocalFailure("cannot read the credential file \(path): \(String(cString: strerror(errno)))")
         }
         let permissions = status.st_mode & 0o777
         guard permissions & 0o077 == 0 else {
@@ -210,5 +212,47 @@ public enum CredentialSource: Equatable {
             throw LocalFailure("the credential file \(path) is not UTF-8 text")
         }
         return text
+    }
+}
+
+/// Opening a file the tools only read (a credential, a CA file) without ever blocking: a FIFO,
+/// a device or a socket at that path is refused instead of waited on.
+enum RegularFile {
+    /// A read-only, close-on-exec descriptor of the regular file at `path`, opened with
+    /// `O_NONBLOCK` (a FIFO without a writer would block `open(2)` forever, where no signal
+    /// stops it) and, unless `followingLinks`, `O_NOFOLLOW`; then `fstat`ed.
+    /// - Parameter what: the file's role in messages (`the credential file`).
+    /// - Throws: `LocalFailure` when it cannot be opened or is not a regular file.
+    static func open(_ path: String, what: String, followingLinks: Bool) throws -> Int32 {
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW)
+        let descriptor = Glibc.open(path, flags)
+        guard descriptor >= 0 else {
+            if errno == ELOOP, !followingLinks {
+                throw LocalFailure("\(what) \(path) is a symbolic link, which is not followed; name the file itself")
+            }
+            throw LocalFailure("cannot open \(what) \(path): \(String(cString: strerror(errno)))")
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(descriptor)
+            throw LocalFailure("cannot read \(what) \(path): \(reason)")
+        }
+        let type = status.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            Glibc.close(descriptor)
+            let kind =
+                switch type {
+                case S_IFIFO: "a FIFO"
+                case S_IFDIR: "a directory"
+                case S_IFSOCK: "a socket"
+                case S_IFCHR, S_IFBLK: "a device"
+                default: "not a regular file"
+                }
+            throw LocalFailure("\(what) \(path) is \(kind == "not a regular file" ? kind : kind + ", not a regular file")")
+        }
+        // Reads of a regular file never block; clear the flag all the same.
+        _ = fcntl(descriptor, F_SETFL, 0)
+        return descriptor
     }
 }
