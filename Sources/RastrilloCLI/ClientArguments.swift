@@ -43,6 +43,9 @@ public struct ClientArguments {
         }
         headers = try arguments.values("header").map(Self.header)
         let headerName = arguments.value("credential-header")
+        if let headerName, let reason = Self.refusal(ofHeaderName: headerName) {
+            throw UsageError("--credential-header: \(headerName) \(reason)", argument: headerName)
+        }
         self.environment = environment
         credentialHeader = headerName
         if let path = arguments.value("credential-file") {
@@ -109,13 +112,27 @@ public struct ClientArguments {
         }
         let name = String(text[..<colon])
         let value = trimmingSpacesAndTabs(text[text.index(after: colon)...])
-        if ["content-length", "transfer-encoding"].contains(name.lowercased()) {
-            throw UsageError("--header: \(name) is set from the request body, not by hand", argument: text)
+        if let reason = refusal(ofHeaderName: name) {
+            throw UsageError("--header: \(name) \(reason)", argument: text)
         }
         do {
             return try NativeHeaderField(name: name, value: value)
         } catch {
             throw UsageError("--header: \(error.message)", argument: name)
+        }
+    }
+
+    /// Why a header named `name` may not be set by hand (with `--header` or as the credential's
+    /// header), or nil when it may: the framing headers come from the request body, `Host` from
+    /// the URL's origin, and the hop-by-hop headers belong to the connection, which libcurl
+    /// manages.
+    public static func refusal(ofHeaderName name: String) -> String? {
+        switch name.lowercased() {
+        case "content-length", "transfer-encoding": "is set from the request body, not by hand"
+        case "host": "is set from the URL's origin, not by hand"
+        case "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade":
+            "is a hop-by-hop header of the connection, which is never set by hand"
+        default: nil
         }
     }
 
