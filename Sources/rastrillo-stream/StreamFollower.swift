@@ -71,7 +71,7 @@ struct StreamFollower {
                         onEvent: { type, data, id in try output.event(type: type, data: data, id: id) },
                         onIdle: { try output.flush() })
                 }
-                try output.flush()
+                try output.finishConnection()
                 reason = "the server ended the stream"
             } catch {
                 if Task.isCancelled || error is CancellationError {
@@ -79,7 +79,7 @@ struct StreamFollower {
                     throw CancellationError()
                 }
                 if error is OutputClosed || error is OutputError { throw error }
-                try output.flush()
+                try output.finishConnection()
                 (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
                 guard let failure = error as? NativeClientError,
                     failure.retryClass == .offline || failure.retryClass == .transient
