@@ -180,13 +180,13 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
         NativeClientError(.conflict, "the request conflicts with the resource's current state", status: 409, body: body)
     }
 
-    /// 429, or 503 with `Retry-After`: wait `retryAfter` (nil: no usable value) before the
+    /// 429, or 503 with a valid `Retry-After`: wait `retryAfter` (nil: no usable value) before the
     /// next attempt. Retry class `transient`.
     public static func rateLimited(retryAfter: Duration?) -> NativeClientError {
         NativeClientError(.rateLimited, "the server asked to slow down", status: 429, retryAfter: retryAfter)
     }
 
-    /// A 5xx status (503 only without `Retry-After`). Retry class `transient`.
+    /// A 5xx status (503 only without a valid `Retry-After`). Retry class `transient`.
     public static func server(status: Int) -> NativeClientError {
         NativeClientError(.server(status), "the server failed with status \(status)", status: status)
     }
