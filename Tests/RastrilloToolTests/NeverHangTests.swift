@@ -116,10 +116,6 @@ import ToolTestSupport
         let home = try Home()
         let server = try LoopbackHTTPServer { _ in LoopbackHTTPResponse(steps: [.send(sseHead()), .hangUntilStopped]) }
         let tool = try BackgroundTool("rastrillo-stream", [server.url("/")], home: home)
-        defer {
-            tool.send(SIGKILL)
-            server.stop()
-        }
         #expect(await eventually { server.requests.count == 1 })
         let remote = String(format: "0100007F:%04X", server.port)
         let timers = await withCheckedContinuation { continuation in
@@ -143,5 +139,9 @@ import ToolTestSupport
             }.start()
         }
         #expect(timers == ["02"])
+        // Reaped, never left a zombie: exit tests wait for any child of this process.
+        tool.send(SIGINT)
+        #expect(await tool.wait() == 130)
+        server.stop()
     }
 }
