@@ -137,7 +137,8 @@ struct ResponseHeadParser {
                     state = .awaitingStatusLine
                     return .none
                 }
-                let head = CurlResponseHead(status: status, reasonPhrase: reason, httpVersion: version, headers: headers)
+                let head = CurlResponseHead(
+                    status: status, reasonPhrase: reason, httpVersion: version, headers: headers)
                 headers = []
                 finalHead = head
                 state = .done

@@ -164,7 +164,8 @@ public final class CurlTransfer {
         let cancel = try CancelSignal(
             multi: multi, needsWakeFD: body?.isFileDescriptor ?? false, externalFD: cancelDescriptor ?? -1)
         let context = TransferContext(
-            body: body, isHead: method.token == CurlMethod.head.token, onStatusAndHeaders: onStatusAndHeaders, onBody: onBody, cancel: cancel)
+            body: body, isHead: method.token == CurlMethod.head.token, onStatusAndHeaders: onStatusAndHeaders,
+            onBody: onBody, cancel: cancel)
         let headerList = try configure(context: context)
         defer { curl_slist_free_all(headerList) }
 
@@ -471,8 +472,8 @@ public final class CurlTransfer {
                         code: .responseHeadTooLarge,
                         message: "the server sent an oversized response head: a header line longer than libcurl's "
                             + "100 KiB bound, after \(context.headByteCount) bytes of head",
-                        curlCode: Int32(bitPattern: code.rawValue), curlDescription: String(cString: curl_easy_strerror(code)),
-                        detail: detail.isEmpty ? nil : detail))
+                        curlCode: Int32(bitPattern: code.rawValue),
+                        curlDescription: String(cString: curl_easy_strerror(code)), detail: detail.isEmpty ? nil : detail))
             }
             return .failure(
                 CurlError(

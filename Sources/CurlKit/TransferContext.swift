@@ -45,14 +45,15 @@ final class TransferContext {
             if headByteCount > CurlTransfer.maxResponseHeadBytes {
                 protocolFailure = CurlError(
                     code: .responseHeadTooLarge,
-                    message: "the server sent an oversized response head: more than \(CurlTransfer.maxResponseHeadBytes) "
-                        + "bytes (256 KiB) of status line and header fields")
+                    message: "the server sent an oversized response head: more than "
+                        + "\(CurlTransfer.maxResponseHeadBytes) bytes (256 KiB) of status line and header fields")
                 return 0
             }
         }
         guard case .finalHead(let head) = parser.consume(line: line) else { return line.count }
         if let problem = Self.contentLengthProblem(head, isHead: isHead) {
-            protocolFailure = CurlError(code: .invalidContentLength, message: "the server sent \(problem) (RFC 9112 6.3)")
+            protocolFailure = CurlError(
+                code: .invalidContentLength, message: "the server sent \(problem) (RFC 9112 6.3)")
             return 0
         }
         if let onStatusAndHeaders, case .abort(let reason) = onStatusAndHeaders(head) {
