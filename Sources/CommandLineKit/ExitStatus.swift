@@ -39,15 +39,18 @@ public struct ExitStatus: Hashable, Sendable, CustomStringConvertible {
         code: 7, meaning: "Conflict with the current state of the resource")
     /// Stopped by SIGINT (128 + 2).
     public static let interrupted = ExitStatus(code: 130, meaning: "Interrupted by SIGINT")
+    /// Stopped by SIGHUP (128 + 1): the terminal hung up; cleaned up as after SIGTERM.
+    public static let hangUp = ExitStatus(code: 129, meaning: "Hung up by SIGHUP")
     /// Stopped by SIGTERM (128 + 15).
     public static let terminated = ExitStatus(code: 143, meaning: "Terminated by SIGTERM")
 
     /// The statuses every tool can exit with: ok, failure, usage, interrupted, terminated.
     public static let standard: [ExitStatus] = [.ok, .failure, .usage, .interrupted, .terminated]
-    /// The statuses of the HTTP tools: the standard set plus the retry classes 3 to 7.
+    /// The statuses of the HTTP tools: the standard set plus the retry classes 3 to 7 and
+    /// SIGHUP's 129.
     public static let network: [ExitStatus] = [
         .ok, .failure, .usage, .offline, .transient, .auth, .permanent, .conflict,
-        .interrupted, .terminated,
+        .hangUp, .interrupted, .terminated,
     ]
 
     /// `"CODE (MEANING)"`.

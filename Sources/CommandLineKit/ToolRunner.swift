@@ -7,16 +7,16 @@ import ThreadSupport
 ///
 /// In order: ignores `SIGPIPE` (a closed stdout then shows up as ``OutputClosed``); parses the
 /// arguments (a ``UsageError`` prints one line on stderr and exits 2); answers `--help`
-/// (stdout, exit 0) and `--version` (`TOOL VERSION`, exit 0); handles `SIGINT` and `SIGTERM`
+/// (stdout, exit 0) and `--version` (`TOOL VERSION`, exit 0); handles `SIGINT`, `SIGTERM` and `SIGHUP`
 /// (the handlers are in place before the body starts, so no signal is missed; on the
 /// concurrency pool a handler hands each to a thread of its own through a pipe, and threads
-/// started from then on keep both signals blocked, so their system calls are not interrupted;
+/// started from then on keep these signals blocked, so their system calls are not interrupted;
 /// on the calling thread no thread is started: see ``interruptDescriptor``); runs the body in a
 /// task; maps its outcome to the exit status:
 ///
 /// - returned status → that status;
-/// - the first `SIGINT`/`SIGTERM` cancels the body's task; once the body returns or throws,
-///   the process exits 130/143 whatever the outcome, printing nothing (a cancelled body's
+/// - the first `SIGINT`/`SIGTERM`/`SIGHUP` cancels the body's task; once the body returns or throws,
+///   the process exits 130/143/129 whatever the outcome, printing nothing (a cancelled body's
 ///   error is an echo of the signal, not news). A second signal exits at once with the same
 ///   code, without waiting for the body;
 /// - ``OutputClosed`` → status 0 and nothing printed: the reader (`head`, a closed `jq`) took
@@ -216,7 +216,11 @@ public enum ToolRunner {
     }
 
     static func signalExitCode(_ signal: Int32) -> Int32 {
-        signal == SIGINT ? ExitStatus.interrupted.code : ExitStatus.terminated.code
+        switch signal {
+        case SIGINT: ExitStatus.interrupted.code
+        case SIGHUP: ExitStatus.hangUp.code
+        default: ExitStatus.terminated.code
+        }
     }
 
     /// Writes help or version text to stdout; a closed stdout is a quiet success.
@@ -344,7 +348,7 @@ private final class RunState: Sendable {
     }
 }
 
-/// SIGINT and SIGTERM for ``ToolRunner/Executor/callingThread``, with no thread: the handler
+/// SIGINT, SIGTERM and SIGHUP for ``ToolRunner/Executor/callingThread``, with no thread: the handler
 /// records the first signal and writes a byte to a pipe whose read end the executor's idle wait
 /// and ``ToolRunner/interruptDescriptor`` watchers poll (never read); the second signal exits at
 /// once from the handler with the first one's code (`_exit` is async-signal-safe). Signals stay
@@ -374,7 +378,7 @@ private enum SignalPipe {
                 expected: 0, desired: number, ordering: .acquiringAndReleasing)
             // Literal codes (ExitStatus.interrupted, .terminated): nothing here may run a lazy
             // global's initialiser, which takes a lock.
-            if !isFirst { _exit(earlier == SIGINT ? 130 : 143) }
+            if !isFirst { _exit(earlier == SIGINT ? 130 : earlier == SIGHUP ? 129 : 143) }
             let savedErrno = errno
             var byte: UInt8 = 1
             _ = write(SignalPipe.writeEnd.load(ordering: .acquiring), &byte, 1)
@@ -384,7 +388,7 @@ private enum SignalPipe {
     }
 }
 
-/// SIGINT and SIGTERM for ``ToolRunner``: a handler writes each signal's number to a pipe
+/// SIGINT, SIGTERM and SIGHUP for ``ToolRunner``: a handler writes each signal's number to a pipe
 /// (`write(2)` is async-signal-safe) and a thread of its own reads it and hands it on. Installing
 /// a handler is synchronous, so once ``start(_:)`` returns no signal is missed (one arriving
 /// before the thread reads waits in the pipe); that costs one thread and no registration round
@@ -393,7 +397,7 @@ private enum SignalThread {
     /// The pipe's write end, for the handler; -1 until ``start(_:)``.
     static let writeEnd = Atomic<Int32>(-1)
 
-    /// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it starts from
+    /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread it starts from
     /// now on), installs the handlers and starts the thread that takes the signals and calls
     /// `received` with each. Returns false when the pipe or the thread cannot be created.
     static func start(_ received: @escaping @Sendable (Int32) -> Void) -> Bool {
@@ -401,6 +405,7 @@ private enum SignalThread {
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)
         sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGHUP)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
 
         guard let ends = makePipe(nonBlocking: false) else { return false }
@@ -446,7 +451,7 @@ private func makePipe(nonBlocking: Bool) -> (read: Int32, write: Int32)? {
     return (ends[0], ends[1])
 }
 
-/// Installs `handler` for SIGINT and SIGTERM, with interrupted system calls restarted.
+/// Installs `handler` for SIGINT, SIGTERM and SIGHUP, with interrupted system calls restarted.
 private func handleStopSignals(_ handler: @escaping @convention(c) (Int32) -> Void) {
     var action = sigaction()
     action.__sigaction_handler.sa_handler = handler
@@ -454,4 +459,5 @@ private func handleStopSignals(_ handler: @escaping @convention(c) (Int32) -> Vo
     action.sa_flags = SA_RESTART
     sigaction(SIGINT, &action, nil)
     sigaction(SIGTERM, &action, nil)
+    sigaction(SIGHUP, &action, nil)
 }

@@ -7,6 +7,7 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidURL, invalidMethod, invalidHeader, invalidRequest, setupFailed
         case couldNotResolveHost, couldNotResolveProxy, couldNotConnect, operationTimedOut
         case sendFailed, receiveFailed, partialBody, emptyReply, weirdServerReply, badContentEncoding
+        case responseHeadTooLarge, invalidContentLength, invalidChunkedEncoding, stalled
         case tlsHandshakeFailed, tlsPeerCertificateRejected, tlsCACertificateUnusable, tlsPinnedKeyMismatch
         case aborted, bodySourceFailed
         /// A CURLcode with no kind of its own; equality compares the code.
@@ -47,6 +48,13 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// body ended before its announced length, or the server closed without replying.
     public var isConnectionLost: Bool {
         [.sendFailed, .receiveFailed, .partialBody, .emptyReply].contains(code)
+    }
+
+    /// The server broke HTTP in a way no retry can mend: a response head over
+    /// `CurlTransfer.maxResponseHeadBytes`, a `Content-Length` that is invalid or conflicts with
+    /// another (RFC 9112 §6.3), or a chunked body that is not valid chunked encoding.
+    public var isProtocolViolation: Bool {
+        [.responseHeadTooLarge, .invalidContentLength, .invalidChunkedEncoding].contains(code)
     }
 
     /// TLS failed: the handshake, the peer's certificate, the CA file or the pinned key.
@@ -95,6 +103,21 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Automatic decompression was asked for and the body did not decode.
     public static let badContentEncoding = CurlError(code: .badContentEncoding, message: "bad content encoding")
 
+    /// The response head (status lines and header fields, interim responses included) grew past
+    /// `CurlTransfer.maxResponseHeadBytes`.
+    public static let responseHeadTooLarge = CurlError(
+        code: .responseHeadTooLarge, message: "the server sent an oversized response head")
+    /// The response's `Content-Length` is not a number that fits 64 bits, or two of its values
+    /// differ (RFC 9112 §6.3): the body's end cannot be known.
+    public static let invalidContentLength = CurlError(
+        code: .invalidContentLength, message: "the server sent an invalid Content-Length")
+    /// The chunked response body is not valid chunked encoding.
+    public static let invalidChunkedEncoding = CurlError(
+        code: .invalidChunkedEncoding, message: "the server sent invalid chunked encoding")
+    /// No byte arrived (and none of the request body left) for longer than the transfer's stall
+    /// timeout (`CurlTransfer.headStallTimeout`, `bodyStallTimeout`).
+    public static let stalled = CurlError(code: .stalled, message: "the transfer stalled")
+
     // MARK: TLS
 
     /// The TLS handshake failed (no common protocol or cipher, not a TLS server, ...).
@@ -134,12 +157,21 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
         case 5: (code, what) = (.couldNotResolveProxy, "the proxy's host name did not resolve")
         case 6: (code, what) = (.couldNotResolveHost, "the host name did not resolve")
         case 7: (code, what) = (.couldNotConnect, "the connection could not be made")
+        // libcurl refuses some invalid Content-Length values itself (a negative one, ...).
+        case 8 where detail?.contains("Content-Length") == true:
+            (code, what) = (.invalidContentLength, "the server sent an invalid Content-Length")
         case 8: (code, what) = (.weirdServerReply, "the server's reply is not valid HTTP")
         case 18: (code, what) = (.partialBody, "the response body ended early")
         case 28: (code, what) = (.operationTimedOut, "the transfer timed out")
         case 35, 59: (code, what) = (.tlsHandshakeFailed, "the TLS handshake failed")
         case 52: (code, what) = (.emptyReply, "the server closed the connection without a reply")
         case 55: (code, what) = (.sendFailed, "sending the request failed")
+        // libcurl reports a broken chunked body and its own bound on the response head as a
+        // receive failure too; only its detail tells them apart.
+        case 56 where detail?.lowercased().contains("chunk") == true:
+            (code, what) = (.invalidChunkedEncoding, "the server sent invalid chunked encoding")
+        case 56 where detail?.contains("Too large response headers") == true:
+            (code, what) = (.responseHeadTooLarge, "the server sent an oversized response head")
         case 56: (code, what) = (.receiveFailed, "receiving the response failed")
         case 60, 91: (code, what) = (.tlsPeerCertificateRejected, "the server's TLS certificate was rejected")
         case 61: (code, what) = (.badContentEncoding, "the response body did not decode")

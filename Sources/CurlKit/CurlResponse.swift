@@ -103,11 +103,17 @@ struct ResponseHeadParser {
 
     private enum State {
         case awaitingStatusLine
-        case inHead(status: Int, reason: String, version: CurlHTTPVersion, headers: [CurlHeader])
+        case inHead
         case done
     }
 
     private var state = State.awaitingStatusLine
+    // The head being read lives outside `state`, so appending a field is amortised O(1): an
+    // array held in an enum payload is copied on every change.
+    private var status = 0
+    private var reason = ""
+    private var version = CurlHTTPVersion.http1_1
+    private var headers: [CurlHeader] = []
     private(set) var finalHead: CurlResponseHead?
 
     mutating func consume(line raw: UnsafeRawBufferPointer) -> Event {
@@ -119,13 +125,11 @@ struct ResponseHeadParser {
         case .done:
             return .none
         case .awaitingStatusLine:
-            if let status = Self.parseStatusLine(line) {
-                state = .inHead(status: status.0, reason: status.1, version: status.2, headers: [])
-            }
+            if let next = Self.parseStatusLine(line) { begin(next) }
             return .none
-        case .inHead(let status, let reason, let version, var headers):
+        case .inHead:
             if line.hasPrefix("HTTP/"), let next = Self.parseStatusLine(line) {
-                state = .inHead(status: next.0, reason: next.1, version: next.2, headers: [])
+                begin(next)
                 return .none
             }
             if line.isEmpty {
@@ -135,24 +139,30 @@ struct ResponseHeadParser {
                 }
                 let head = CurlResponseHead(
                     status: status, reasonPhrase: reason, httpVersion: version, headers: headers)
+                headers = []
                 finalHead = head
                 state = .done
                 return .finalHead(head)
             }
             if line.first == " " || line.first == "\t" {
-                if let previous = headers.popLast() {
+                if let previous = headers.last {
                     let continuation = line.drop { $0 == " " || $0 == "\t" }
                     let joined = previous.value.isEmpty ? String(continuation) : previous.value + " " + continuation
-                    headers.append(CurlHeader(received: previous.name, value: joined))
+                    headers[headers.count - 1] = CurlHeader(received: previous.name, value: joined)
                 }
             } else if let colon = line.firstIndex(of: ":") {
                 let name = line[..<colon]
                 let value = line[line.index(after: colon)...].trimmingOWS()
                 headers.append(CurlHeader(received: String(name), value: String(value)))
             }
-            state = .inHead(status: status, reason: reason, version: version, headers: headers)
             return .none
         }
+    }
+
+    private mutating func begin(_ line: (Int, String, CurlHTTPVersion)) {
+        (status, reason, version) = line
+        headers.removeAll(keepingCapacity: true)
+        state = .inHead
     }
 
     /// `HTTP/1.1 200 OK`, `HTTP/2 200`, `HTTP/1.0 404` → (status, reason, version).

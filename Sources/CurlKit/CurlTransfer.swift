@@ -43,6 +43,16 @@ public final class CurlTransfer {
     public var timeout: Duration?
     /// A minimum speed the transfer must keep; nil for none.
     public var lowSpeedLimit: CurlLowSpeedLimit?
+    /// The longest no byte may arrive (nor any of the request body leave) before the final
+    /// response head is complete, the connection phase included; nil for no limit. Expiry
+    /// fails the transfer with `CurlError.stalled`. Checked at least every second.
+    public var headStallTimeout: Duration?
+    /// The longest no byte of the response body may arrive once the final head is complete; nil
+    /// for no limit (a quiet stream). Expiry fails the transfer with `CurlError.stalled`.
+    public var bodyStallTimeout: Duration?
+    /// TCP keepalive probes on the connection, so a peer that vanished is noticed on a quiet
+    /// connection (`CURLOPT_TCP_KEEPALIVE`); nil for none.
+    public var tcpKeepAlive: CurlKeepAlive?
     /// A PEM file of CA certificates to verify `https` servers with, instead of the system's
     /// (`curl --cacert`).
     public var caFile: String?
@@ -84,6 +94,11 @@ public final class CurlTransfer {
     /// further byte is delivered) and `perform` throws `CurlError.aborted`. When nil, the body is
     /// counted and discarded.
     public var onBody: ((UnsafeRawBufferPointer) -> CurlBodyDecision)?
+
+    /// The most bytes of response head (status lines and header fields, interim responses
+    /// included) a transfer accepts: 256 KiB. A larger head fails with
+    /// `CurlError.responseHeadTooLarge`.
+    public static let maxResponseHeadBytes = 256 << 10
 
     private let easy: UnsafeMutableRawPointer
     private let multi: UnsafeMutableRawPointer
@@ -149,7 +164,8 @@ public final class CurlTransfer {
         let cancel = try CancelSignal(
             multi: multi, needsWakeFD: body?.isFileDescriptor ?? false, externalFD: cancelDescriptor ?? -1)
         let context = TransferContext(
-            body: body, onStatusAndHeaders: onStatusAndHeaders, onBody: onBody, cancel: cancel)
+            body: body, isHead: method.token == CurlMethod.head.token, onStatusAndHeaders: onStatusAndHeaders,
+            onBody: onBody, cancel: cancel)
         let headerList = try configure(context: context)
         defer { curl_slist_free_all(headerList) }
 
@@ -236,6 +252,12 @@ public final class CurlTransfer {
         return max(milliseconds, 1)
     }
 
+    /// At least one second, rounded up.
+    private static func wholeSeconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(max(1, min(seconds + (attoseconds > 0 ? 1 : 0), Int64(Int32.max))))
+    }
+
     private func set(_ option: CURLoption, _ name: String, _ apply: () -> CURLcode) throws(CurlError) {
         let code = apply()
         guard code == CURLE_OK else {
@@ -284,6 +306,13 @@ public final class CurlTransfer {
         }
         let totalMilliseconds = try timeout.map { (duration) throws(CurlError) in
             try Self.milliseconds(duration, "timeout")
+        }
+        for (stall, name) in [(headStallTimeout, "stall timeout"), (bodyStallTimeout, "body stall timeout")] {
+            if let stall { _ = try Self.milliseconds(stall, name) }
+        }
+        if let tcpKeepAlive {
+            _ = try Self.milliseconds(tcpKeepAlive.idle, "keepalive idle time")
+            _ = try Self.milliseconds(tcpKeepAlive.interval, "keepalive interval")
         }
 
         var list: UnsafeMutablePointer<curl_slist>?
@@ -336,6 +365,11 @@ public final class CurlTransfer {
                 try setLong(
                     CURLOPT_LOW_SPEED_TIME, "low-speed time",
                     Int(min(lowSpeedLimit.duration.components.seconds, Int64(Int32.max))))
+            }
+            if let tcpKeepAlive {
+                try setLong(CURLOPT_TCP_KEEPALIVE, "CURLOPT_TCP_KEEPALIVE", 1)
+                try setLong(CURLOPT_TCP_KEEPIDLE, "keepalive idle time", Self.wholeSeconds(tcpKeepAlive.idle))
+                try setLong(CURLOPT_TCP_KEEPINTVL, "keepalive interval", Self.wholeSeconds(tcpKeepAlive.interval))
             }
             try set(CURLOPT_HTTPHEADER, "request headers") { ccurl_setopt_slist(easy, CURLOPT_HTTPHEADER, list) }
 
@@ -392,6 +426,7 @@ public final class CurlTransfer {
         defer { curl_multi_remove_handle(multi, easy) }
 
         var finished: CURLcode?
+        var stall = StallWatch(head: headStallTimeout, body: bodyStallTimeout)
         while finished == nil {
             if context.cancel.isCancelled { return .failure(CancellationError()) }
             var running: Int32 = 0
@@ -407,21 +442,39 @@ public final class CurlTransfer {
             guard running > 0 else {
                 return .failure(CurlError(code: .setupFailed, message: "libcurl stopped the transfer without a result"))
             }
+            var wait: Int32 = 1000
+            if stall.isActive {
+                switch stall.check(moved: context.movedByteCount, inBody: context.parser.finalHead != nil) {
+                case .stalled(let error): return .failure(error)
+                case .wait(let milliseconds): wait = min(wait, milliseconds)
+                }
+            }
             // poll(2) skips a negative descriptor, so without a cancel descriptor this waits on
             // libcurl's sockets alone.
             var external = curl_waitfd(fd: context.cancel.externalFD, events: Int16(CURL_WAIT_POLLIN), revents: 0)
-            let pollCode = curl_multi_poll(multi, &external, 1, 1000, nil)
+            let pollCode = curl_multi_poll(multi, &external, 1, wait, nil)
             guard pollCode == CURLM_OK else { return .failure(multiError("curl_multi_poll", pollCode)) }
             if external.revents != 0 { context.cancel.cancel() }
         }
         let code = finished ?? CURLE_OK
         if code != CURLE_OK {
             if context.cancel.isCancelled { return .failure(CancellationError()) }
+            if let failure = context.protocolFailure { return .failure(failure) }
             if let reason = context.abortReason { return .failure(CurlError.aborted(reason)) }
             if let failure = context.bodySourceFailure {
                 return .failure(CurlError(code: .bodySourceFailed, message: "the request body source failed: \(failure)"))
             }
             let detail = String(cString: errorBuffer)
+            // libcurl fails a single header line over its own 100 KiB bound as out of memory.
+            if code == CURLE_OUT_OF_MEMORY, context.parser.finalHead == nil, context.headByteCount > 0 {
+                return .failure(
+                    CurlError(
+                        code: .responseHeadTooLarge,
+                        message: "the server sent an oversized response head: a header line longer than libcurl's "
+                            + "100 KiB bound, after \(context.headByteCount) bytes of head",
+                        curlCode: Int32(bitPattern: code.rawValue),
+                        curlDescription: String(cString: curl_easy_strerror(code)), detail: detail.isEmpty ? nil : detail))
+            }
             return .failure(
                 CurlError(
                     curlCode: Int32(bitPattern: code.rawValue),
@@ -460,6 +513,69 @@ public final class CurlTransfer {
         var value: curl_off_t = 0
         guard ccurl_getinfo_off_t(easy, key, &value) == CURLE_OK else { return .zero }
         return .microseconds(value)
+    }
+}
+
+/// TCP keepalive settings (`CurlTransfer.tcpKeepAlive`): the first probe after `idle` without
+/// traffic, then one every `interval`; the kernel drops the connection after its count of
+/// unanswered probes (9 by default on Linux), and the transfer fails as a lost connection.
+public struct CurlKeepAlive: Sendable, Hashable {
+    /// Quiet time before the first probe; whole seconds, at least 1.
+    public let idle: Duration
+    /// Time between probes; whole seconds, at least 1.
+    public let interval: Duration
+
+    /// Keepalive with these times.
+    public init(idle: Duration, interval: Duration) {
+        self.idle = idle
+        self.interval = interval
+    }
+}
+
+/// The stall check of one perform: when the count of moved bytes last changed, and whether the
+/// limit of the current phase (before or after the final head) has passed since.
+struct StallWatch {
+    enum Verdict {
+        case wait(Int32)
+        case stalled(CurlError)
+    }
+
+    private let head: Duration?
+    private let body: Duration?
+    private var lastMoved: Int64 = -1
+    private var lastChange = ContinuousClock.now
+    private var wasInBody = false
+
+    init(head: Duration?, body: Duration?) {
+        self.head = head
+        self.body = body
+    }
+
+    var isActive: Bool { head != nil || body != nil }
+
+    /// The verdict now, given the bytes moved so far: how long the next wait may last (at most
+    /// until the limit passes), or the failure.
+    mutating func check(moved: Int64, inBody: Bool) -> Verdict {
+        let now = ContinuousClock.now
+        // Crossing into the body starts the body's clock afresh.
+        if moved != lastMoved || inBody != wasInBody {
+            lastMoved = moved
+            lastChange = now
+            wasInBody = inBody
+        }
+        guard let limit = inBody ? body : head else { return .wait(1000) }
+        let quiet = now - lastChange
+        if quiet >= limit {
+            let seconds = limit.components.seconds + (limit.components.attoseconds > 0 ? 1 : 0)
+            let phase = inBody ? "in the response body" : "while waiting for the response head"
+            return .stalled(
+                CurlError(
+                    code: .stalled,
+                    message: "the transfer stalled: nothing arrived for \(seconds) s \(phase)"))
+        }
+        let left = limit - quiet
+        let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1
+        return .wait(Int32(clamping: milliseconds))
     }
 }
 

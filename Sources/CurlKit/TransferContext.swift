@@ -7,18 +7,30 @@ final class TransferContext {
     private let onStatusAndHeaders: ((CurlResponseHead) -> CurlBodyDecision)?
     private let onBody: ((UnsafeRawBufferPointer) -> CurlBodyDecision)?
     private let body: CurlRequestBody?
+    private let isHead: Bool
 
     private(set) var parser = ResponseHeadParser()
     private(set) var abortReason: String?
+    /// How the server broke HTTP, when a header line showed it (an oversized head, an invalid
+    /// `Content-Length`); the transfer stops there.
+    private(set) var protocolFailure: CurlError?
+    /// Bytes of response head received (status lines and fields, interim responses included).
+    private(set) var headByteCount = 0
     private(set) var bodySourceFailure: String?
     private(set) var bodyByteCount: Int64 = 0
     private var bodyBytesSent: Int64 = 0
+    private var headerBytesReceived: Int64 = 0
+
+    /// Every byte moved so far: response head and body received, request body sent. The stall
+    /// check watches it change.
+    var movedByteCount: Int64 { headerBytesReceived + bodyByteCount + bodyBytesSent }
 
     init(
-        body: CurlRequestBody?, onStatusAndHeaders: ((CurlResponseHead) -> CurlBodyDecision)?,
+        body: CurlRequestBody?, isHead: Bool, onStatusAndHeaders: ((CurlResponseHead) -> CurlBodyDecision)?,
         onBody: ((UnsafeRawBufferPointer) -> CurlBodyDecision)?, cancel: CancelSignal
     ) {
         self.body = body
+        self.isHead = isHead
         self.onStatusAndHeaders = onStatusAndHeaders
         self.onBody = onBody
         self.cancel = cancel
@@ -27,13 +39,62 @@ final class TransferContext {
     /// CURLOPT_HEADERFUNCTION: returns the line's length to continue, 0 to stop the transfer.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
         if abortReason != nil || cancel.isCancelled { return 0 }
-        if case .finalHead(let head) = parser.consume(line: line), let onStatusAndHeaders,
-            case .abort(let reason) = onStatusAndHeaders(head)
-        {
+        headerBytesReceived += Int64(line.count)
+        if parser.finalHead == nil {
+            headByteCount += line.count
+            if headByteCount > CurlTransfer.maxResponseHeadBytes {
+                protocolFailure = CurlError(
+                    code: .responseHeadTooLarge,
+                    message: "the server sent an oversized response head: more than "
+                        + "\(CurlTransfer.maxResponseHeadBytes) bytes (256 KiB) of status line and header fields")
+                return 0
+            }
+        }
+        guard case .finalHead(let head) = parser.consume(line: line) else { return line.count }
+        if let problem = Self.contentLengthProblem(head, isHead: isHead) {
+            protocolFailure = CurlError(
+                code: .invalidContentLength, message: "the server sent \(problem) (RFC 9112 6.3)")
+            return 0
+        }
+        if let onStatusAndHeaders, case .abort(let reason) = onStatusAndHeaders(head) {
             abortReason = reason
             return 0
         }
         return line.count
+    }
+
+    /// What is wrong with the head's `Content-Length`, or nil when it frames the body (or does
+    /// not frame it: a HEAD request, 204, 304, or `Transfer-Encoding`, which overrides it).
+    /// RFC 9112 §6.3: a value is digits only and a list of them must all be the same number;
+    /// a value past 64 bits cannot be honoured.
+    static func contentLengthProblem(_ head: CurlResponseHead, isHead: Bool) -> String? {
+        guard !isHead, head.status != 204, head.status != 304,
+            head.firstValue(forName: "Transfer-Encoding") == nil
+        else { return nil }
+        var length: UInt64?
+        for field in head.values(forName: "Content-Length") {
+            for element in field.split(separator: ",", omittingEmptySubsequences: false) {
+                let digits = element.utf8.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
+                let shown = String(element.prefix(40))
+                guard !digits.isEmpty, digits.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                    return "an invalid Content-Length \(String(reflecting: shown))"
+                }
+                var value: UInt64 = 0
+                for digit in digits.reversed() {
+                    let (times, overflowTimes) = value.multipliedReportingOverflow(by: 10)
+                    let (sum, overflowSum) = times.addingReportingOverflow(UInt64(digit - 0x30))
+                    guard !overflowTimes, !overflowSum, sum <= UInt64(Int64.max) else {
+                        return "a Content-Length too large for 64 bits (\(shown))"
+                    }
+                    value = sum
+                }
+                if let length, length != value {
+                    return "conflicting Content-Length values (\(length) and \(value))"
+                }
+                length = value
+            }
+        }
+        return nil
     }
 
     /// CURLOPT_WRITEFUNCTION: returns the piece's length to continue, 0 to stop the transfer.

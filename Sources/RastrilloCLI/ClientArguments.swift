@@ -19,6 +19,10 @@ public struct ClientArguments {
     public let credentialSource: CredentialSource?
     /// `--credential-header`.
     public let credentialHeader: String?
+    /// `--connect-timeout`, 30 s by default.
+    public let connectTimeout: Duration
+    /// `--stall-timeout`, 60 s by default; nil when it is 0 (no limit).
+    public let stallTimeout: Duration?
     /// The environment credentials are read from; nil for the process's own, read by name.
     private let environment: [String: String]?
 
@@ -39,6 +43,9 @@ public struct ClientArguments {
         }
         headers = try arguments.values("header").map(Self.header)
         let headerName = arguments.value("credential-header")
+        if let headerName, let reason = Self.refusal(ofHeaderName: headerName) {
+            throw UsageError("--credential-header: \(headerName) \(reason)", argument: headerName)
+        }
         self.environment = environment
         credentialHeader = headerName
         if let path = arguments.value("credential-file") {
@@ -53,6 +60,14 @@ public struct ClientArguments {
         }
         credential = try credentialSource?.load(headerName: headerName, environment: environment)
         caFile = arguments.value("cacert")
+        if let caFile {
+            // libcurl would open it blocking, on the transfer's thread: a FIFO must not hold the
+            // tool there.
+            Glibc.close(try RegularFile.open(caFile, what: "the CA file", followingLinks: true))
+        }
+        connectTimeout = .seconds(arguments.integer("connect-timeout") ?? 30)
+        let stall = arguments.integer("stall-timeout") ?? 60
+        stallTimeout = stall == 0 ? nil : .seconds(stall)
     }
 
     /// The credential read again from its source (the file as it is now), or nil without one.
@@ -69,15 +84,21 @@ public struct ClientArguments {
         client(credential: credential, interruptDescriptor: interruptDescriptor)
     }
 
-    /// A client of the origin with `credential` and `observer`, and the options' CA file.
-    /// - Parameter interruptDescriptor: as for ``client(interruptDescriptor:)``.
+    /// A client of the origin with `credential` and `observer`, and the options' CA file and
+    /// timeouts.
+    /// - Parameters:
+    ///   - interruptDescriptor: as for ``client(interruptDescriptor:)``.
+    ///   - streamIdleTimeout: how long an open event stream may stay quiet (`--idle-timeout`);
+    ///     nil for no limit.
     public func client(
-        credential: NativeCredential?, observer: NativeTrafficObserver? = nil, interruptDescriptor: Int32? = nil
+        credential: NativeCredential?, observer: NativeTrafficObserver? = nil, interruptDescriptor: Int32? = nil,
+        streamIdleTimeout: Duration? = nil
     ) -> NativeHTTP {
         NativeHTTP(
             origin: origin, credential: credential, observer: observer,
             options: NativeHTTP.Options(
-                caFile: caFile, transfersOnCallingThread: interruptDescriptor != nil,
+                caFile: caFile, connectTimeout: connectTimeout, stallTimeout: stallTimeout,
+                streamIdleTimeout: streamIdleTimeout, transfersOnCallingThread: interruptDescriptor != nil,
                 cancelDescriptor: interruptDescriptor))
     }
 
@@ -91,13 +112,27 @@ public struct ClientArguments {
         }
         let name = String(text[..<colon])
         let value = trimmingSpacesAndTabs(text[text.index(after: colon)...])
-        if ["content-length", "transfer-encoding"].contains(name.lowercased()) {
-            throw UsageError("--header: \(name) is set from the request body, not by hand", argument: text)
+        if let reason = refusal(ofHeaderName: name) {
+            throw UsageError("--header: \(name) \(reason)", argument: text)
         }
         do {
             return try NativeHeaderField(name: name, value: value)
         } catch {
             throw UsageError("--header: \(error.message)", argument: name)
+        }
+    }
+
+    /// Why a header named `name` may not be set by hand (with `--header` or as the credential's
+    /// header), or nil when it may: the framing headers come from the request body, `Host` from
+    /// the URL's origin, and the hop-by-hop headers belong to the connection, which libcurl
+    /// manages.
+    public static func refusal(ofHeaderName name: String) -> String? {
+        switch name.lowercased() {
+        case "content-length", "transfer-encoding": "is set from the request body, not by hand"
+        case "host": "is set from the URL's origin, not by hand"
+        case "connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade":
+            "is a hop-by-hop header of the connection, which is never set by hand"
+        default: nil
         }
     }
 
@@ -161,14 +196,11 @@ public enum CredentialSource: Equatable {
     }
 
     private static func read(_ path: String) throws -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw LocalFailure("cannot open the credential file \(path): \(String(cString: strerror(errno)))")
-        }
+        let descriptor = try RegularFile.open(path, what: "the credential file", followingLinks: false)
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
-            throw LocalFailure("the credential file \(path) is not a regular file")
+        guard fstat(descriptor, &status) == 0 else {
+            throw LocalFailure("cannot read the credential file \(path): \(String(cString: strerror(errno)))")
         }
         let permissions = status.st_mode & 0o777
         guard permissions & 0o077 == 0 else {
@@ -197,5 +229,47 @@ public enum CredentialSource: Equatable {
             throw LocalFailure("the credential file \(path) is not UTF-8 text")
         }
         return text
+    }
+}
+
+/// Opening a file the tools only read (a credential, a CA file) without ever blocking: a FIFO,
+/// a device or a socket at that path is refused instead of waited on.
+enum RegularFile {
+    /// A read-only, close-on-exec descriptor of the regular file at `path`, opened with
+    /// `O_NONBLOCK` (a FIFO without a writer would block `open(2)` forever, where no signal
+    /// stops it) and, unless `followingLinks`, `O_NOFOLLOW`; then `fstat`ed.
+    /// - Parameter what: the file's role in messages (`the credential file`).
+    /// - Throws: `LocalFailure` when it cannot be opened or is not a regular file.
+    static func open(_ path: String, what: String, followingLinks: Bool) throws -> Int32 {
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW)
+        let descriptor = Glibc.open(path, flags)
+        guard descriptor >= 0 else {
+            if errno == ELOOP, !followingLinks {
+                throw LocalFailure("\(what) \(path) is a symbolic link, which is not followed; name the file itself")
+            }
+            throw LocalFailure("cannot open \(what) \(path): \(String(cString: strerror(errno)))")
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(descriptor)
+            throw LocalFailure("cannot read \(what) \(path): \(reason)")
+        }
+        let type = status.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            Glibc.close(descriptor)
+            let kind =
+                switch type {
+                case S_IFIFO: "a FIFO"
+                case S_IFDIR: "a directory"
+                case S_IFSOCK: "a socket"
+                case S_IFCHR, S_IFBLK: "a device"
+                default: "not a regular file"
+                }
+            throw LocalFailure("\(what) \(path) is \(kind == "not a regular file" ? kind : kind + ", not a regular file")")
+        }
+        // Reads of a regular file never block; clear the flag all the same.
+        _ = fcntl(descriptor, F_SETFL, 0)
+        return descriptor
     }
 }

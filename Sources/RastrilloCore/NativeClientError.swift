@@ -30,7 +30,7 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
         case notConnectedToInternet, networkConnectionLost, cannotFindHost, cannotConnectToHost
         case dnsLookupFailed, timedOut
         case secureConnectionFailed, serverCertificateUntrusted, badServerResponse
-        case cannotDecodeContentData, other
+        case cannotDecodeContentData, stalled, other
     }
 
     private let code: Code
@@ -68,6 +68,9 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
     public static let badServerResponse = NativeNetworkCode(.badServerResponse, "bad_server_response")
     /// The response body could not be decoded. Transport.
     public static let cannotDecodeContentData = NativeNetworkCode(.cannotDecodeContentData, "cannot_decode_content_data")
+    /// Nothing arrived for longer than the stall timeout (or a stream's idle timeout): the server
+    /// or the path to it stopped moving bytes. Transport.
+    public static let stalled = NativeNetworkCode(.stalled, "stalled")
     /// Any other transport failure (libcurl's own). Transport.
     public static let other = NativeNetworkCode(.other, "other")
 
@@ -78,7 +81,7 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
             .dnsLookupFailed, .timedOut:
             true
         case .secureConnectionFailed, .serverCertificateUntrusted, .badServerResponse, .cannotDecodeContentData,
-            .other:
+            .stalled, .other:
             false
         }
     }
@@ -104,7 +107,7 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
         case offline(NativeNetworkCode), transport(NativeNetworkCode)
         case unauthorized, forbidden, notFound, conflict, tooLarge, rateLimited
         case server(Int), rejected(Int)
-        case invalidRequest, requestBodyFailed
+        case invalidRequest, requestBodyFailed, invalidResponse
     }
 
     let code: Code
@@ -159,6 +162,11 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
     /// `permanent`: the caller must fix its source first.
     public static let requestBodyFailed = NativeClientError(.requestBodyFailed, "the request body could not be read")
 
+    /// The server broke HTTP in a way no retry mends: a response head over 256 KiB, an invalid or
+    /// conflicting `Content-Length` (RFC 9112 §6.3), a chunked body that is not valid chunked
+    /// encoding. Nothing of the response is used. Retry class `permanent`.
+    public static let invalidResponse = NativeClientError(.invalidResponse, "the server broke HTTP")
+
     // MARK: From a status
 
     /// 401, or 303 (a redirect to sign in): the credential was refused. Retry class `auth`.
@@ -176,13 +184,13 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
         NativeClientError(.conflict, "the request conflicts with the resource's current state", status: 409, body: body)
     }
 
-    /// 429, or 503 with `Retry-After`: wait `retryAfter` (nil: no usable value) before the
+    /// 429, or 503 with a valid `Retry-After`: wait `retryAfter` (nil: no usable value) before the
     /// next attempt. Retry class `transient`.
     public static func rateLimited(retryAfter: Duration?) -> NativeClientError {
         NativeClientError(.rateLimited, "the server asked to slow down", status: 429, retryAfter: retryAfter)
     }
 
-    /// A 5xx status (503 only without `Retry-After`). Retry class `transient`.
+    /// A 5xx status (503 only without a valid `Retry-After`). Retry class `transient`.
     public static func server(status: Int) -> NativeClientError {
         NativeClientError(.server(status), "the server failed with status \(status)", status: status)
     }
@@ -201,14 +209,14 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
         case .offline: .offline
         case .transport, .rateLimited, .server: .transient
         case .unauthorized, .forbidden: .auth
-        case .notFound, .tooLarge, .rejected, .invalidRequest, .requestBodyFailed: .permanent
+        case .notFound, .tooLarge, .rejected, .invalidRequest, .requestBodyFailed, .invalidResponse: .permanent
         case .conflict: .conflict
         }
     }
 
     /// The case's stable snake-case name (`offline`, `transport`, `unauthorized`, `forbidden`,
     /// `not_found`, `conflict`, `too_large`, `rate_limited`, `server`, `rejected`,
-    /// `invalid_request`, `request_body_failed`), as the tools print it.
+    /// `invalid_request`, `request_body_failed`, `invalid_response`), as the tools print it.
     public var name: String {
         switch code {
         case .offline: "offline"
@@ -223,6 +231,7 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
         case .rejected: "rejected"
         case .invalidRequest: "invalid_request"
         case .requestBodyFailed: "request_body_failed"
+        case .invalidResponse: "invalid_response"
         }
     }
 

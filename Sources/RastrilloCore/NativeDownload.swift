@@ -94,6 +94,7 @@ extension NativeHTTP {
     /// the file this call created (same device and inode); nothing else is ever removed.
     ///
     /// - Parameters:
+    ///   - timeout: the longest the whole exchange may take; nil for no limit.
     ///   - computeSHA256: whether to hash the bytes as they are written (``NativeDownload/sha256``);
     ///     hashing costs about as much CPU as the transfer itself on loopback, so skip it when the
     ///     digest is not wanted.
@@ -104,7 +105,8 @@ extension NativeHTTP {
     ///   case of a status other than 200 (a 2xx other than 200 is `rejected`), and what
     ///   ``responseDetails(_:)`` throws.
     public func download(
-        _ target: String, to path: String, headers: [NativeHeaderField] = [], computeSHA256: Bool = true,
+        _ target: String, to path: String, headers: [NativeHeaderField] = [], timeout: Duration? = nil,
+        computeSHA256: Bool = true,
         progress: (@Sendable (_ written: Int64, _ total: Int64?) -> Void)? = nil
     ) async throws -> NativeDownload {
         _ = try origin.target(for: target)
@@ -115,7 +117,7 @@ extension NativeHTTP {
             // Pieces as large as the file buffer: fewer callbacks, and most bytes are written
             // straight from libcurl's buffer (DownloadFile.append).
             let head = try await exchange(
-                NativeRequest(target, headers: headers), receiveBufferSize: DownloadFile.bufferSize,
+                NativeRequest(target, headers: headers, timeout: timeout), receiveBufferSize: DownloadFile.bufferSize,
                 onHead: { head in
                     guard head.status == 200 else {
                         let collector = BodyCollector(limit: NativeHTTP.defaultMaxBytes, isHead: false)

@@ -29,6 +29,14 @@ public struct NativeHTTP: NativeTransport {
         /// The longest the connection phase (resolve, TCP, TLS) may take; nil for libcurl's
         /// 300 s. Expiry is `offline(.timedOut)`.
         public var connectTimeout: Duration?
+        /// The longest no byte may arrive: until the response head is complete, and in a
+        /// response or download body (a stream's body has ``streamIdleTimeout`` instead); nil for
+        /// no limit. Expiry is `transport(.stalled)`.
+        public var stallTimeout: Duration?
+        /// The longest an open event stream may stay quiet; nil (the default) for no limit, so a
+        /// healthy quiet stream is never ended. Expiry is `transport(.stalled)`. Streams use
+        /// TCP keepalive (``streamKeepAlive``) whatever this is.
+        public var streamIdleTimeout: Duration?
         /// Runs each transfer on the thread that awaits it, blocking that thread, instead of on
         /// a thread of its own (`CurlTransfer.runsOnCallingThread`). For a caller whose thread
         /// has nothing else to do, such as a one-request tool on its main thread; never for a
@@ -41,15 +49,22 @@ public struct NativeHTTP: NativeTransport {
 
         /// The defaults: the system's CAs, libcurl's connect timeout, a thread per transfer.
         public init(
-            caFile: String? = nil, connectTimeout: Duration? = nil, transfersOnCallingThread: Bool = false,
-            cancelDescriptor: Int32? = nil
+            caFile: String? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
+            streamIdleTimeout: Duration? = nil, transfersOnCallingThread: Bool = false, cancelDescriptor: Int32? = nil
         ) {
             self.caFile = caFile
             self.connectTimeout = connectTimeout
+            self.stallTimeout = stallTimeout
+            self.streamIdleTimeout = streamIdleTimeout
             self.transfersOnCallingThread = transfersOnCallingThread
             self.cancelDescriptor = cancelDescriptor
         }
     }
+
+    /// The TCP keepalive of every stream: the first probe after 30 s of quiet, then one every
+    /// 10 s, so a vanished peer ends a quiet stream after about two minutes (Linux's default 9
+    /// probes) as a lost connection, without ending a healthy quiet stream.
+    public static let streamKeepAlive = CurlKeepAlive(idle: .seconds(30), interval: .seconds(10))
 
     /// The origin every request goes to.
     public let origin: NativeOrigin
@@ -124,12 +139,19 @@ public struct NativeHTTP: NativeTransport {
     ///   ``responseDetails(_:)``.
     /// - Parameter receiveBufferSize: the most bytes one `onBody` call gets (1 KiB to 10 MiB);
     ///   nil for libcurl's 16 KiB.
+    /// - Parameter isStream: the body is an event stream: ``Options/streamIdleTimeout`` bounds
+    ///   its quiet time instead of the stall timeout, and TCP keepalive watches the peer.
     func exchange(
-        _ request: NativeRequest, receiveBufferSize: Int? = nil, onHead: @escaping (ResponseHead) -> (any Error)?,
+        _ request: NativeRequest, receiveBufferSize: Int? = nil, isStream: Bool = false,
+        onHead: @escaping (ResponseHead) -> (any Error)?,
         onBody: @escaping (UnsafeRawBufferPointer) -> (any Error)?
     ) async throws -> ResponseHead {
         let transfer = try makeTransfer(for: request)
         transfer.receiveBufferSize = receiveBufferSize
+        if isStream {
+            transfer.bodyStallTimeout = options.streamIdleTimeout
+            transfer.tcpKeepAlive = Self.streamKeepAlive
+        }
         let state = ExchangeState()
         let origin = self.origin
         let observer = self.observer
@@ -198,6 +220,8 @@ public struct NativeHTTP: NativeTransport {
             }
             transfer.timeout = request.timeout
             transfer.connectTimeout = options.connectTimeout
+            transfer.headStallTimeout = options.stallTimeout
+            transfer.bodyStallTimeout = options.stallTimeout
             transfer.caFile = options.caFile
             transfer.runsOnCallingThread = options.transfersOnCallingThread
             transfer.cancelDescriptor = options.cancelDescriptor

@@ -67,7 +67,9 @@ public struct NativeResponse: Sendable, Hashable {
             return NativeClientError(.tooLarge, "the server refused the request as too large (413)", status: status)
         case 429:
             return rateLimited(retryHeader)
-        case 503 where retryHeader != nil:
+        // The seed: 503 is rate limiting only with a Retry-After; one that is not a valid
+        // delta-seconds or HTTP-date is no Retry-After, and the 503 is a server failure.
+        case 503 where retryHeader.map({ RetryAfter.isValid($0, now: receivedAt) }) == true:
             return rateLimited(retryHeader)
         case 500...599:
             return NativeClientError(.server(status), "the server failed with status \(status)", status: status)

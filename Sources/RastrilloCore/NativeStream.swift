@@ -161,7 +161,7 @@ extension NativeHTTP {
         let opener = OpenBridge(onOpen)
         try await withTaskCancellationHandler {
             _ = try await exchange(
-                streamRequest, receiveBufferSize: StreamReceiver.receiveBufferSize,
+                streamRequest, receiveBufferSize: StreamReceiver.receiveBufferSize, isStream: true,
                 onHead: { head in
                     if let refusal = StreamReceiver.refusal(of: head, credentialSent: credentialSent) { return refusal }
                     return opener.runBlocking(

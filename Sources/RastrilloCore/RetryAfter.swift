@@ -21,6 +21,16 @@ public enum RetryAfter {
         return String(scalars[first...last])
     }
 
+    /// Whether `value` is a `Retry-After` at all: delta-seconds (one or more digits) or an
+    /// HTTP-date in one of the three forms, past dates included.
+    /// - Parameter now: the current time, for two-digit years.
+    public static func isValid(_ value: String, now: Date) -> Bool {
+        let text = trimmingWhitespace(value)
+        guard !text.isEmpty else { return false }
+        if text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) { return true }
+        return HTTPDate.parse(text, now: now) != nil
+    }
+
     /// The wait `value` asks for, in whole seconds (a date's fraction of a second rounded up),
     /// clamped to ``maximum``; nil for garbage, a negative number or a date in the past.
     /// - Parameter now: the current time, for the date forms.

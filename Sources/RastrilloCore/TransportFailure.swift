@@ -25,6 +25,10 @@ enum TransportFailure {
             return NativeClientError.invalidRequest.with(error.message)
         case .bodySourceFailed:
             return NativeClientError.requestBodyFailed.with("the request body could not be sent: \(error.message)")
+        case _ where error.isProtocolViolation:
+            return NativeClientError.invalidResponse.with("the server broke HTTP (\(origin.authority)): \(error.message)")
+        case .stalled:
+            return NativeClientError.transport(.stalled).with("transport failure: \(error.message) (\(origin.authority))")
         case .couldNotResolveHost:
             base = probe == .hostDoesNotExist ? .offline(.cannotFindHost) : .offline(.dnsLookupFailed)
         case .couldNotResolveProxy:

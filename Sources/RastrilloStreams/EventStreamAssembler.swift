@@ -32,7 +32,8 @@ public struct ServerSentEvent: Sendable, Hashable, CustomStringConvertible {
 /// - `event` sets the event type; `data` appends its value and an LF to the data buffer; `id`
 ///   sets the last-event-ID buffer unless the value contains U+0000 (then it is ignored);
 ///   `retry` sets ``reconnectionTime`` at once when the value is one or more ASCII digits
-///   (milliseconds, saturating at `Int64.max`) and is ignored otherwise. Other fields are
+///   (milliseconds, capped at ``maximumReconnectionTime``, 5 minutes, as `Retry-After` is,
+///   however large or overflowing the value) and is ignored otherwise. Other fields are
 ///   ignored. Field names are case-sensitive.
 /// - A blank line dispatches: ``lastEventID`` takes the buffer's value (the buffer is kept for
 ///   later events); when the data buffer is empty nothing is dispatched; otherwise one trailing
@@ -47,6 +48,9 @@ public struct EventStreamAssembler: Sendable {
     /// The reconnection time the server last asked for with a valid `retry` field, or `nil`.
     /// Kept across ``finish()``: it belongs to the event source, not to one connection.
     public private(set) var reconnectionTime: Duration?
+    /// The longest reconnection time a `retry` field can set: 5 minutes, the cap on
+    /// `Retry-After`. A larger value (even one past 64 bits) sets this.
+    public static let maximumReconnectionTime: Duration = .seconds(300)
 
     /// The data, type and ID buffers, shared by copies of the assembler until one of them
     /// changes (copy on write).
@@ -134,7 +138,9 @@ public struct EventStreamAssembler: Sendable {
                 fields.pointee.idSeen = true
             }
         case 5 where Self.name(base, is: "retry"):
-            if let milliseconds = Self.milliseconds(value) { reconnectionTime = .milliseconds(milliseconds) }
+            if let milliseconds = Self.milliseconds(value) {
+                reconnectionTime = min(.milliseconds(milliseconds), Self.maximumReconnectionTime)
+            }
         default:
             return
         }

@@ -33,6 +33,9 @@ extension ToolSpecs {
             credentialEnvOption,
             credentialHeaderOption,
             cacertOption,
+            timeoutOption,
+            connectTimeoutOption,
+            stallTimeoutOption,
             .flag("json", help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr."),
         ],
         positionals: [

@@ -40,9 +40,9 @@ extension ToolSpecs {
                 "max-bytes", valueName: "N", kind: .integer(0...fetchMaxBytesLimit),
                 help: "Accept a response body of at most N bytes (default 4194304, 4 MiB)."),
             cacertOption,
-            .value(
-                "timeout", valueName: "SECONDS", kind: .integer(1...86_400),
-                help: "Give up when the whole exchange takes longer than SECONDS (exit 3)."),
+            timeoutOption,
+            connectTimeoutOption,
+            stallTimeoutOption,
             .flag(
                 "fail", short: "f",
                 help: "Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged."),

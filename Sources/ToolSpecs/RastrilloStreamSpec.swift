@@ -32,6 +32,12 @@ extension ToolSpecs {
             credentialEnvOption,
             credentialHeaderOption,
             cacertOption,
+            connectTimeoutOption,
+            stallTimeout(
+                help: "Give up on a connection when no byte arrives for SECONDS before the stream opens (default 60; 0 for no limit)."),
+            .value(
+                "idle-timeout", valueName: "SECONDS", kind: .integer(1...86_400),
+                help: "Reconnect when an open stream sends nothing for SECONDS (default: no limit; TCP keepalive still detects a dead peer)."),
             .value(
                 "snapshot", valueName: "PATH",
                 help: "On every connection, fetch PATH (same origin) once the stream is open and print it before any event."),

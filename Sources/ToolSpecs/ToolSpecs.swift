@@ -28,6 +28,22 @@ extension ToolSpecs {
     static let cacertOption = OptionSpec.value(
         "cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE.")
 
+    static let connectTimeoutOption = OptionSpec.value(
+        "connect-timeout", valueName: "SECONDS", kind: .integer(1...86_400),
+        help: "Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).")
+
+    /// `--stall-timeout` with a tool's own help text.
+    static func stallTimeout(help: String) -> OptionSpec {
+        .value("stall-timeout", valueName: "SECONDS", kind: .integer(0...86_400), help: help)
+    }
+
+    static let stallTimeoutOption = stallTimeout(
+        help: "Give up when no byte arrives for SECONDS (default 60; 0 for no limit; exit 4).")
+
+    static let timeoutOption = OptionSpec.value(
+        "timeout", valueName: "SECONDS", kind: .integer(1...86_400),
+        help: "Give up when the whole exchange takes longer than SECONDS (exit 3).")
+
     /// `--credential-file` with a tool's own help text.
     static func credentialFile(help: String) -> OptionSpec {
         .value("credential-file", valueName: "FILE", kind: .file, help: help)

@@ -13,7 +13,8 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonUsageError: FailureReport
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
         bar = progress
         let result = try await client.client().download(
-            client.target, to: destination, headers: client.headers, computeSHA256: json,
+            client.target, to: destination, headers: client.headers,
+            timeout: arguments.integer("timeout").map { .seconds($0) }, computeSHA256: json,
             progress: { written, total in progress.update(completed: written, total: total) })
         progress.finish(summary: summary(result))
         if json { try JSONOutput.write(DownloadJSON(result)) }

@@ -17,6 +17,8 @@ struct StreamFollower {
     let maxAttempts: Int?
     /// `--give-up-after`: give up once the stream has not been open for this long.
     let giveUpAfter: Duration?
+    /// `--idle-timeout`: how long an open stream may stay quiet; nil for no limit.
+    let idleTimeout: Duration?
 
     /// Follows the stream until a permanent failure, `--once`'s first end, or cancellation.
     /// - Throws: `CancellationError` when interrupted; output errors.
@@ -44,7 +46,8 @@ struct StreamFollower {
         while true {
             if !firstAttempt { credential = try client.reloadCredential() }
             firstAttempt = false
-            let http = client.client(credential: credential, observer: connectivity.trafficObserver)
+            let http = client.client(
+                credential: credential, observer: connectivity.trafficObserver, streamIdleTimeout: idleTimeout)
             var headers = client.headers
             if !lastEventID.isEmpty, let field = try? NativeHeaderField(name: "Last-Event-ID", value: lastEventID) {
                 headers.append(field)
@@ -86,7 +89,7 @@ struct StreamFollower {
                         onEvent: { type, data, id in try output.event(type: type, data: data, id: id) },
                         onIdle: { try output.flush() })
                 }
-                try output.flush()
+                try output.finishConnection()
                 reason = "the server ended the stream"
             } catch {
                 if Task.isCancelled || error is CancellationError {
@@ -94,7 +97,7 @@ struct StreamFollower {
                     throw CancellationError()
                 }
                 if error is OutputClosed || error is OutputError { throw error }
-                try output.flush()
+                try output.finishConnection()
                 (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
                 guard let failure = error as? NativeClientError,
                     failure.retryClass == .offline || failure.retryClass == .transient

@@ -1,6 +1,7 @@
 import CommandLineKit
 import RastrilloCore
 import RastrilloStreams
+import Glibc
 import Synchronization
 
 /// Standard output of rastrillo-stream: JSON Lines (or raw lines with `--raw`), shapes
@@ -20,13 +21,17 @@ final class StreamOutput: Sendable {
     func event(
         type: UnsafeBufferPointer<UInt8>, data: UnsafeBufferPointer<UInt8>, id: UnsafeBufferPointer<UInt8>
     ) throws {
-        try pending.append(to: channel) { JSONText.appendEvent(type: type, data: data, id: id, to: &$0) }
+        try pending.append(to: channel, completesEvent: true) {
+            JSONText.appendEvent(type: type, data: data, id: id, to: &$0)
+        }
     }
 
     /// One raw line of the stream, from its bytes as received (not UTF-8 sequences become
     /// U+FFFD, as `String(decoding:as:)` does). Called by the one connection delivering lines.
+    /// The lines of an event are written only once its blank line arrived: an event the
+    /// connection lost midway is never printed (``finishConnection()``).
     func raw(_ bytes: UnsafeBufferPointer<UInt8>) throws {
-        try pending.append(to: channel) { line in
+        try pending.append(to: channel, completesEvent: bytes.isEmpty) { line in
             if JSONText.isASCII(bytes) {
                 line.append(bytes)
             } else {
@@ -85,6 +90,13 @@ final class StreamOutput: Sendable {
         try pending.flush(to: channel)
     }
 
+    /// Writes the connection's complete events and drops the lines of an event it left
+    /// unfinished (`--raw`), which must never be applied. Called once the connection ended.
+    func finishConnection() throws {
+        try pending.flush(to: channel)
+        pending.discard()
+    }
+
     /// Drops buffered event lines (an ending connection's unflushed lines are still whole
     /// events, but a run that is being interrupted prints nothing more). Called once the
     /// connection ended.
@@ -105,6 +117,9 @@ final class PendingLines: @unchecked Sendable {
     private static let flushThreshold = 1 << 18
 
     private let buffer: UnsafeMutablePointer<ByteBuffer>
+    /// How many bytes at the start of the buffer belong to complete events: only those are
+    /// written.
+    private var complete = 0
 
     init() {
         buffer = .allocate(capacity: 1)
@@ -116,20 +131,31 @@ final class PendingLines: @unchecked Sendable {
         buffer.deallocate()
     }
 
-    /// Appends what `build` writes; writes the buffer to `channel` once past the threshold.
+    /// Appends what `build` writes, which ends an event when `completesEvent`; writes the
+    /// complete events to `channel` once past the threshold.
     @inline(__always)
-    func append(to channel: OutputChannel, _ build: (inout ByteBuffer) -> Void) throws {
+    func append(to channel: OutputChannel, completesEvent: Bool, _ build: (inout ByteBuffer) -> Void) throws {
         build(&buffer.pointee)
-        if buffer.pointee.count >= Self.flushThreshold { try flush(to: channel) }
+        if completesEvent { complete = buffer.pointee.count }
+        if complete >= Self.flushThreshold { try flush(to: channel) }
     }
 
+    /// Writes the complete events and keeps the lines of an unfinished one.
     func flush(to channel: OutputChannel) throws {
-        guard !buffer.pointee.isEmpty else { return }
-        defer { buffer.pointee.removeAll(keepingCapacity: Self.flushThreshold * 2) }
-        try buffer.pointee.withBytes { try channel.write($0) }
+        guard complete > 0 else { return }
+        let written = complete
+        complete = 0
+        try buffer.pointee.withBytes { try channel.write(UnsafeBufferPointer(rebasing: $0[..<written])) }
+        if written == buffer.pointee.count {
+            buffer.pointee.removeAll(keepingCapacity: Self.flushThreshold * 2)
+        } else {
+            buffer.pointee.removeFirst(written)
+        }
     }
 
+    /// Drops everything buffered.
     func discard() {
+        complete = 0
         buffer.pointee.removeAll(keepingCapacity: 0)
     }
 }
@@ -503,6 +529,13 @@ struct ByteBuffer: ~Copyable {
         guard let end = write(base + count) else { return false }
         count = base.distance(to: end)
         return true
+    }
+
+    /// Drops the first `prefix` bytes, moving the rest to the start.
+    mutating func removeFirst(_ prefix: Int) {
+        let dropped = min(prefix, count)
+        memmove(base, base + dropped, count - dropped)
+        count -= dropped
     }
 
     /// Drops the bytes from `newCount` on.

@@ -16,7 +16,8 @@ ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
         let follower = StreamFollower(
             client: client, raw: arguments.flag("raw"), once: arguments.flag("once"), snapshot: snapshot,
             quiet: arguments.flag("quiet"), maxAttempts: arguments.integer("max-attempts"),
-            giveUpAfter: arguments.integer("give-up-after").map { .seconds($0) })
+            giveUpAfter: arguments.integer("give-up-after").map { .seconds($0) },
+            idleTimeout: arguments.integer("idle-timeout").map { .seconds($0) })
         return try await follower.run()
     } catch let error as UsageError {
         throw error

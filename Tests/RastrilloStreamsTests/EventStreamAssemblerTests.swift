@@ -110,8 +110,13 @@ func assemble(_ lines: [String], into assembler: inout EventStreamAssembler) -> 
         }
         _ = assemble(["retry:0"], into: &assembler)
         #expect(assembler.reconnectionTime == .zero)
-        _ = assemble(["retry: 99999999999999999999999"], into: &assembler)
-        #expect(assembler.reconnectionTime == .milliseconds(Int64.max))
+        _ = assemble(["retry: 300000"], into: &assembler)
+        #expect(assembler.reconnectionTime == .seconds(300))
+        for capped in ["retry: 300001", "retry: 99999999", "retry: 99999999999999999999999"] {
+            _ = assemble([capped], into: &assembler)
+            #expect(assembler.reconnectionTime == EventStreamAssembler.maximumReconnectionTime, "\(capped)")
+        }
+        #expect(EventStreamAssembler.maximumReconnectionTime == .seconds(300))
     }
 
     @Test func retryAppliesAtOnceWithoutABlankLine() throws {

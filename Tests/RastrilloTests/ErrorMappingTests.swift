@@ -89,10 +89,19 @@ import Rastrillo
         #expect(garbage.retryAfter == nil)
         let clamped = try #require(try response(429, headers: ["Retry-After": "86400"]).error)
         #expect(clamped.retryAfter == .seconds(300))
-        // 503 with an unusable Retry-After is still rate limiting, without a delay.
-        let unusable = try #require(try response(503, headers: ["Retry-After": "never"]).error)
-        #expect(unusable == .rateLimited(retryAfter: nil))
-        #expect(unusable.retryAfter == nil)
+        // The seed: 503 is rate limiting only with a Retry-After. One that is neither
+        // delta-seconds nor an HTTP-date is none, so the 503 is a server failure (transient);
+        // a date in the past is a valid Retry-After asking for no wait.
+        for invalid in ["never", "", "-5", "1.5", "Sun, 06 Nov 1994"] {
+            let unusable = try #require(try response(503, headers: ["Retry-After": invalid]).error)
+            #expect(unusable == .server(status: 503), "\(invalid)")
+            #expect(unusable.name == "server")
+            #expect(unusable.retryClass == .transient)
+        }
+        let past = try #require(try response(503, headers: ["Retry-After": "Sun, 06 Nov 1994 08:40:00 GMT"]).error)
+        #expect(past == .rateLimited(retryAfter: nil))
+        #expect(past.retryAfter == nil)
+        #expect(try response(429, headers: ["Retry-After": "never"]).error == .rateLimited(retryAfter: nil))
     }
 
     @Test func everyCaseHasARetryClassAndAName() {

@@ -133,7 +133,7 @@ import ToolTestSupport
         #expect((failure["message"] as? String)?.contains("the disk is full") == true)
     }
 
-    @Test(arguments: [(SIGINT, 130), (SIGTERM, 143)] as [(Int32, Int32)])
+    @Test(arguments: [(SIGINT, 130), (SIGTERM, 143), (SIGHUP, 129)] as [(Int32, Int32)])
     func aSignalMidDownloadRemovesThePartialFile(signal: Int32, code: Int32) async throws {
         let home = try Home()
         let server = try LoopbackHTTPServer { _ in

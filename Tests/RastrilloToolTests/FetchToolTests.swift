@@ -300,7 +300,7 @@ import ToolTestSupport
 
     /// The whole request runs on the main thread (while the body is awaited the process has
     /// exactly one thread), and a signal mid-body still stops it.
-    @Test(arguments: [(SIGINT, 130), (SIGTERM, 143)] as [(Int32, Int32)])
+    @Test(arguments: [(SIGINT, 130), (SIGTERM, 143), (SIGHUP, 129)] as [(Int32, Int32)])
     func aSignalMidBodyStopsIt(signal: Int32, code: Int32) async throws {
         let home = try Home()
         let server = try LoopbackHTTPServer { _ in

@@ -5,7 +5,8 @@ import Synchronization
 import Testing
 import ToolTestSupport
 
-private func sseHead() -> [UInt8] {
+/// The head of a 200 text/event-stream response that closes its connection.
+func sseHead() -> [UInt8] {
     LoopbackHTTPResponse.headBytes(
         status: 200, headers: [LoopbackHTTPHeader("Content-Type", "text/event-stream"), LoopbackHTTPHeader("Connection", "close")])
 }

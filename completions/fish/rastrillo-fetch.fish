@@ -13,6 +13,8 @@ complete -c rastrillo-fetch -l credential-header -x -d 'Send the credential as t
 complete -c rastrillo-fetch -l max-bytes -x -d 'Accept a response body of at most N bytes (default 4194304, 4 MiB).'
 complete -c rastrillo-fetch -l cacert -r -F -d 'Verify https servers with the CA certificates in FILE.'
 complete -c rastrillo-fetch -l timeout -x -d 'Give up when the whole exchange takes longer than SECONDS (exit 3).'
+complete -c rastrillo-fetch -l connect-timeout -x -d 'Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).'
+complete -c rastrillo-fetch -l stall-timeout -x -d 'Give up when no byte arrives for SECONDS (default 60; 0 for no limit; exit 4).'
 complete -c rastrillo-fetch -s f -l fail -d 'Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged.'
 complete -c rastrillo-fetch -l json -d 'Print {status, headers, body} as one JSON object, and failures (usage errors too) as JSON on stderr.'
 complete -c rastrillo-fetch -s h -l help -d 'Show this help and exit.'

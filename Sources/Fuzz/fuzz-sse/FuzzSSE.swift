@@ -144,7 +144,7 @@ func reference(_ input: ArraySlice<UInt8>) -> Outcome {
                     let (sum, o2) = times10.addingReportingOverflow(Int64(digit.value - 0x30))
                     total = o1 || o2 ? .max : sum
                 }
-                outcome.reconnectionTime = .milliseconds(total)
+                outcome.reconnectionTime = .milliseconds(min(total, 300_000))
             }
         default: break
         }
