@@ -1,5 +1,6 @@
 ;; rivet.rktd — the consumer example's own schema: a thermostat a device can read and set.
-;; Grammar: docs/schema.md. rivet.lock beside it is its committed device surface.
+;; Grammar: docs/schema.md. rivet.lock beside it is its committed device surface: the build
+;; fails when this file breaks it.
 
 (swift-access public)
 
