@@ -1,4 +1,4 @@
-# Build, install and uninstall the six Rivet & Rastrillo tools with their man pages, shell
+# Build, install and uninstall the seven Rivet & Rastrillo tools with their man pages, shell
 # completions and the systemd user unit for rivetd.
 #
 #   make                                  # = make build: swift build -c release (see STATIC_TOOLS)
@@ -6,7 +6,8 @@
 #   make uninstall PREFIX=/usr/local      # removes exactly the files install wrote
 #   make check                            # build, then run the test suite (what CI runs)
 #
-# Only the six tools are installed: never the examples, tests, benchmarks or fuzzers.
+# Only the seven tools are installed (rivet-generate is a schema author's tool): never the
+# examples, tests, benchmarks or fuzzers.
 # `install` does not build: run `make build` first (as an ordinary user), then install.
 
 SWIFT ?= swift
@@ -17,11 +18,11 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 RELEASE_DIR ?= .build/release
 
-TOOLS := rivetd rivet-pair rivet-browse rastrillo-fetch rastrillo-stream rastrillo-download
+TOOLS := rivetd rivet-pair rivet-browse rivet-generate rastrillo-fetch rastrillo-stream rastrillo-download
 # The HTTP tools link neither Foundation nor a Swift runtime library at run time: the Swift
 # runtime goes into the executable, and no $ORIGIN search path is added (there is no library of
 # ours beside them to find). They start faster that way (bench/fetch builds them the same way)
-# and run without /opt/swift. The other three use Foundation, whose static copy would make
+# and run without /opt/swift. The other four use Foundation, whose static copy would make
 # each about 80 MB, and keep the toolchain's shared runtime.
 STATIC_TOOLS := rastrillo-fetch rastrillo-stream rastrillo-download
 STATIC_FLAGS := --static-swift-stdlib --disable-local-rpath

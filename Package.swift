@@ -96,7 +96,7 @@ let package = Package(
         .target(name: "RivetDevice", dependencies: ["RivetWire"]),
         .target(name: "RivetSchema"),
         .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"]),
-        .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema"]),
+        .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"]),
         .target(name: "RivetFuzzSupport", path: "Sources/Fuzz/RivetFuzzSupport"),
         .executableTarget(
             name: "fuzz-rvt1", dependencies: ["RivetWire", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-rvt1"),
@@ -205,7 +205,7 @@ let package = Package(
         .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
-            name: "RivetSchemaTests", dependencies: ["RivetSchema"], exclude: ["Reference"]),
+            name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
         .testTarget(name: "RastrilloStreamsTests", dependencies: ["RastrilloStreams", "Backoff", "fuzz-sse"]),
         .testTarget(
             name: "ExamplesTests",

@@ -2,8 +2,10 @@ import Foundation
 import PackagePlugin
 
 /// Runs `rivet-generate` over the target's `rivet.rktd` and adds the generated Swift
-/// (`RivetGenerated.swift`) to the target. It does nothing else: all logic lives in the
-/// generator, so the plugin and the command line cannot disagree.
+/// (`RivetGenerated.swift`) to the target. When a `rivet.lock` sits beside `rivet.rktd`, it
+/// passes it with `--check-lock`, so a schema that breaks the lock fails the build with the
+/// generator's own diagnostics. It does nothing else: all logic lives in the generator, so the
+/// plugin and the command line cannot disagree.
 @main
 struct RivetGeneratorPlugin: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
@@ -18,12 +20,19 @@ struct RivetGeneratorPlugin: BuildToolPlugin {
                 message: "target '\(target.name)' has \(schemas.count) rivet.rktd files; keep exactly one")
         }
         let output = context.pluginWorkDirectoryURL.appending(path: "RivetGenerated.swift")
+        var arguments = [schema.url.path, "--output", output.path]
+        var inputs = [schema.url]
+        let lock = schema.url.deletingLastPathComponent().appending(path: "rivet.lock")
+        if FileManager.default.fileExists(atPath: lock.path) {
+            arguments += ["--check-lock", lock.path]
+            inputs.append(lock)
+        }
         return [
             .buildCommand(
                 displayName: "Generating Swift from \(schema.url.lastPathComponent) for \(target.name)",
                 executable: try context.tool(named: "rivet-generate").url,
-                arguments: [schema.url.path, "--output", output.path],
-                inputFiles: [schema.url],
+                arguments: arguments,
+                inputFiles: inputs,
                 outputFiles: [output])
         ]
     }

@@ -8,7 +8,7 @@ public enum ToolSpecs {
 
     /// Every tool that exists, in the order the README lists them.
     public static let all: [CommandSpec] = [
-        rivetd, rivetPair, rivetBrowse, rastrilloFetch, rastrilloStream, rastrilloDownload,
+        rivetd, rivetPair, rivetBrowse, rivetGenerate, rastrilloFetch, rastrilloStream, rastrilloDownload,
     ]
 }
 

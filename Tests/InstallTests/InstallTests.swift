@@ -4,14 +4,14 @@ import Testing
 
 /// `make install` and `make uninstall` into temporary prefixes, with the release binaries.
 ///
-/// The binaries come from `.build/release` when all six are there (`make build` ran before the
+/// The binaries come from `.build/release` when all seven are there (`make build` ran before the
 /// tests, as CI does); otherwise the test builds them once with `make build` into its own
 /// scratch directory (`swift test` holds `.build`, so a nested build there would wait forever).
 
 let repositoryRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-let tools = ["rivetd", "rivet-pair", "rivet-browse", "rastrillo-fetch", "rastrillo-stream", "rastrillo-download"]
+let tools = ["rivetd", "rivet-pair", "rivet-browse", "rivet-generate", "rastrillo-fetch", "rastrillo-stream", "rastrillo-download"]
 
 struct InstallFailure: Error, CustomStringConvertible {
     let description: String
@@ -47,7 +47,7 @@ func run(_ argv: [String], environment: [String: String] = ProcessInfo.processIn
     return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
 }
 
-/// The directory holding the six release binaries, building them once if needed.
+/// The directory holding the seven release binaries, building them once if needed.
 actor ReleaseBinaries {
     static let shared = ReleaseBinaries()
     private var directory: String?
@@ -189,7 +189,7 @@ let expectedFiles = tools.flatMap { tool in
         #expect(files(under: prefix) == [])
     }
 
-    @Test func onlyTheSixToolsAreInstalled() async throws {
+    @Test func onlyTheSevenToolsAreInstalled() async throws {
         let listed = try await run(["/usr/bin/make", "-s", "-C", repositoryRoot, "print-tools"])
         #expect(listed.status == 0)
         #expect(listed.output == tools.joined(separator: " ") + "\n")

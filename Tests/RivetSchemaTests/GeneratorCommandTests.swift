@@ -1,6 +1,7 @@
 import Foundation
 import RivetSchema
 import Testing
+import ToolTestSupport
 
 /// Runs the built `rivet-generate` in a fresh temporary directory.
 struct Generator {
@@ -29,9 +30,23 @@ struct Generator {
     func read(_ name: String) throws -> String { try String(contentsOfFile: path(name), encoding: .utf8) }
 
     func run(_ arguments: String...) throws -> (status: Int32, stdout: String, stderr: String) {
+        try run(executable: Self.executable, arguments: arguments)
+    }
+
+    /// Runs `command` with `/bin/sh -c` in the directory, the built tools first on `PATH`.
+    func run(shell command: String) throws -> (status: Int32, stdout: String, stderr: String) {
+        try run(
+            executable: URL(fileURLWithPath: "/bin/sh"), arguments: ["-c", command],
+            environment: ["PATH": Self.executable.deletingLastPathComponent().path + ":/usr/bin:/bin"])
+    }
+
+    private func run(
+        executable: URL, arguments: [String], environment: [String: String]? = nil
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
-        process.executableURL = Self.executable
+        process.executableURL = executable
         process.arguments = arguments
+        if let environment { process.environment = environment }
         process.currentDirectoryURL = directory
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
@@ -111,12 +126,13 @@ let scoreboard = try! String(
     }
 
     @Test(arguments: [
-        ([], "rivet-generate: no schema file given"),
+        ([], "rivet-generate: missing argument SCHEMA"),
         (["a.rktd"], "rivet-generate: nothing to do: give --output, --check-lock or --write-lock"),
         (["a.rktd", "--bogus"], "rivet-generate: unknown option '--bogus'"),
-        (["a.rktd", "--output"], "rivet-generate: --output needs a file argument"),
-        (["a.rktd", "b.rktd", "--output", "-"], "rivet-generate: only one schema file may be given"),
-        (["a.rktd", "--output", "x", "--output", "y"], "rivet-generate: --output is given twice"),
+        (["a.rktd", "--output"], "rivet-generate: option '--output' requires a value (FILE)"),
+        (["a.rktd", "--output", ""], "rivet-generate: invalid value '' for '--output': expected a non-empty path"),
+        (["a.rktd", "b.rktd", "--output", "-"], "rivet-generate: unexpected argument 'b.rktd'"),
+        (["a.rktd", "--output", "x", "--output", "y"], "rivet-generate: option '--output' was given more than once"),
     ])
     func usageErrorsExitTwo(_ arguments: [String], _ message: String) throws {
         let tool = try Generator()
@@ -130,7 +146,7 @@ let scoreboard = try! String(
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 2)
-        #expect(stderr == message + "\nTry 'rivet-generate --help' for usage.\n")
+        #expect(stderr == message + " (see 'rivet-generate --help')\n")
     }
 
     @Test func helpAndVersionExitZero() throws {
@@ -138,7 +154,8 @@ let scoreboard = try! String(
         defer { tool.remove() }
         let help = try tool.run("--help")
         #expect(help.status == 0)
-        #expect(help.stdout.hasPrefix("usage: rivet-generate SCHEMA"))
+        #expect(help.stdout.hasPrefix("rivet-generate - Generate typed Swift from a rivet.rktd schema"))
+        #expect(help.stdout.contains("Usage: rivet-generate [options] SCHEMA\n"))
         let version = try tool.run("--version")
         #expect(version.status == 0)
         #expect(version.stdout == "rivet-generate 0.1.0\n")
@@ -174,6 +191,38 @@ let scoreboard = try! String(
         #expect(changed.status == 1)
         #expect(changed.stderr.hasPrefix("changed.rktd:16:1: error: rpc `current-score` changed its wire signature since the lock"))
         #expect(changed.stderr.contains("changed.rktd:26:1: error: event `score-changed` changed its wire signature"))
+    }
+
+    /// Every command of rivet-generate(1)'s EXAMPLES, run as written next to the example schema.
+    @Test func manPageExamplesRun() throws {
+        let tool = try Generator()
+        defer { tool.remove() }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let commands = try ManPageExamples.commands(root.appendingPathComponent("man/man1/rivet-generate.1").path)
+        try #require(commands == [
+            "rivet-generate rivet.rktd --output RivetGenerated.swift",
+            "rivet-generate rivet.rktd --write-lock rivet.lock",
+            "rivet-generate rivet.rktd --check-lock rivet.lock --output RivetGenerated.swift",
+        ])
+        try tool.write("rivet.rktd", scoreboard)
+        let generate = try tool.run(shell: commands[0])
+        #expect(generate.status == 0 && generate.stderr.isEmpty, "\(generate.stderr)")
+        #expect(try tool.read("RivetGenerated.swift").contains("protocol RivetGeneratedBackend"))
+        let writeLock = try tool.run(shell: commands[1])
+        #expect(writeLock.status == 0 && writeLock.stderr.isEmpty, "\(writeLock.stderr)")
+        #expect(try tool.read("rivet.lock") == SchemaLock(schema: try Schema.parse(scoreboard, file: "x")).text)
+        try FileManager.default.removeItem(atPath: tool.path("RivetGenerated.swift"))
+        let check = try tool.run(shell: commands[2])
+        #expect(check.status == 0 && check.stderr.isEmpty, "\(check.stderr)")
+        #expect(FileManager.default.fileExists(atPath: tool.path("RivetGenerated.swift")))
+
+        // A break: exit status 1, and nothing generated.
+        try FileManager.default.removeItem(atPath: tool.path("RivetGenerated.swift"))
+        try tool.write("rivet.rktd", scoreboard.replacingOccurrences(of: "(home uint32)", with: "(home int32)"))
+        let broken = try tool.run(shell: commands[2])
+        #expect(broken.status == 1)
+        #expect(broken.stderr.hasPrefix("rivet.rktd:16:1: error: rpc `current-score` changed its wire signature since the lock"))
+        #expect(!FileManager.default.fileExists(atPath: tool.path("RivetGenerated.swift")))
     }
 
     @Test func committedExampleLockMatchesTheExampleSchema() throws {
