@@ -44,8 +44,8 @@ public struct ExitStatus: Hashable, Sendable, CustomStringConvertible {
     /// Stopped by SIGTERM (128 + 15).
     public static let terminated = ExitStatus(code: 143, meaning: "Terminated by SIGTERM")
 
-    /// The statuses every tool can exit with: ok, failure, usage, interrupted, terminated.
-    public static let standard: [ExitStatus] = [.ok, .failure, .usage, .interrupted, .terminated]
+    /// The statuses every tool can exit with: ok, failure, usage, hung up, interrupted, terminated.
+    public static let standard: [ExitStatus] = [.ok, .failure, .usage, .hangUp, .interrupted, .terminated]
     /// The statuses of the HTTP tools: the standard set plus the retry classes 3 to 7 and
     /// SIGHUP's 129.
     public static let network: [ExitStatus] = [

@@ -38,7 +38,7 @@ extension ToolSpecs {
                 "json",
                 help: "Report a failure, usage errors included, as one JSON object {error, message} on standard error."),
         ],
-        exitStatuses: [.ok, .failure, .usage, .unavailable, .interrupted, .terminated],
+        exitStatuses: [.ok, .failure, .usage, .unavailable, .hangUp, .interrupted, .terminated],
         normalStopSignals: [SIGINT, SIGTERM]
     )
 }

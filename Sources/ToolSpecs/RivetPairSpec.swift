@@ -53,6 +53,6 @@ extension ToolSpecs {
                 help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3."),
         ],
         exclusiveGroups: [["list", "show", "revoke", "open", "confirm", "sessions", "connect"]],
-        exitStatuses: [.ok, .failure, .usage, .auth, .permanent, .interrupted, .terminated]
+        exitStatuses: [.ok, .failure, .usage, .auth, .permanent, .hangUp, .interrupted, .terminated]
     )
 }

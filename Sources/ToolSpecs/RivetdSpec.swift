@@ -54,7 +54,7 @@ extension ToolSpecs {
         // SIGTERM is a daemon's normal stop (0); 143 only when a second one cuts the stop short.
         exitStatuses: [
             ExitStatus(code: 0, meaning: "Stopped by SIGTERM (its normal stop), or --fingerprint printed the fingerprint"),
-            .failure, .usage, .interrupted,
+            .failure, .usage, .hangUp, .interrupted,
             ExitStatus(code: 143, meaning: "A second SIGTERM arrived while rivetd was still stopping"),
         ],
         normalStopSignals: [SIGTERM]

@@ -276,7 +276,7 @@ func stderrText(_ result: ExitTest.Result?) -> String {
     @Test func exitStatusCodes() {
         let codes = CommandLineKit.ExitStatus.network.map(\.code)
         #expect(codes == [0, 1, 2, 3, 4, 5, 6, 7, 129, 130, 143])
-        #expect(CommandLineKit.ExitStatus.standard.map(\.code) == [0, 1, 2, 130, 143])
+        #expect(CommandLineKit.ExitStatus.standard.map(\.code) == [0, 1, 2, 129, 130, 143])
         #expect(Set(CommandLineKit.ExitStatus.network.map(\.meaning)).count == CommandLineKit.ExitStatus.network.count)
     }
 }

@@ -221,6 +221,21 @@ import ToolTestSupport
         #expect(man.contains("A second\n.Dv SIGTERM\narrived while\n.Nm\nwas still stopping."))
     }
 
+    @Test("SIGHUP stops rivetd as SIGINT does, exit 129, as --help and the man page say")
+    func exitStatusOfSIGHUP() async throws {
+        let help = try await offPool { try ToolProcess.run("rivetd", ["--help"], environment: ProcessInfo.processInfo.environment) }
+        #expect(help.stdout.contains("  129  Hung up by SIGHUP\n"), "\(help.stdout)")
+        let man = try String(contentsOfFile: repositoryRoot + "/man/man1/rivetd.1", encoding: .utf8)
+        #expect(man.contains(".It 129\nHung up by\n.Dv SIGHUP :"))
+        let home = try Home()
+        try await withDaemon(home, arguments: ["--no-advertise"]) { daemon in
+            daemon.process.signal(SIGHUP)
+            let status = try await daemon.process.wait()
+            #expect(status == 129, "\(daemon.log)")
+            #expect(daemon.log.contains("info: stopped"), "\(daemon.log)")
+        }
+    }
+
     @Test(
         "--listen takes a host name or a bracketed IPv6 address and logs the address it bound",
         arguments: [("localhost", "127.0.0.1"), ("[::1]", "[::1]")])
