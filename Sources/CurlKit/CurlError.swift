@@ -143,6 +143,19 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// length).
     public static let bodySourceFailed = CurlError(code: .bodySourceFailed, message: "request body source failed")
 
+    /// Whether libcurl's `detail` text holds `fragment`, compared byte by byte. (String's
+    /// `contains(_:)` with a string comes from _StringProcessing, which would link the regex
+    /// engine into the HTTP tools.)
+    private static func mentions(_ detail: String?, _ fragment: String) -> Bool {
+        guard let bytes = detail?.utf8 else { return false }
+        var rest = bytes[...]
+        while !rest.isEmpty {
+            if rest.starts(with: fragment.utf8) { return true }
+            rest = rest.dropFirst()
+        }
+        return false
+    }
+
     /// The error for a CURLcode other than CURLE_OK reported by a transfer.
     ///
     /// `curlDescription` is `curl_easy_strerror(code)`, `detail` the error buffer.
@@ -158,7 +171,7 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
         case 6: (code, what) = (.couldNotResolveHost, "the host name did not resolve")
         case 7: (code, what) = (.couldNotConnect, "the connection could not be made")
         // libcurl refuses some invalid Content-Length values itself (a negative one, ...).
-        case 8 where detail?.contains("Content-Length") == true:
+        case 8 where Self.mentions(detail, "Content-Length"):
             (code, what) = (.invalidContentLength, "the server sent an invalid Content-Length")
         case 8: (code, what) = (.weirdServerReply, "the server's reply is not valid HTTP")
         case 18: (code, what) = (.partialBody, "the response body ended early")
@@ -168,9 +181,9 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
         case 55: (code, what) = (.sendFailed, "sending the request failed")
         // libcurl reports a broken chunked body and its own bound on the response head as a
         // receive failure too; only its detail tells them apart.
-        case 56 where detail?.lowercased().contains("chunk") == true:
+        case 56 where Self.mentions(detail?.lowercased(), "chunk"):
             (code, what) = (.invalidChunkedEncoding, "the server sent invalid chunked encoding")
-        case 56 where detail?.contains("Too large response headers") == true:
+        case 56 where Self.mentions(detail, "Too large response headers"):
             (code, what) = (.responseHeadTooLarge, "the server sent an oversized response head")
         case 56: (code, what) = (.receiveFailed, "receiving the response failed")
         case 60, 91: (code, what) = (.tlsPeerCertificateRejected, "the server's TLS certificate was rejected")
