@@ -201,7 +201,7 @@ let package = Package(
             name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles"],
             resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "RivetPairingTests", dependencies: ["RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit"],
+            name: "RivetPairingTests", dependencies: ["TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice"]),
