@@ -163,6 +163,8 @@ let package = Package(
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
+        // `eventually` and `ManualClock`, shared by the test targets; no dependencies.
+        .target(name: "TestSupport", path: "Tests/Support/TestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
@@ -175,7 +177,7 @@ let package = Package(
         .testTarget(
             name: "RivetdTests",
             dependencies: [
-                "rivetd", "rivet-pair", "rivet-test-backend", "RivetControl", "RivetCompanion", "RivetDevice", "RivetWire", "RivetTransport",
+                "TestSupport", "rivetd", "rivet-pair", "rivet-test-backend", "RivetControl", "RivetCompanion", "RivetDevice", "RivetWire", "RivetTransport",
                 "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
@@ -184,33 +186,33 @@ let package = Package(
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
-            name: "RivetDiscoveryTests", dependencies: ["RivetDiscovery", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
+            name: "RivetDiscoveryTests", dependencies: ["TestSupport", "RivetDiscovery", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
             resources: [.copy("Fixtures")]),
-        .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
+        .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
             name: "RastrilloToolTests",
             dependencies: [
-                "rastrillo-fetch", "rastrillo-download", "rastrillo-stream", "RastrilloCore", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
+                "TestSupport", "rastrillo-fetch", "rastrillo-download", "rastrillo-stream", "RastrilloCore", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
                 "LoopbackHTTPServer", "OpenSSLKit",
             ]),
         .testTarget(
-            name: "RastrilloTests", dependencies: ["Rastrillo", "RastrilloCore", "RastrilloStreams", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
+            name: "RastrilloTests", dependencies: ["TestSupport", "Rastrillo", "RastrilloCore", "RastrilloStreams", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
         .testTarget(
-            name: "CommandLineKitTests", dependencies: ["CommandLineKit", "CommandLineFiles"],
+            name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles"],
             resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "RivetPairingTests", dependencies: ["RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit"],
+            name: "RivetPairingTests", dependencies: ["TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"]),
-        .testTarget(name: "RivetDeviceTests", dependencies: ["RivetDevice"]),
+        .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice"]),
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
-        .testTarget(name: "RastrilloStreamsTests", dependencies: ["RastrilloStreams", "Backoff", "fuzz-sse"]),
+        .testTarget(name: "RastrilloStreamsTests", dependencies: ["TestSupport", "RastrilloStreams", "Backoff", "fuzz-sse"]),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [
-                "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "rastrillo-stream",
+                "TestSupport", "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "rastrillo-stream",
                 "rastrillo-download", "rivet-browse", "RivetDevice", "RivetWire",
                 "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
             ],
@@ -225,7 +227,7 @@ let package = Package(
         .testTarget(
             name: "RivetTransportTests",
             dependencies: [
-                "RivetTransport", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport",
+                "TestSupport", "RivetTransport", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -25,40 +25,10 @@ public struct RivetAdvertisement: Sendable, Hashable {
 }
 
 /// Advertises the gateway's listener as `_rivet._tcp` through avahi-daemon, privacy-bounded:
-/// the instance name is `"Rivet "` and 8 random hex digits, the SRV record points at a host name
-/// of its own, `rivet-` and 16 random hex digits in `.local` (never the machine's host name),
-/// and the TXT record is the canonical `v=1`, `h=<hint>`, `proto=rvd1` (``RivetDiscoveryTXT``),
-/// where the hint comes from the discovery secret and the current hour. All three are drawn
-/// again at every ``start(host:port:secret:)`` and at every change of hour, so no part of the
-/// advertisement links one hour to the next.
-///
-/// The host name's address records (A/AAAA, no reverse PTR) are published in the same avahi
-/// entry group as the service, so they appear, rotate and disappear together with it. They
-/// are the addresses the listener accepts connections on, on the advertised interfaces: the
-/// bound address for a listener on one address (`127.0.0.1` on `lo`), every address of the
-/// family for a wildcard listener (`0.0.0.0`: IPv4, `::`: IPv6, as `RivetListener` binds it
-/// IPv6-only), at most `AvahiServiceDescription.maxHostAddresses`. The advertiser reads them
-/// with `getifaddrs` at start and again every ``addressCheckInterval``, and publishes again
-/// when they change; while there are none it announces nothing (`.noAddresses`). When the
-/// configured interface is every interface and all the addresses are on one, the service is
-/// announced on that one alone.
-///
-/// - ``start(host:port:secret:)`` when the listener is ready: it connects to avahi-daemon
-///   (waiting for it when it is not running) and publishes.
-/// - ``listenerFailed()`` and ``stop()`` withdraw at once (the publication is gone from
-///   avahi-daemon when they return).
-/// - When avahi-daemon stops or restarts, the advertiser connects again and publishes again
-///   once the daemon runs; when the bus itself is gone it retries every 0.5 s, doubling up to
-///   10 s.
-/// - A name taken by another service is replaced by avahi's alternative (`"… #2"`), and the
-///   host name by a fresh random one (avahi does not say which of the two collided); when even
-///   the alternatives are taken, it publishes again under fresh random names.
-///
-/// It never listens, connects or grants anything; it only announces.
-///
-/// Thread-safety: every method may be called from any thread or task. All work happens on one
-/// private serial queue; ``start(host:port:secret:)``, ``listenerFailed()`` and ``stop()`` wait
-/// for it, which takes the few short D-Bus round trips to avahi-daemon they need.
+/// a random instance name, a random host name of its own and the hint TXT record, all drawn
+/// again at every ``start(host:port:secret:)`` and every change of hour. It only announces.
+/// Every method may be called from any thread. The design (address records, rotation,
+/// reconnection, collisions, threading) is in docs/architecture.md, "Discovery: the advertiser".
 public final class RivetAdvertiser: Sendable {
     /// Where and how to advertise, and which clock to read.
     public struct Configuration: Sendable {

@@ -2,8 +2,8 @@ import Foundation
 import OpenSSLKit
 
 /// The desktop side of pairing as a pure state machine: no I/O, `Sendable`, clock and randomness
-/// injected. The daemon owns one (inside an actor), feeds it every input through `handle(_:)`
-/// and performs the returned actions.
+/// injected. The daemon owns one through `RivetPairingService` (RivetTransport), which holds it
+/// under a lock, feeds it every input through `handle(_:)` and performs the returned actions.
 ///
 /// Rules (see docs/protocol.md, "Pairing"):
 /// - A window is opened explicitly and lasts `windowDuration` (300 s). It is open at monotonic

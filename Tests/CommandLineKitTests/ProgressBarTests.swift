@@ -1,13 +1,15 @@
 import CommandLineKit
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
-/// A clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let instant = Mutex(ContinuousClock.now)
-    var now: ContinuousClock.Instant { instant.withLock { $0 } }
-    func advance(_ duration: Duration) { instant.withLock { $0 += duration } }
+/// Where the progress bar's time starts: the shared `ManualClock` at offset zero.
+private let origin = ContinuousClock.now
+
+extension ManualClock {
+    /// The clock's time as the progress bar reads it.
+    var continuousNow: ContinuousClock.Instant { origin.advanced(by: now.offset) }
 }
 
 @Suite struct ProgressBarTests {
@@ -17,7 +19,7 @@ final class ManualClock: Sendable {
     ) -> ProgressBar {
         ProgressBar(
             label: "download", total: total, environment: environment, isTerminal: isTerminal,
-            columns: 60, now: { clock.now }, sink: sink.append)
+            columns: 60, now: { clock.continuousNow }, sink: sink.append)
     }
 
     @Test func drawsNothingWhenNotATerminalOrDumb() {
@@ -45,10 +47,10 @@ final class ManualClock: Sendable {
         #expect(!first.contains("\u{1B}"))
 
         progress.update(completed: 500)
-        clock.advance(.milliseconds(99))
+        clock.advance(by: .milliseconds(99))
         progress.update(completed: 600)
         #expect(sink.all.count == 1)
-        clock.advance(.milliseconds(1))
+        clock.advance(by: .milliseconds(1))
         progress.update(completed: 1000)
         #expect(sink.all.count == 2)
         #expect(sink.all[1] == "\rdownload [" + String(repeating: "=", count: 23) + "] 100%     1000 B / 1000 B")
@@ -56,7 +58,7 @@ final class ManualClock: Sendable {
         progress.finish()
         #expect(sink.all.count == 3)
         #expect(sink.all[2] == "\r" + String(repeating: " ", count: 59) + "\r")
-        clock.advance(.seconds(1))
+        clock.advance(by: .seconds(1))
         progress.update(completed: 1000)
         progress.finish()
         #expect(sink.all.count == 3)
@@ -85,10 +87,10 @@ final class ManualClock: Sendable {
         let mebibyte: Int64 = 1 << 20
         let progress = ProgressBar(
             label: "big.iso", total: 300 * mebibyte, environment: ["TERM": "xterm", "NO_COLOR": "1"],
-            isTerminal: true, columns: 80, now: { clock.now }, sink: sink.append)
+            isTerminal: true, columns: 80, now: { clock.continuousNow }, sink: sink.append)
         progress.update(completed: 0)
         for amount: Int64 in [5, 99, 100, 101, 150, 299] {
-            clock.advance(.seconds(1))
+            clock.advance(by: .seconds(1))
             progress.update(completed: amount * mebibyte)
         }
         let lines = sink.all

@@ -1,5 +1,6 @@
 import Glibc
 import LoopbackHTTPServer
+import TestSupport
 import Testing
 
 @testable import CurlKit

@@ -32,16 +32,6 @@ final class SharedCount: Sendable {
     var current: Int { value.withLock { $0 } }
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passes; returns whether it held.
-nonisolated(nonsending) func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 /// A server answering every request with `response`.

@@ -1,6 +1,7 @@
 import Foundation
 import LoopbackHTTPServer
 import Synchronization
+import TestSupport
 import Testing
 import ToolTestSupport
 

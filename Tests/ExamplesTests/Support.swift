@@ -4,6 +4,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetRegistry
 import Synchronization
+import TestSupport
 import Testing
 import ToolTestSupport
 
@@ -102,18 +103,6 @@ final class Child: Sendable {
         if poll() == nil { kill(pid, SIGTERM) }
         return try await wait()
     }
-}
-
-/// Polls `condition` every 20 ms until it holds, failing after `timeout`.
-func eventually(
-    _ what: String, timeout: Duration = .seconds(20), _ condition: () throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    throw ExampleFailure("timed out waiting for \(what)")
 }
 
 /// How a program run ended and what it wrote.

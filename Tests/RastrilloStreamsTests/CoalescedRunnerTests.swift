@@ -1,5 +1,6 @@
 import RastrilloStreams
 import Synchronization
+import TestSupport
 import Testing
 
 /// What the tests need of a runner, so the same scenarios can run against a naive one.
@@ -105,19 +106,6 @@ final class Flag: Sendable {
     private let value = Mutex(false)
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
-}
-
-/// Waits (polling, up to 10 s) until `condition` holds.
-func eventually(_ what: String, _ condition: () -> Bool) async throws {
-    let clock = ContinuousClock()
-    let deadline = clock.now + .seconds(10)
-    while !condition() {
-        if clock.now > deadline {
-            Issue.record("timed out waiting until \(what)")
-            throw CancellationError()
-        }
-        try await Task.sleep(for: .milliseconds(1))
-    }
 }
 
 /// The failure the runner prevents: B calls after pass 1 fetched its data; B must not resume

@@ -1,4 +1,5 @@
 import RastrilloStreams
+import TestSupport
 import Testing
 
 func origin(_ text: String) -> ServerOrigin { try! ServerOrigin(text) }

@@ -1,5 +1,6 @@
 import Backoff
 import RastrilloStreams
+import TestSupport
 import Testing
 
 /// Jitter fixed at one fraction, so every delay is exact.

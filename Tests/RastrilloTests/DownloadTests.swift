@@ -3,6 +3,7 @@ import Glibc
 import LoopbackHTTPServer
 import OpenSSLKit
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RastrilloCore

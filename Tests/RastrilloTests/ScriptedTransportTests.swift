@@ -1,6 +1,7 @@
 import Foundation
 import Rastrillo
 import RastrilloTestSupport
+import TestSupport
 import Testing
 
 @Suite struct ScriptedTransportTests {

@@ -46,17 +46,6 @@ final class EventLog: Sendable {
     var all: [NativeTrafficEvent] { events.withLock { $0 } }
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passes (generous: tests run in
-/// parallel on few cores); returns whether it held.
-func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 /// A fresh private directory, removed when released.
 final class TemporaryDirectory: Sendable {
     let path: String

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LoopbackHTTPServer
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RastrilloCore

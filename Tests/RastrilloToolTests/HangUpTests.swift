@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LoopbackHTTPServer
+import TestSupport
 import Testing
 import ToolTestSupport
 

@@ -92,16 +92,6 @@ final class BackgroundTool: Sendable {
     var stderr: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
 }
 
-/// Polls `condition` every 10 ms until it holds or `timeout` passes.
-func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 /// A TLS server and the CA file that trusts it.
 func tlsServer(_ response: LoopbackHTTPResponse) async throws -> (LoopbackHTTPServer, LoopbackTLSIdentity) {
     let identity = try await LoopbackTLSIdentity.make()

@@ -1,6 +1,7 @@
 import Foundation
 import RivetDevice
 import RivetWire
+import TestSupport
 import Testing
 
 @Suite struct ClientTests {

@@ -85,16 +85,6 @@ final class Counter: Sendable {
     var count: Int { value.withLock { $0 } }
 }
 
-/// Polls `condition` until it holds or five seconds pass.
-func eventually(_ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(5)
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return await condition()
-}
-
 /// A router with echo, hold, fail and numbers handlers.
 func makeRouter(
     configuration: RivetDeviceConfiguration = .default, gate: Gate = Gate(),

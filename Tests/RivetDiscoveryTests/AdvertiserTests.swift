@@ -2,6 +2,7 @@ import AvahiKit
 import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
+import TestSupport
 import Testing
 
 /// The advertiser against the shared real avahi-daemon on loopback, watched by a RivetBrowser.
@@ -68,7 +69,7 @@ struct AdvertiserTests {
     @Test("a new hour (on an injected clock): the old name goes, a fresh name with the new hour's hint comes")
     func hourlyRotation() async throws {
         let start = Date(timeIntervalSince1970: 1_796_000_000)
-        let clock = ManualClock(start)
+        let clock = ManualWallClock(start)
         let fixture = try await AdvertiserFixture(clock: clock)
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7403, secret: testSecret)

@@ -3,6 +3,7 @@ import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -103,7 +104,7 @@ struct HostNameTests {
     @Test("a new hour brings a new host name; the old name's address record is gone, and after stop the new one's too")
     func hostRotation() async throws {
         let start = Date(timeIntervalSince1970: 1_796_000_000)
-        let clock = ManualClock(start)
+        let clock = ManualWallClock(start)
         let fixture = try await AdvertiserFixture(clock: clock)
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7410, secret: testSecret)

@@ -3,6 +3,7 @@ import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
 import Synchronization
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -40,7 +41,7 @@ struct AdvertiserFixture {
     /// the fixture is made, so no hour boundary (a new name, a new hint) falls inside a test
     /// that does not move the clock itself.
     init(
-        clock: any RivetDiscoveryClock = ManualClock(Date()),
+        clock: any RivetDiscoveryClock = ManualWallClock(Date()),
         addressSource: (@Sendable () -> [AvahiHostAddress])? = nil
     ) async throws {
         self.clock = clock
@@ -122,65 +123,35 @@ extension Collector where Value == RivetAdvertiser.State {
     }
 }
 
-/// A wall clock the test moves by hand: `sleep(until:)` returns once `advance(to:)` reaches
-/// the deadline.
-final class ManualClock: RivetDiscoveryClock {
-    private struct State {
-        var now: Date
-        var sleepers: [UInt64: (deadline: Date, continuation: CheckedContinuation<Void, any Error>)] = [:]
-        var nextID: UInt64 = 0
-    }
-
-    private let state: Mutex<State>
+/// The shared `ManualClock` read as a wall clock that starts at `start`: `sleep(until:)`
+/// returns once `advance(to:)` reaches the deadline.
+final class ManualWallClock: RivetDiscoveryClock {
+    private let start: Date
+    private let clock = ManualClock()
 
     init(_ start: Date) {
-        state = Mutex(State(now: start))
+        self.start = start
     }
 
-    func now() -> Date { state.withLock { $0.now } }
-
-    /// How many tasks are sleeping on this clock now.
-    var sleeperCount: Int { state.withLock { $0.sleepers.count } }
+    func now() -> Date { start + Self.seconds(clock.now.offset) }
 
     func sleep(until deadline: Date) async throws {
-        let id = state.withLock { state in
-            defer { state.nextID += 1 }
-            return state.nextID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if state.now >= deadline { return true }
-                    state.sleepers[id] = (deadline, continuation)
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let sleeper = state.withLock { $0.sleepers.removeValue(forKey: id) }
-            sleeper?.continuation.resume(throwing: CancellationError())
-        }
-        if Task.isCancelled { throw CancellationError() }
+        let offset = Duration.seconds(deadline.timeIntervalSince(start))
+        try await clock.sleep(until: ManualClock.Instant(offset: offset), tolerance: nil)
     }
 
     /// Sets the time and wakes every sleeper whose deadline has come.
     func advance(to date: Date) {
-        let due = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            state.now = date
-            let ready = state.sleepers.filter { $0.value.deadline <= date }
-            for id in ready.keys { state.sleepers.removeValue(forKey: id) }
-            return ready.values.map(\.continuation)
-        }
-        for continuation in due { continuation.resume() }
+        clock.advance(by: .seconds(date.timeIntervalSince(start)) - clock.now.offset)
     }
 
     /// Waits until at least one task sleeps on the clock, at most 5 s.
     func waitForSleeper() async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
-            if sleeperCount > 0 { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return false
+        await eventually(timeout: .seconds(5), interval: .milliseconds(5)) { !clock.deadlines.isEmpty }
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

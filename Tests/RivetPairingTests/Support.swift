@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import OpenSSLKit
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import RivetPairing
@@ -25,20 +26,21 @@ final class TemporaryDirectory: Sendable {
     }
 }
 
-/// A clock the test moves by hand; monotonic and wall time advance together.
+/// The shared `ManualClock` read as the pairing clock: monotonic time starts at 1000 s and wall
+/// time at 1 750 000 000 s after 1970; both advance together.
 final class TestClock: RivetPairingClock {
-    private let time = Mutex<(monotonic: Duration, wall: Date)>((.seconds(1000), Date(timeIntervalSince1970: 1_750_000_000)))
+    private static let monotonicStart: Duration = .seconds(1000)
+    private static let wallStart = Date(timeIntervalSince1970: 1_750_000_000)
+    private let clock = ManualClock()
 
-    func monotonicNow() -> Duration { time.withLock { $0.monotonic } }
-    func wallClockNow() -> Date { time.withLock { $0.wall } }
+    func monotonicNow() -> Duration { Self.monotonicStart + clock.now.offset }
 
-    func advance(_ duration: Duration) {
-        time.withLock {
-            $0.monotonic += duration
-            let (seconds, attoseconds) = duration.components
-            $0.wall += Double(seconds) + Double(attoseconds) / 1e18
-        }
+    func wallClockNow() -> Date {
+        let (seconds, attoseconds) = clock.now.offset.components
+        return Self.wallStart + (Double(seconds) + Double(attoseconds) / 1e18)
     }
+
+    func advance(_ duration: Duration) { clock.advance(by: duration) }
 }
 
 /// Deterministic bytes: SHA-256(seed ‖ u64be(counter)) blocks. Counts its draws.

@@ -5,6 +5,7 @@ import RivetRegistry
 import RivetSession
 import RivetTransport
 import Synchronization
+import TestSupport
 import Testing
 import ToolTestSupport
 

@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetSession
 import RivetTransport
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -5,6 +5,7 @@ import RivetPairing
 import RivetRegistry
 import RivetSession
 import RivetTransport
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -4,6 +4,7 @@ import RivetPairing
 import RivetRegistry
 import RivetSession
 import RivetTransport
+import TestSupport
 import Testing
 import ToolTestSupport
 
@@ -45,17 +46,6 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
 /// Captures a typed outcome so it can cross threads and be inspected.
 func outcome<T, E: Error>(_ body: () throws(E) -> T) -> Result<T, E> {
     do throws(E) { return .success(try body()) } catch { return .failure(error) }
-}
-
-/// Polls `condition` every 5 ms until it holds or `timeout` passes; returns whether it held.
-/// Never blocks a thread of Swift's cooperative pool (other tests need it to make progress).
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let end = ContinuousClock.now + timeout
-    while ContinuousClock.now < end {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return condition()
 }
 
 /// `eventually` for code already running on its own thread (inside `onThread`).

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RivetControl
 import RivetPairing
+import TestSupport
 import Testing
 import ToolTestSupport
 

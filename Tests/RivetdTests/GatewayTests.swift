@@ -6,6 +6,7 @@ import RivetPairing
 import RivetSession
 import RivetTransport
 import RivetWire
+import TestSupport
 import Testing
 import ToolTestSupport
 

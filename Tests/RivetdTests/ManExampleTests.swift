@@ -3,6 +3,7 @@ import Glibc
 import OpenSSLKit
 import RivetPairing
 import RivetRegistry
+import TestSupport
 import Testing
 import ToolTestSupport
 

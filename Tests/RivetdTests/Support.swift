@@ -10,6 +10,7 @@ import RivetSession
 import RivetTransport
 import RivetWire
 import Synchronization
+import TestSupport
 import Testing
 import ToolTestSupport
 
@@ -36,18 +37,6 @@ func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
         thread.stackSize = 1 << 20
         thread.start()
     }
-}
-
-/// Waits until `condition` holds, checking every 20 ms, for at most `timeout`.
-func eventually(
-    _ what: String, timeout: Duration = .seconds(10), _ condition: () async throws -> Bool
-) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    throw TestFailure("timed out waiting for \(what)")
 }
 
 /// A process started with ToolTestSupport's `spawnProcess` (an empty signal mask and default

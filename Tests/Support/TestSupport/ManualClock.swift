@@ -3,12 +3,13 @@ import Synchronization
 /// A clock that moves only when a test advances it, so time rules are tested without sleeping.
 /// Sleepers wake when `advance` reaches their deadline; a cancelled sleeper throws
 /// `CancellationError` at once.
-final class ManualClock: Clock, Sendable {
-    struct Instant: InstantProtocol {
-        var offset: Duration
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+public final class ManualClock: Clock, Sendable {
+    public struct Instant: InstantProtocol {
+        public var offset: Duration
+        public init(offset: Duration) { self.offset = offset }
+        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
 
     private enum Sleeper {
@@ -25,11 +26,14 @@ final class ManualClock: Clock, Sendable {
 
     private let state = Mutex(State())
 
-    var now: Instant { state.withLock { $0.now } }
-    var minimumResolution: Duration { .zero }
+    /// A clock at offset zero.
+    public init() {}
+
+    public var now: Instant { state.withLock { $0.now } }
+    public var minimumResolution: Duration { .zero }
 
     /// Deadlines of the sleeps in progress, earliest first.
-    var deadlines: [Duration] {
+    public var deadlines: [Duration] {
         state.withLock { state in
             state.sleepers.values.compactMap { sleeper -> Duration? in
                 switch sleeper {
@@ -40,7 +44,7 @@ final class ManualClock: Clock, Sendable {
         }
     }
 
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+    public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         try Task.checkCancellation()
         let id: UInt64? = state.withLock { state in
             guard deadline > state.now else { return nil }
@@ -84,7 +88,7 @@ final class ManualClock: Clock, Sendable {
     }
 
     /// Moves time forward and wakes every sleeper whose deadline it reaches.
-    func advance(by duration: Duration) {
+    public func advance(by duration: Duration) {
         let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             state.now = state.now.advanced(by: duration)
             var woken: [CheckedContinuation<Void, any Error>] = []
