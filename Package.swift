@@ -137,6 +137,7 @@ let package = Package(
             dependencies: [
                 "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
                 "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
+                "CommandLineKit",
             ]),
         .executableTarget(
             name: "rivetd",
