@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit"]),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit"]),
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit", "RivetPairing"]),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
@@ -169,7 +169,7 @@ let package = Package(
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
         .testTarget(
             name: "RivetBrowseToolTests",
-            dependencies: ["rivet-browse", "RivetDiscovery", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
+            dependencies: ["rivet-browse", "RivetDiscovery", "RivetPairing", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
         .testTarget(
             name: "RivetPairToolTests",
             dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
@@ -185,7 +185,8 @@ let package = Package(
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
-            name: "RivetDiscoveryTests", dependencies: ["RivetDiscovery", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
+            name: "RivetDiscoveryTests",
+            dependencies: ["RivetDiscovery", "RivetPairing", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["CurlKit", "LoopbackHTTPServer"]),
         .testTarget(

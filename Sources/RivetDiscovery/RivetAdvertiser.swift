@@ -1,6 +1,7 @@
 import AvahiKit
 import Dispatch
 import Foundation
+import RivetPairing
 import Synchronization
 
 /// One publication of the gateway: what avahi-daemon announces now.

@@ -2,6 +2,7 @@ import AvahiKit
 import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
+import RivetPairing
 import Testing
 
 /// The advertiser against the shared real avahi-daemon on loopback, watched by a RivetBrowser.
