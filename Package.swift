@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit"]),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit"]),
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit", "RivetPairing"]),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
@@ -137,6 +137,7 @@ let package = Package(
             dependencies: [
                 "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
                 "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
+                "CommandLineKit",
             ]),
         .executableTarget(
             name: "rivetd",
@@ -170,7 +171,7 @@ let package = Package(
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
         .testTarget(
             name: "RivetBrowseToolTests",
-            dependencies: ["rivet-browse", "RivetDiscovery", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
+            dependencies: ["rivet-browse", "RivetDiscovery", "RivetPairing", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
         .testTarget(
             name: "RivetPairToolTests",
             dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
@@ -186,7 +187,8 @@ let package = Package(
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
-            name: "RivetDiscoveryTests", dependencies: ["TestSupport", "RivetDiscovery", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
+            name: "RivetDiscoveryTests",
+            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer"]),
         .testTarget(

@@ -6,8 +6,8 @@ import Synchronization
 /// Thread-safety: one `Mutex` owns the value and the subscriber list. `send` may be called from
 /// avahi's poll thread: it only yields (which never runs subscriber code inline). `finish()` runs
 /// stream termination handlers, so it is called outside the lock, and those handlers only take
-/// this same lock, never avahi's.
-final class StateBroadcast<Value: Sendable & Equatable>: Sendable {
+/// this same lock, never avahi's. RivetDiscovery's advertiser uses it too (one broadcast type).
+package final class StateBroadcast<Value: Sendable & Equatable>: Sendable {
     private struct Storage {
         var current: Value
         var subscribers: [UInt64: AsyncStream<Value>.Continuation] = [:]
@@ -17,14 +17,14 @@ final class StateBroadcast<Value: Sendable & Equatable>: Sendable {
 
     private let storage: Mutex<Storage>
 
-    init(_ initial: Value) {
+    package init(_ initial: Value) {
         storage = Mutex(Storage(current: initial))
     }
 
-    var current: Value { storage.withLock { $0.current } }
+    package var current: Value { storage.withLock { $0.current } }
 
     /// Sets the value and yields it to every subscriber, unless it equals the current value.
-    func send(_ value: Value) {
+    package func send(_ value: Value) {
         storage.withLock { storage in
             guard !storage.finished, storage.current != value else { return }
             storage.current = value
@@ -34,7 +34,7 @@ final class StateBroadcast<Value: Sendable & Equatable>: Sendable {
 
     /// Sets a final value, yields it, and ends every subscription; later subscribers get the
     /// final value and an ended stream.
-    func finish(with value: Value) {
+    package func finish(with value: Value) {
         let continuations = storage.withLock { storage -> [AsyncStream<Value>.Continuation] in
             guard !storage.finished else { return [] }
             storage.finished = true
@@ -50,7 +50,7 @@ final class StateBroadcast<Value: Sendable & Equatable>: Sendable {
 
     /// A stream of the current value followed by every change, unbounded: values are few
     /// (state transitions), so none is dropped.
-    func subscribe() -> AsyncStream<Value> {
+    package func subscribe() -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(
             of: Value.self, bufferingPolicy: .unbounded)
         let id = storage.withLock { storage in
@@ -73,7 +73,7 @@ final class StateBroadcast<Value: Sendable & Equatable>: Sendable {
     /// The first value for which `pick` returns a result, waiting at most `timeout`.
     /// Throws the error `pick` returns, `AvahiError.timeout` when time runs out, or
     /// `AvahiError.closed` when the broadcast ends first.
-    func first<T: Sendable>(
+    package func first<T: Sendable>(
         within timeout: Duration, what: String,
         _ pick: @escaping @Sendable (Value) -> Result<T, AvahiError>?
     ) async throws(AvahiError) -> T {

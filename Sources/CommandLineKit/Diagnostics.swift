@@ -74,8 +74,9 @@ public struct Diagnostics: Sendable {
         sink(line)
     }
 
-    /// `text` on one line: CR/LF become spaces, other control characters `\u{XX}`.
-    static func oneLine(_ text: String) -> String {
+    /// `text` on one line: CR/LF become spaces, other control characters `\u{XX}` (tool
+    /// diagnostics and the daemon's log lines).
+    package static func oneLine(_ text: String) -> String {
         var output = ""
         for scalar in text.unicodeScalars {
             switch scalar.value {

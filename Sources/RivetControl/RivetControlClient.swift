@@ -33,6 +33,25 @@ public final class RivetControlClient: @unchecked Sendable {
         return address
     }
 
+    /// Writes all of `bytes` to the connected socket `fd` (the client's requests, the daemon's
+    /// responses), retrying on EINTR; false when the peer is gone or the write fails.
+    package static func sendAll(_ bytes: [UInt8], to fd: Int32) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { raw in
+                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+            }
+            if written > 0 {
+                offset += written
+            } else if written < 0 && errno == EINTR {
+                continue
+            } else {
+                return false
+            }
+        }
+        return true
+    }
+
     /// The socket's path.
     public let path: String
     private let fd: Int32
@@ -93,20 +112,10 @@ public final class RivetControlClient: @unchecked Sendable {
     /// - Throws: as ``send(_:timeout:)``.
     public func sendLine(_ bytes: [UInt8], timeout: Duration = .seconds(10)) throws(RivetControlError) -> RivetControlJSON {
         let deadline = ContinuousClock.now + timeout
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in
-                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if written > 0 {
-                offset += written
-            } else if written < 0 && errno == EINTR {
-                continue
-            } else {
-                // The daemon may have answered and closed already (a refused peer): read why.
-                if let line = try? readLine(deadline: .now + .milliseconds(500)) { return try interpret(line) }
-                throw RivetControlError.connectionFailed.with("rivetd closed the control connection")
-            }
+        guard Self.sendAll(bytes, to: fd) else {
+            // The daemon may have answered and closed already (a refused peer): read why.
+            if let line = try? readLine(deadline: .now + .milliseconds(500)) { return try interpret(line) }
+            throw RivetControlError.connectionFailed.with("rivetd closed the control connection")
         }
         return try interpret(try readLine(deadline: deadline))
     }

@@ -109,14 +109,11 @@ public final class RivetDaemon: Sendable {
         let policy = try Self.loadPolicy(configuration.schemaPath)
         let identity = try Self.identity(stateDirectory: configuration.stateDirectory, registryPath: configuration.registryPath)
         let discoverySecret: RivetDiscoverySecret
-        let pairedSecret: PairingDiscoverySecret
         do {
             discoverySecret = try RivetDiscoverySecret.loadOrCreate(stateDirectory: configuration.stateDirectory)
         } catch {
             throw RivetDaemonError.discoverySecretFailed.with(error.message)
         }
-        // Both types hold exactly 32 bytes.
-        pairedSecret = PairingDiscoverySecret(bytes: discoverySecret.bytes)!
         let advertising: DaemonAdvertising? =
             configuration.advertise ? try DaemonAdvertising(configuration: configuration.advertiser, log: log) : nil
         let store: RivetDevicePairingStore
@@ -135,7 +132,7 @@ public final class RivetDaemon: Sendable {
         let log = self.log
         let desk = PairingDesk(
             serverFingerprint: identity.fingerprint, store: store, applicationID: configuration.applicationID,
-            discoverySecret: pairedSecret, log: log)
+            discoverySecret: discoverySecret, log: log)
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, backendCommand: configuration.backendCommand,
             applicationID: configuration.applicationID, log: log, tick: { desk.tick() })

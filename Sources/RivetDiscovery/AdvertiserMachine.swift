@@ -1,5 +1,6 @@
 import AvahiKit
 import Foundation
+import RivetPairing
 
 /// The advertiser's logic as a pure state machine: inputs (calls, avahi state changes, clock
 /// ticks, retry timers, the listener's addresses) in, actions (connect, publish, withdraw,

@@ -1,6 +1,7 @@
 import AvahiKit
 import Dispatch
 import Foundation
+import RivetPairing
 import Synchronization
 
 /// One publication of the gateway: what avahi-daemon announces now.
@@ -149,15 +150,20 @@ public final class RivetAdvertiser: Sendable {
     /// Throws `RivetDiscoveryError.timeout` when time runs out, and `.notPublished` when the
     /// advertiser is (or becomes) stopped or its listener down.
     public func waitUntilPublished(timeout: Duration) async throws(RivetDiscoveryError) -> RivetAdvertisement {
-        let outcome = await core.states.first(within: timeout) { state -> Result<RivetAdvertisement, RivetDiscoveryError>? in
-            switch state {
-            case .published(let advertisement): return .success(advertisement)
-            case .stopped: return .failure(RivetDiscoveryError.notPublished.with("the advertiser is stopped"))
-            case .listenerDown: return .failure(RivetDiscoveryError.notPublished.with("the listener is down"))
-            case .waiting, .noAddresses, .publishing: return nil
+        let outcome: Result<RivetAdvertisement, RivetDiscoveryError>
+        do {
+            outcome = try await core.states.first(within: timeout, what: "waiting for the advertisement") {
+                state -> Result<Result<RivetAdvertisement, RivetDiscoveryError>, AvahiError>? in
+                switch state {
+                case .published(let advertisement): return .success(.success(advertisement))
+                case .stopped: return .success(.failure(RivetDiscoveryError.notPublished.with("the advertiser is stopped")))
+                case .listenerDown: return .success(.failure(RivetDiscoveryError.notPublished.with("the listener is down")))
+                case .waiting, .noAddresses, .publishing: return nil
+                }
             }
-        }
-        guard let outcome else {
+        } catch where error == AvahiError.closed {
+            throw RivetDiscoveryError.notPublished.with("the advertiser is stopped")
+        } catch {
             let reason = lastError.map { " (last avahi error: \($0.message))" } ?? ""
             throw RivetDiscoveryError.timeout.with("not published within \(timeout)\(reason)")
         }
@@ -254,7 +260,7 @@ final class AdvertiserCore: Sendable {
     /// Stops everything; used by the public object's deinit (never on `queue`).
     func shutdown() {
         halt(.stop)
-        states.finishAll()
+        states.finish(with: .stopped)
     }
 
     /// Feeds `input` from another context (a watcher, a timer) through the queue.

@@ -1,36 +1,33 @@
 import Foundation
 import OpenSSLKit
+import RivetPairing
 
-/// The server's random 256-bit discovery secret S.
+/// The discovery side of the server's random 256-bit discovery secret S (the type lives in
+/// RivetPairing, which carries S to devices).
 ///
 /// The gateway keeps S in `<state directory>/discovery-secret` and hands it to each device
 /// inside the encrypted pairing acceptance. The advertisement's TXT key `h` is a hint derived
-/// from S and the current hour (``hint(for:)``), so a paired device can tell this desktop from
-/// other Rivet gateways (``recognizes(_:at:)``) while a passive observer without S cannot link
-/// one hour's advertisement to another's. Rotating S (``rotate(stateDirectory:)``) makes every
-/// device that holds the old one unable to recognise the desktop until it pairs again: do it
-/// after revoking devices.
+/// from S and the current hour (``RivetDiscoverySecret/hint(for:)``), so a paired device can tell
+/// this desktop from other Rivet gateways (``RivetDiscoverySecret/recognizes(_:at:)``) while a
+/// passive observer without S cannot link one hour's advertisement to another's. Rotating S
+/// (``RivetDiscoverySecret/rotate(stateDirectory:)``) makes every device that holds the old one
+/// unable to recognise the desktop until it pairs again: do it after revoking devices.
 ///
 /// The secret's bytes never appear in `description`, logs or error messages.
-public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
-    /// Length of the secret, in bytes.
-    public static let byteCount = 32
+extension RivetDiscoverySecret {
     /// The file name of the secret in the state directory.
     public static let fileName = "discovery-secret"
     /// The label that separates the hint's HMAC input from any other use of S.
     public static let hintLabel = Array("rivet-discovery-hint-v1".utf8)
 
-    /// The secret's 32 bytes, for the pairing step that hands S to a device.
-    public let bytes: [UInt8]
-
     /// A secret from exactly 32 bytes.
     /// Throws `RivetDiscoveryError.invalidSecret` for any other length.
     public init(bytes: [UInt8]) throws(RivetDiscoveryError) {
-        guard bytes.count == Self.byteCount else {
+        guard let secret = RivetDiscoverySecret(bytes: bytes[...]) else {
             throw RivetDiscoveryError.invalidSecret.with(
                 "a discovery secret is exactly \(Self.byteCount) bytes, not \(bytes.count)")
         }
-        self.bytes = bytes
+        self = secret
     }
 
     /// A fresh secret from OpenSSL's secure random generator.
@@ -65,12 +62,6 @@ public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible,
         }
         return matched
     }
-
-    /// `"RivetDiscoverySecret(redacted)"`: the bytes are never shown.
-    public var description: String { "RivetDiscoverySecret(redacted)" }
-
-    /// A mirror without children, so `dump` and debuggers' reflection never show the bytes.
-    public var customMirror: Mirror { Mirror(self, children: [:]) }
 
     /// Loads the secret from `<stateDirectory>/discovery-secret`, or creates it (32 random bytes,
     /// written as 64 lowercase hexadecimal digits and a newline, mode 0600, missing directories
@@ -132,5 +123,5 @@ func decodeSecretFile(_ contents: [UInt8]) -> RivetDiscoverySecret? {
         }
         bytes.append(high << 4 | low)
     }
-    return try? RivetDiscoverySecret(bytes: bytes)
+    return RivetDiscoverySecret(bytes: bytes[...])
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import OpenSSLKit
+import RivetPairing
 
 // The discovery secret's file: a private regular file (owner only, mode 0600, never through a
 // symbolic link) holding 64 lowercase hex digits and a newline.

@@ -51,10 +51,10 @@ public struct RivetDevicePairAccepted: Sendable, Equatable, CustomStringConverti
     /// The device's new credential `K`.
     public let credential: PairingCredential
     /// The gateway's discovery secret `S`, with which the device recognises its advertisement.
-    public let discoverySecret: PairingDiscoverySecret
+    public let discoverySecret: RivetDiscoverySecret
 
     /// Assembles the message.
-    public init(deviceID: DeviceID, credential: PairingCredential, discoverySecret: PairingDiscoverySecret) {
+    public init(deviceID: DeviceID, credential: PairingCredential, discoverySecret: RivetDiscoverySecret) {
         self.deviceID = deviceID
         self.credential = credential
         self.discoverySecret = discoverySecret

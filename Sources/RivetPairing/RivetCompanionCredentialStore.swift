@@ -20,14 +20,14 @@ public struct RivetCompanionCredential: Sendable, Equatable, CustomStringConvert
     /// file written before pairing carried it (or a credential made without it): such a device
     /// still connects to the address it stored, but cannot recognise the desktop among
     /// advertised gateways until it pairs again.
-    public let discoverySecret: PairingDiscoverySecret?
+    public let discoverySecret: RivetDiscoverySecret?
 
     /// Assembles a credential.
     /// - Throws: `RivetDevicePairingValueError.invalidServerAddress` for an empty address, one
     ///   longer than 255 bytes of UTF-8, or one with a control character.
     public init(
         deviceID: DeviceID, credential: PairingCredential, serverFingerprint: SPKIFingerprint,
-        applicationID: RivetApplicationID, serverAddress: String, discoverySecret: PairingDiscoverySecret? = nil
+        applicationID: RivetApplicationID, serverAddress: String, discoverySecret: RivetDiscoverySecret? = nil
     ) throws(RivetDevicePairingValueError) {
         try validateServerAddress(serverAddress)
         self.init(
@@ -37,7 +37,7 @@ public struct RivetCompanionCredential: Sendable, Equatable, CustomStringConvert
 
     init(
         deviceID: DeviceID, credential: PairingCredential, serverFingerprint: SPKIFingerprint,
-        applicationID: RivetApplicationID, validatedServerAddress: String, discoverySecret: PairingDiscoverySecret?
+        applicationID: RivetApplicationID, validatedServerAddress: String, discoverySecret: RivetDiscoverySecret?
     ) {
         self.discoverySecret = discoverySecret
         self.deviceID = deviceID
@@ -147,9 +147,9 @@ public struct RivetCompanionCredentialStore: Sendable {
         guard let fingerprint = SPKIFingerprint(hex: file.serverFingerprint) else {
             throw invalid("\"serverFingerprint\" is not 64 hex digits")
         }
-        var discoverySecret: PairingDiscoverySecret?
+        var discoverySecret: RivetDiscoverySecret?
         if let hex = file.discoverySecret {
-            guard let secret = PairingDiscoverySecret(hex: hex) else {
+            guard let secret = RivetDiscoverySecret(hex: hex) else {
                 throw invalid("\"discoverySecret\" is not 64 hex digits")
             }
             discoverySecret = secret

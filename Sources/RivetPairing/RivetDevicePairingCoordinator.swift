@@ -118,7 +118,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// The server's own SPKI fingerprint `F`, bound into every code.
     public let serverFingerprint: SPKIFingerprint
     /// The gateway's discovery secret, sent to each device in `PairAccepted`.
-    public let discoverySecret: PairingDiscoverySecret
+    public let discoverySecret: RivetDiscoverySecret
     private let clock: any RivetPairingClock
     private let randomness: any RivetPairingRandomness
     private var phase: Phase = .closed(nil)
@@ -150,7 +150,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// A closed coordinator for the server whose SPKI fingerprint is `serverFingerprint` and
     /// whose discovery secret (sent in `PairAccepted`) is `discoverySecret`.
     public init(
-        serverFingerprint: SPKIFingerprint, discoverySecret: PairingDiscoverySecret,
+        serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret,
         clock: any RivetPairingClock = RivetSystemPairingClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness()
     ) {

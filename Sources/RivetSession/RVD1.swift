@@ -54,7 +54,7 @@ public enum RVD1MessageType: UInt8, Sendable, CaseIterable {
         case .pairBegin: 1 + 1 + 1 + 1 + 1 + RivetDevicePairingCommitment.byteCount
         case .pairServerNonce, .pairReveal: Nonce.byteCount
         case .pairConfirm, .pairReject, .accept: 0
-        case .pairAccepted: DeviceID.byteCount + PairingCredential.byteCount + PairingDiscoverySecret.byteCount
+        case .pairAccepted: DeviceID.byteCount + PairingCredential.byteCount + RivetDiscoverySecret.byteCount
         case .reject: 1
         }
     }

@@ -144,8 +144,8 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
         case .pairAccepted:
             let deviceID = DeviceID(bytes: try cursor.take(DeviceID.byteCount, "deviceID"))!
             let credential = PairingCredential(bytes: try cursor.take(PairingCredential.byteCount, "credential"))!
-            let discoverySecret = PairingDiscoverySecret(
-                bytes: try cursor.take(PairingDiscoverySecret.byteCount, "discoverySecret"))!
+            let discoverySecret = RivetDiscoverySecret(
+                bytes: try cursor.take(RivetDiscoverySecret.byteCount, "discoverySecret"))!
             message = .pairAccepted(
                 RivetDevicePairAccepted(deviceID: deviceID, credential: credential, discoverySecret: discoverySecret))
         case .accept: message = .accept

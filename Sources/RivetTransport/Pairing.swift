@@ -103,7 +103,7 @@ public final class RivetPairingService: RivetPairingHost {
     ///   - desktopEvents: called (on the thread of the input that caused it) with what the
     ///     desktop should show; it must return promptly.
     public init(
-        serverFingerprint: SPKIFingerprint, discoverySecret: PairingDiscoverySecret, store: RivetDevicePairingStore,
+        serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret, store: RivetDevicePairingStore,
         clock: any RivetPairingClock = RivetSystemPairingClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness(),
         desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }

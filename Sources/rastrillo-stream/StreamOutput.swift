@@ -22,7 +22,7 @@ final class StreamOutput: Sendable {
         type: UnsafeBufferPointer<UInt8>, data: UnsafeBufferPointer<UInt8>, id: UnsafeBufferPointer<UInt8>
     ) throws {
         try pending.append(to: channel, completesEvent: true) {
-            JSONText.appendEvent(type: type, data: data, id: id, to: &$0)
+            JSONByteWriter.appendEvent(type: type, data: data, id: id, to: &$0)
         }
     }
 
@@ -32,7 +32,7 @@ final class StreamOutput: Sendable {
     /// connection lost midway is never printed (``finishConnection()``).
     func raw(_ bytes: UnsafeBufferPointer<UInt8>) throws {
         try pending.append(to: channel, completesEvent: bytes.isEmpty) { line in
-            if JSONText.isASCII(bytes) {
+            if JSONByteWriter.isASCII(bytes) {
                 line.append(bytes)
             } else {
                 var text = String(decoding: bytes, as: UTF8.self)
@@ -50,15 +50,15 @@ final class StreamOutput: Sendable {
     /// `{"body":…,"body_encoding":"utf8"|"base64","status":N,"type":"snapshot"}`.
     func snapshot(_ response: NativeResponse) throws {
         var line = ByteBuffer()
-        JSONText.append(#"{"body":"#, to: &line)
+        JSONByteWriter.append(#"{"body":"#, to: &line)
         if let text = String(validating: response.body, as: UTF8.self) {
-            JSONText.appendString(text, to: &line)
-            JSONText.append(#","body_encoding":"utf8""#, to: &line)
+            JSONByteWriter.appendString(text, to: &line)
+            JSONByteWriter.append(#","body_encoding":"utf8""#, to: &line)
         } else {
-            JSONText.appendString(JSONText.base64(response.body), to: &line)
-            JSONText.append(#","body_encoding":"base64""#, to: &line)
+            JSONByteWriter.appendString(JSONByteWriter.base64(response.body), to: &line)
+            JSONByteWriter.append(#","body_encoding":"base64""#, to: &line)
         }
-        JSONText.appendString(#","status":\#(response.status),"type":"snapshot"}"#, quoted: false, to: &line)
+        JSONByteWriter.appendString(#","status":\#(response.status),"type":"snapshot"}"#, quoted: false, to: &line)
         try immediate(line.string)
     }
 
@@ -67,9 +67,9 @@ final class StreamOutput: Sendable {
         let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
         let rounded = (seconds * 1000).rounded() / 1000
         var line = ByteBuffer()
-        JSONText.append(#"{"reason":"#, to: &line)
-        JSONText.appendString(reason, to: &line)
-        JSONText.appendString(#","type":"reconnect","wait_seconds":\#(rounded)}"#, quoted: false, to: &line)
+        JSONByteWriter.append(#"{"reason":"#, to: &line)
+        JSONByteWriter.appendString(reason, to: &line)
+        JSONByteWriter.appendString(#","type":"reconnect","wait_seconds":\#(rounded)}"#, quoted: false, to: &line)
         try immediate(line.string)
     }
 
@@ -160,8 +160,9 @@ final class PendingLines: @unchecked Sendable {
     }
 }
 
-/// JSON text pieces (RFC 8259) written straight into bytes.
-enum JSONText {
+/// Writes JSON text pieces (RFC 8259) straight into bytes, for the event lines (CommandLineKit's
+/// `JSONText` encodes whole `Encodable` values instead).
+enum JSONByteWriter {
     private static let hex = Array("0123456789abcdef".utf8)
 
     /// `text` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\r`, `\t` or

@@ -18,7 +18,7 @@ import Testing
         var line = ByteBuffer()
         type.withUnsafeBufferPointer { type in
             data.withUnsafeBufferPointer { data in
-                id.withUnsafeBufferPointer { id in JSONText.appendEvent(type: type, data: data, id: id, to: &line) }
+                id.withUnsafeBufferPointer { id in JSONByteWriter.appendEvent(type: type, data: data, id: id, to: &line) }
             }
         }
         let bytes = line.withBytes { Array($0) }
@@ -43,9 +43,9 @@ import Testing
                 let ours = eventLine(type: Array(other.utf8), data: Array(data.utf8), id: Array(data.utf8))
                 #expect(ours == (try encoderLine(type: other, data: data, id: data)), "\(data.debugDescription)")
                 var viaString = ByteBuffer()
-                JSONText.appendString(data, to: &viaString)
+                JSONByteWriter.appendString(data, to: &viaString)
                 var viaBytes = ByteBuffer()
-                Array(data.utf8).withUnsafeBufferPointer { JSONText.appendDecoding($0, to: &viaBytes) }
+                Array(data.utf8).withUnsafeBufferPointer { JSONByteWriter.appendDecoding($0, to: &viaBytes) }
                 #expect(viaString.withBytes { Array($0) } == viaBytes.withBytes { Array($0) })
             }
         }
@@ -95,9 +95,9 @@ import Testing
     @Test func asciiDetectionLooksAtEveryByte() {
         for position in 0..<20 {
             var bytes = Array(repeating: UInt8(ascii: "a"), count: 20)
-            #expect(bytes.withUnsafeBufferPointer { JSONText.isASCII($0) })
+            #expect(bytes.withUnsafeBufferPointer { JSONByteWriter.isASCII($0) })
             bytes[position] = 0x80
-            #expect(!bytes.withUnsafeBufferPointer { JSONText.isASCII($0) })
+            #expect(!bytes.withUnsafeBufferPointer { JSONByteWriter.isASCII($0) })
         }
     }
 }

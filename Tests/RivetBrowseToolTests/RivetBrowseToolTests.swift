@@ -2,6 +2,7 @@ import AvahiKit
 import AvahiTestSupport
 import Foundation
 import RivetDiscovery
+import RivetPairing
 import Testing
 import ToolTestSupport
 

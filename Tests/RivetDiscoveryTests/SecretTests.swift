@@ -1,5 +1,6 @@
 import Foundation
 @testable import RivetDiscovery
+import RivetPairing
 import Testing
 
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import AvahiKit
 import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
+import RivetPairing
 import Synchronization
 import TestSupport
 import Testing

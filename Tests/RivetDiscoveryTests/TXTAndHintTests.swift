@@ -1,6 +1,7 @@
 import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
+import RivetPairing
 import Testing
 
 @Suite("Canonical TXT record, hint and epoch")

@@ -1,6 +1,7 @@
 import AvahiTestSupport
 import Foundation
 @testable import RivetDiscovery
+import RivetPairing
 import Testing
 
 /// The golden vectors in Fixtures/discovery-vectors.json (also listed in docs/protocol.md):

@@ -161,7 +161,7 @@ private func entries(_ directory: String) throws -> [String] {
     @Test func discoverySecretIsStoredAsHexAndLoadsBack() throws {
         let dir = try TemporaryDirectory()
         let store = RivetCompanionCredentialStore(path: dir.file("c.json"))
-        let secret = try #require(PairingDiscoverySecret(bytes: try SecureRandom.bytes(32)))
+        let secret = try #require(RivetDiscoverySecret(bytes: try SecureRandom.bytes(32)))
         let credential = try RivetCompanionCredential(
             deviceID: randomID(), credential: randomCredential(), serverFingerprint: serverFingerprint,
             applicationID: appID, serverAddress: "127.0.0.1:7443", discoverySecret: secret)

@@ -92,7 +92,7 @@ func fingerprint(_ label: String) -> SPKIFingerprint {
 
 let serverFingerprint = fingerprint("the real server key")
 /// The discovery secret the tests' coordinators send in `PairAccepted`.
-let testDiscoverySecret = PairingDiscoverySecret(bytes: Array(0x60..<0x80))!
+let testDiscoverySecret = RivetDiscoverySecret(bytes: Array(0x60..<0x80))!
 let attackerFingerprint = fingerprint("the attacker's key")
 let appID = try! RivetApplicationID("org.example.rivet")
 

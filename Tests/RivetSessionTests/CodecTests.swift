@@ -34,7 +34,7 @@ import Testing
         case "pair-confirm": return .pairConfirm
         case "pair-reject": return .pairReject
         case "pair-accepted":
-            let secret = try #require(PairingDiscoverySecret(bytes: bytes(hex: try text("discoverySecret"))))
+            let secret = try #require(RivetDiscoverySecret(bytes: bytes(hex: try text("discoverySecret"))))
             return .pairAccepted(
                 RivetDevicePairAccepted(deviceID: try id("deviceID"), credential: try credential(), discoverySecret: secret))
         case "accept": return .accept

@@ -115,7 +115,7 @@ func counting(from start: UInt8, _ count: Int) -> [UInt8] {
 let testApplication = try! RivetApplicationID("org.example.rivet")
 let testDeviceID = DeviceID(bytes: counting(from: 0, 16))!
 let testCredential = PairingCredential(bytes: counting(from: 0x20, 32))!
-let testDiscoverySecret = PairingDiscoverySecret(bytes: counting(from: 0x60, 32))!
+let testDiscoverySecret = RivetDiscoverySecret(bytes: counting(from: 0x60, 32))!
 let testNonceC = Nonce(bytes: counting(from: 0x20, 32))!
 let testNonceS = Nonce(bytes: counting(from: 0x40, 32))!
 

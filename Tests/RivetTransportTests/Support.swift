@@ -118,7 +118,7 @@ final class TestServer: Sendable {
         identity = try RivetServerIdentity.loadOrProvision(stateDirectory: directory.file("state"))
         store = try RivetDevicePairingStore(path: directory.file("state/pairing.sqlite3"))
         service = RivetPairingService(
-            serverFingerprint: identity.fingerprint, discoverySecret: PairingDiscoverySecret(bytes: Array(0x60..<0x80))!,
+            serverFingerprint: identity.fingerprint, discoverySecret: RivetDiscoverySecret(bytes: Array(0x60..<0x80))!,
             store: store)
         var configuration = RivetListener.Configuration()
         configure(&configuration)

@@ -233,21 +233,7 @@ final class ControlServer: @unchecked Sendable {
     /// Writes one response line; false when the peer is gone.
     @discardableResult
     private static func send(_ response: RivetControlJSON, to fd: Int32) -> Bool {
-        let bytes = Array((response.line + "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { raw in
-                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-            }
-            if written > 0 {
-                offset += written
-            } else if written < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
-        }
-        return true
+        RivetControlClient.sendAll(Array((response.line + "\n").utf8), to: fd)
     }
 
     // MARK: Helpers

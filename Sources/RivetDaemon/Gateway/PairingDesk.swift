@@ -24,7 +24,7 @@ final class PairingDesk: RivetPairingHost {
 
     init(
         serverFingerprint: SPKIFingerprint, store: RivetDevicePairingStore, applicationID: RivetApplicationID,
-        discoverySecret: PairingDiscoverySecret, log: RivetDaemonLog
+        discoverySecret: RivetDiscoverySecret, log: RivetDaemonLog
     ) {
         let state = DeskState()
         self.state = state

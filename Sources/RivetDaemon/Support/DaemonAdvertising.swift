@@ -1,5 +1,6 @@
 import Foundation
 import RivetDiscovery
+import RivetPairing
 import Synchronization
 
 /// The daemon's `_rivet._tcp` advertisement: a `RivetAdvertiser` started once the listener is

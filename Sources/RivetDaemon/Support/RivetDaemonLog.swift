@@ -1,3 +1,4 @@
+import CommandLineKit
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -131,7 +132,7 @@ public struct RivetDaemonLog: Sendable {
     /// Logs `message` at `level` (the message is built only when the level is enabled).
     public func log(_ level: RivetLogLevel, _ message: @autoclosure () -> String) {
         guard enabled(level) else { return }
-        let text = Self.oneLine(message())
+        let text = Diagnostics.oneLine(message())
         sink(journal ? "<\(level.journalPriority)>\(text)\n" : "\(Self.timestamp()) \(tag): \(level): \(text)\n")
     }
 
@@ -143,21 +144,6 @@ public struct RivetDaemonLog: Sendable {
     public func info(_ message: @autoclosure () -> String) { log(.info, message()) }
     /// Logs at `debug`.
     public func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
-
-    /// `text` on one line: CR and LF become spaces, other control characters `\u{XX}`.
-    static func oneLine(_ text: String) -> String {
-        var output = ""
-        for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x0A, 0x0D: output.append(" ")
-            case 0x09: output.unicodeScalars.append(scalar)
-            case 0x00..<0x20, 0x7F..<0xA0:
-                output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-            default: output.unicodeScalars.append(scalar)
-            }
-        }
-        return output
-    }
 }
 
 private let stderrLock = Mutex(())
