@@ -56,14 +56,7 @@ func manPageExamples(_ page: String) throws -> [String] {
                     return value
                 }
                 guard count % 2 == 1 else { return .fixed(status: 404) }
-                return LoopbackHTTPResponse(steps: [
-                    .send(
-                        LoopbackHTTPResponse.headBytes(
-                            status: 200,
-                            headers: [
-                                LoopbackHTTPHeader("Content-Type", "text/event-stream"), LoopbackHTTPHeader("Connection", "close"),
-                            ]) + Array("data: hello\n\n".utf8))
-                ])
+                return .eventStream("data: hello\n\n")
             case ("GET", "/export.tar"), ("GET", "/big.iso"), ("GET", "/files/report.pdf"): return .fixed(body: exportBody)
             default: return .fixed(status: 404)
             }

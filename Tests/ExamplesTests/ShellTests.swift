@@ -91,13 +91,7 @@ let shellDirectory = repositoryRoot + "/examples/shell"
     @Test(arguments: [false, true])
     func watchStreamPrintsTheEventsData(filtered: Bool) async throws {
         let server = try LoopbackHTTPServer { _ in
-            LoopbackHTTPResponse(steps: [
-                .send(
-                    LoopbackHTTPResponse.headBytes(
-                        status: 200,
-                        headers: [LoopbackHTTPHeader("Content-Type", "text/event-stream"), LoopbackHTTPHeader("Connection", "close")])
-                        + Array("data: one\n\nevent: tick\ndata: two\n\n".utf8))
-            ])
+            .eventStream("data: one\n\nevent: tick\ndata: two\n\n")
         }
         defer { server.stop() }
         let home = try ToolProcess.makeTemporaryDirectory()

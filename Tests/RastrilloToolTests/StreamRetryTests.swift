@@ -78,13 +78,7 @@ import ToolTestSupport
         // Every connection opens the stream and ends it: never a failed attempt, so
         // --max-attempts 1 does not end the run; each reconnect still says so on stderr.
         let server = try LoopbackHTTPServer { _ in
-            LoopbackHTTPResponse(steps: [
-                .send(
-                    LoopbackHTTPResponse.headBytes(
-                        status: 200,
-                        headers: [LoopbackHTTPHeader("Content-Type", "text/event-stream"), LoopbackHTTPHeader("Connection", "close")])
-                        + bytes("retry: 10\ndata: a\n\n"))
-            ])
+            .eventStream("retry: 10\ndata: a\n\n")
         }
         let tool = try BackgroundTool("rastrillo-stream", ["--max-attempts", "1", server.url("/")], home: home)
         #expect(await eventually { server.requests.count >= 3 })

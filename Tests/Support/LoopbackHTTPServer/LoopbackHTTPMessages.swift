@@ -72,6 +72,15 @@ public struct LoopbackHTTPResponse: Sendable {
         return Array(text.utf8)
     }
 
+    /// A 200 `text/event-stream` response that sends `text` after its head and closes the
+    /// connection: one whole stream, then its end.
+    public static func eventStream(_ text: String) -> LoopbackHTTPResponse {
+        let head = headBytes(
+            status: 200,
+            headers: [LoopbackHTTPHeader("Content-Type", "text/event-stream"), LoopbackHTTPHeader("Connection", "close")])
+        return LoopbackHTTPResponse(steps: [.send(head + Array(text.utf8))])
+    }
+
     /// A complete response with `Content-Length` and `Connection: close`, then `headers`.
     public static func fixed(
         status: Int = 200, reason: String? = nil, headers: [LoopbackHTTPHeader] = [], body: [UInt8] = []
