@@ -45,16 +45,25 @@ import ToolTestSupport
         #expect(run.stderr.contains(fragment))
     }
 
+    /// Runs rivetd in `home` to its end with `--listen`, the schema and the backend (the test
+    /// backend unless told otherwise), for a start that is expected to fail.
+    static func runRivetd(
+        _ home: Home, schema: String = exampleSchema, listen: String = "127.0.0.1:0",
+        backend: String = ToolProcess.path(of: "rivet-test-backend")
+    ) async throws -> ToolRun {
+        try await offPool {
+            try ToolProcess.run(
+                "rivetd", ["--listen", listen, "--schema", schema, "--application-id", testApplication, "--backend", backend],
+                environment: home.environment, timeout: .seconds(30))
+        }
+    }
+
     @Test("a schema that does not validate, a missing backend, a busy port and a second daemon stop rivetd with exit 1")
     func startFailures() async throws {
         let home = try Home()
         defer { home.remove() }
         func rivetd(schema: String = exampleSchema, listen: String = "127.0.0.1:0", backend: String) async throws -> ToolRun {
-            try await offPool {
-                try ToolProcess.run(
-                    "rivetd", ["--listen", listen, "--schema", schema, "--application-id", testApplication, "--backend", backend],
-                    environment: home.environment, timeout: .seconds(30))
-            }
+            try await Self.runRivetd(home, schema: schema, listen: listen, backend: backend)
         }
         let bad = home.path + "/bad.rktd"
         try "(rpc broken".write(toFile: bad, atomically: true, encoding: .utf8)
@@ -109,14 +118,7 @@ import ToolTestSupport
         #expect(fingerprint.status == 1)
         #expect(fingerprint.stderrLines.count == 1)
         #expect(fingerprint.stderr.contains("refusing to use \(home.stateDirectory): it is writable by group or others (mode \(String(mode, radix: 8)))"))
-        let listen = try await offPool {
-            try ToolProcess.run(
-                "rivetd",
-                [
-                    "--listen", "127.0.0.1:0", "--schema", exampleSchema, "--application-id", testApplication,
-                    "--backend", ToolProcess.path(of: "rivet-test-backend"),
-                ], environment: home.environment, timeout: .seconds(30))
-        }
+        let listen = try await Self.runRivetd(home)
         #expect(listen.status == 1)
         #expect(listen.stderr.contains("writable by group or others"))
         #expect(try FileManager.default.contentsOfDirectory(atPath: home.stateDirectory).isEmpty)
@@ -262,14 +264,7 @@ import ToolTestSupport
     func listenUnresolvable() async throws {
         let home = try Home()
         defer { home.remove() }
-        let run = try await offPool {
-            try ToolProcess.run(
-                "rivetd",
-                [
-                    "--listen", "no-such-host.invalid:7400", "--schema", exampleSchema, "--application-id", testApplication,
-                    "--backend", ToolProcess.path(of: "rivet-test-backend"),
-                ], environment: home.environment, timeout: .seconds(30))
-        }
+        let run = try await Self.runRivetd(home, listen: "no-such-host.invalid:7400")
         #expect(run.status == 1)
         #expect(run.stderr.contains("resolving no-such-host.invalid failed: Name or service not known"))
         #expect(!run.stderr.contains("Invalid argument"))
