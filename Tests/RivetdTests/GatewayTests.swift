@@ -222,6 +222,41 @@ import ToolTestSupport
         }
     }
 
+    @Test("a backend whose exit is seen before the end of its stdout leaves no descriptor behind")
+    func backendExitBeforeEndOfFile() async throws {
+        try await withDaemon(try Home()) { daemon in
+            let raw = try await daemon.raw(try daemon.pairDirectly(name: "Phone", scopes: ["viewer"]))
+            defer { raw.close() }
+            #expect(try await raw.call(1, "current-score", #"{"game-id":"before"}"#).kind == .result)
+            let before = try Self.pipes(of: daemon.process.pid)
+            // The backend dies while a grandchild still holds its stdout and stderr, so rivetd
+            // reaps it before it reads the end of file: the stdin writer must end all the same.
+            let failed = try await raw.call(2, "current-score", #"{"game-id":"orphan"}"#)
+            #expect(failed.kind == .error && failed.name == "rivet.backend-unavailable")
+            try await daemon.waitForLog("backend restarted")
+            var id: UInt64 = 3
+            try await eventually("the new backend to answer") {
+                id += 1
+                return try await raw.call(id, "current-score", #"{"game-id":"after"}"#).kind == .result
+            }
+            // The old backend's three pipes are closed and the new one's open: as many as before.
+            var after: [String] = []
+            try await eventually("the old backend's pipes to close", timeout: .seconds(10)) {
+                after = try Self.pipes(of: daemon.process.pid)
+                return after.count == before.count
+            }
+            #expect(after.count == before.count, "before: \(before), after: \(after)")
+        }
+    }
+
+    /// The pipes `pid` holds open (their /proc link targets).
+    static func pipes(of pid: pid_t) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").compactMap {
+            let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+            return target?.hasPrefix("pipe:") == true ? target : nil
+        }.sorted()
+    }
+
     @Test("a backend that breaks RVT1 is stopped, its pending call fails, and a new backend serves the same session")
     func backendBreaksProtocol() async throws {
         try await withDaemon(try Home()) { daemon in

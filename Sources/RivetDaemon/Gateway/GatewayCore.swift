@@ -262,6 +262,9 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
         monitor.withLock {
             guard let process = backend, process.generation == generation else { return }
             process.stopReaders()
+            // The end of its stdout may not have been seen (a grandchild can hold it): closing
+            // stdin here ends the writer thread and its descriptor all the same.
+            process.closeInput()
             backend = nil
             if escalation?.process === process { escalation = nil }
             perform(gateway.backendDied())

@@ -4,6 +4,9 @@
 // - `current-score` with `game-id`:
 //     "slow:MS"   answers after MS milliseconds (a cancel ends it with rivet.cancelled);
 //     "crash"     kills the process with SIGKILL before answering;
+//     "orphan"    starts `sleep 3` holding this process's stdout and stderr, then kills the
+//                 process with SIGKILL before answering: rivetd sees the exit before the end of
+//                 file on those pipes;
 //     "echo:N"    answers with a JSON string whose encoding is exactly N bytes;
 //     "stderr:T"  writes T to stderr, then answers;
 //     "garbage"   writes bytes that are not RVT1 to stdout instead of answering;
@@ -90,6 +93,11 @@ func call(_ frame: RVT1Frame) {
     switch frame.name {
     case "current-score":
         if game == "crash" {
+            kill(getpid(), SIGKILL)
+        } else if game == "orphan" {
+            var child: pid_t = 0
+            let argv: [UnsafeMutablePointer<CChar>?] = [strdup("sleep"), strdup("3"), nil]
+            _ = posix_spawnp(&child, "sleep", nil, nil, argv, environ)
             kill(getpid(), SIGKILL)
         } else if game.hasPrefix("slow:"), let milliseconds = Int(game.dropFirst(5)) {
             delayed.schedule(id, after: milliseconds, answer: .result(id, payload: score(game)))
