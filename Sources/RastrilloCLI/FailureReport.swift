@@ -1,6 +1,6 @@
 import CommandLineKit
 import RastrilloCore
-import RastrilloStreams
+import RastrilloHTTP
 
 /// How an HTTP tool tells its caller a run failed: one line on standard error, either
 /// `TOOL: message` or, with `--json`, one JSON object:

@@ -1,7 +1,7 @@
 import CommandLineKit
-import RastrilloCore
+import RastrilloHTTP
 import RastrilloCLI
-import RastrilloStreams
+import RastrilloCore
 import Synchronization
 
 /// The reconnect loop of rastrillo-stream: opens the stream, turns its lines into events,

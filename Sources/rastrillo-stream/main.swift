@@ -1,5 +1,5 @@
 import CommandLineKit
-import RastrilloCore
+import RastrilloHTTP
 import RastrilloCLI
 import ToolSpecs
 

@@ -6,7 +6,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@testable import RastrilloCore
+@testable import RastrilloHTTP
 
 @Suite struct DownloadTests {
     func mode(_ path: String) -> mode_t {

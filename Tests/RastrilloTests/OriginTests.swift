@@ -1,5 +1,5 @@
 import Rastrillo
-import RastrilloStreams
+import RastrilloCore
 import Testing
 
 @Suite struct OriginTests {

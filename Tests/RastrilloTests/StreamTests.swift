@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import LoopbackHTTPServer
 import Rastrillo
-import RastrilloStreams
+import RastrilloCore
 import Synchronization
 import Testing
 

@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@testable import RastrilloCore
+@testable import RastrilloHTTP
 
 /// Failures below HTTP, from real sockets and real TLS.
 @Suite struct TransportTests {

@@ -1,4 +1,4 @@
-import RastrilloStreams
+import RastrilloCore
 /// The one server a client talks to: scheme, host and port. Every request a `NativeHTTP` sends
 /// is bound to its origin; a URL or path outside it is refused before any I/O.
 ///

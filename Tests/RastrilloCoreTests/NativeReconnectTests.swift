@@ -1,5 +1,5 @@
 import Backoff
-import RastrilloStreams
+import RastrilloCore
 import TestSupport
 import Testing
 

@@ -1,4 +1,4 @@
-import RastrilloStreams
+import RastrilloCore
 import TestSupport
 import Testing
 

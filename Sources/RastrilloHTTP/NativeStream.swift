@@ -1,6 +1,6 @@
 import Dispatch
 import FoundationEssentials
-import RastrilloStreams
+import RastrilloCore
 import Synchronization
 
 extension NativeClientError: RetryAfterProviding {}
