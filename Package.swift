@@ -54,12 +54,12 @@ let package = Package(
         .executableTarget(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
-        // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
+        // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, its tools
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
         .target(name: "RastrilloHTTP", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloCore", "ThreadSupport"]),
-        .target(name: "Rastrillo", dependencies: ["RastrilloHTTP"]),
+        .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
         .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
         .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit"]),
         .executableTarget(
@@ -119,7 +119,7 @@ let package = Package(
             dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
 
-        // MARK: Rastrillo streams: event-stream parser, coalesced runner, connectivity, reconnect
+        // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
         .target(name: "RastrilloCore", dependencies: ["Backoff"]),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
@@ -156,10 +156,10 @@ let package = Package(
             name: "scoreboard-backend", dependencies: ["RivetDevice"], path: "examples/scoreboard-backend",
             plugins: ["RivetGeneratorPlugin"]),
         .executableTarget(
-            // RastrilloHTTP is listed beside Rastrillo, which re-exports it, so a change to it
-            // rebuilds this target incrementally too.
+            // RastrilloHTTP and RastrilloCore are listed beside Rastrillo, which re-exports them,
+            // so a change to them rebuilds this target incrementally too.
             name: "scoreboard-companion",
-            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "Rastrillo", "RastrilloHTTP"],
+            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "Rastrillo", "RastrilloHTTP", "RastrilloCore"],
             path: "examples/scoreboard-companion", plugins: ["RivetGeneratorPlugin"]),
 
         // MARK: Tests

@@ -1,5 +1,6 @@
 import CommandLineKit
 import Glibc
+import RastrilloCore
 import RastrilloHTTP
 
 /// What the HTTP tools' shared options say: the origin and target of the URL, the header

@@ -1,3 +1,5 @@
+import RastrilloCore
+
 /// One header field, name case preserved.
 public struct NativeHeaderField: Sendable, Hashable, CustomStringConvertible {
     /// The field name.

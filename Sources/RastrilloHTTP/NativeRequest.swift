@@ -1,3 +1,5 @@
+import RastrilloCore
+
 /// The secret a client presents to its origin, sent as one request header on every request to
 /// that origin and never anywhere else (no redirect is followed). Its `description` never shows
 /// the secret.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LoopbackHTTPServer
 import OpenSSLKit
+import RastrilloCore
 import Synchronization
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LoopbackHTTPServer
+import RastrilloCore
 import Synchronization
 import TestSupport
 import Testing

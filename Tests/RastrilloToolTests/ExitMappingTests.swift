@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import RastrilloCore
 import RastrilloHTTP
 import RastrilloCLI
 import Testing
