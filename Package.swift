@@ -54,16 +54,16 @@ let package = Package(
         .executableTarget(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
 
-        // MARK: Rastrillo HTTP: origin-bound libcurl client, typed errors, downloads, its tools
-        // RastrilloCore uses nothing of Foundation but `Date`, whose few inlined pieces link
+        // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, its tools
+        // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
-        .target(name: "RastrilloCore", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams", "ThreadSupport"]),
-        .target(name: "Rastrillo", dependencies: ["RastrilloCore"]),
-        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloCore", "RastrilloStreams"]),
-        .target(name: "RastrilloCLI", dependencies: ["RastrilloCore", "RastrilloStreams", "CommandLineKit"]),
+        .target(name: "RastrilloHTTP", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloCore", "ThreadSupport"]),
+        .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
+        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
+        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit"]),
         .executableTarget(
-            name: "rastrillo-fetch", dependencies: ["RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+            name: "rastrillo-fetch", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
             exclude: ["StaticLibStdCxx"],
             // Start-up cost (bench/fetch): the shim directory links libstdc++ statically when the
             // Swift runtime is static (see StaticLibStdCxx/libstdc++.so); lld (shipped with the
@@ -78,9 +78,9 @@ let package = Package(
             ]),
         .executableTarget(
             name: "rastrillo-stream",
-            dependencies: ["RastrilloCore", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
         .executableTarget(
-            name: "rastrillo-download", dependencies: ["RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+            name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
 
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
@@ -119,12 +119,12 @@ let package = Package(
             dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
 
-        // MARK: Rastrillo streams: event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloStreams", dependencies: ["Backoff"]),
+        // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
+        .target(name: "RastrilloCore", dependencies: ["Backoff"]),
         .executableTarget(
-            name: "fuzz-sse", dependencies: ["RastrilloStreams", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
+            name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
         .executableTarget(
-            name: "rastrillo-bench-sse", dependencies: ["RastrilloStreams"], path: "bench/stream-parser/Sources"),
+            name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
         .target(name: "RivetControl", dependencies: ["RivetPairing"]),
@@ -156,10 +156,10 @@ let package = Package(
             name: "scoreboard-backend", dependencies: ["RivetDevice"], path: "examples/scoreboard-backend",
             plugins: ["RivetGeneratorPlugin"]),
         .executableTarget(
-            // RastrilloCore is listed beside Rastrillo, which re-exports it, so a change to it
-            // rebuilds this target incrementally too.
+            // RastrilloHTTP and RastrilloCore are listed beside Rastrillo, which re-exports them,
+            // so a change to them rebuilds this target incrementally too.
             name: "scoreboard-companion",
-            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "Rastrillo", "RastrilloCore"],
+            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "Rastrillo", "RastrilloHTTP", "RastrilloCore"],
             path: "examples/scoreboard-companion", plugins: ["RivetGeneratorPlugin"]),
 
         // MARK: Tests
@@ -194,11 +194,11 @@ let package = Package(
         .testTarget(
             name: "RastrilloToolTests",
             dependencies: [
-                "TestSupport", "rastrillo-fetch", "rastrillo-download", "rastrillo-stream", "RastrilloCore", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
+                "TestSupport", "rastrillo-fetch", "rastrillo-download", "rastrillo-stream", "RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
                 "LoopbackHTTPServer", "OpenSSLKit",
             ]),
         .testTarget(
-            name: "RastrilloTests", dependencies: ["TestSupport", "Rastrillo", "RastrilloCore", "RastrilloStreams", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
+            name: "RastrilloTests", dependencies: ["TestSupport", "Rastrillo", "RastrilloHTTP", "RastrilloCore", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles"],
             resources: [.copy("Fixtures")]),
@@ -210,7 +210,7 @@ let package = Package(
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
-        .testTarget(name: "RastrilloStreamsTests", dependencies: ["TestSupport", "RastrilloStreams", "Backoff", "fuzz-sse"]),
+        .testTarget(name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "Backoff", "fuzz-sse"]),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [

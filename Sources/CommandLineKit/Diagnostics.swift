@@ -111,7 +111,7 @@ public protocol ToolError: Error {
     /// The status the process exits with.
     var exitStatus: ExitStatus { get }
     /// A stable word for scripts, the `error` member of the failure's JSON object (see
-    /// ``ToolRunner/main(spec:arguments:executor:jsonFailuresFlag:body:)``); `failure` unless
+    /// ``ToolRunner/main(spec:arguments:executor:jsonFailures:body:)``); `failure` unless
     /// the type says more.
     var code: String { get }
 }

@@ -62,17 +62,11 @@ public enum ToolRunner {
     /// - Parameters:
     ///   - arguments: the full argument vector, program name first.
     ///   - executor: where the body's task runs (default: the concurrency pool).
-    ///   - jsonFailuresFlag: a flag of `spec` (such as `json`) under which every failure, usage
-    ///     errors included, is one JSON object on standard error instead of a text line:
-    ///     `{"error":CODE,"message":TEXT}`, CODE `usage` for a usage error, a ``ToolError``'s
-    ///     ``ToolError/code``, else `failure`. A command line that does not parse counts as
-    ///     asking for JSON when the flag's long form appears before `--`.
-    ///   - jsonUsageError: for a tool whose `--json` promises JSON for every failure: the line
-    ///     (without its newline) to write instead of the usual one when the command line does
-    ///     not parse and `--json` is among its options (see ``asksForJSON(_:)``).
+    ///   - jsonFailures: for a tool whose `--json` promises JSON for its failures: what
+    ///     ``JSONFailures`` the runner writes, and for which failures.
     public static func main(
         spec: CommandSpec, arguments: [String] = CommandLine.arguments, executor: Executor = .concurrencyPool,
-        jsonFailuresFlag: String? = nil, jsonUsageError: (@Sendable (UsageError) -> String)? = nil,
+        jsonFailures: JSONFailures? = nil,
         body: @escaping @Sendable (ParsedArguments) async throws -> ExitStatus
     ) -> Never {
         signal(SIGPIPE, SIG_IGN)
@@ -82,16 +76,14 @@ public enum ToolRunner {
         do {
             parsed = try spec.parse(Array(arguments.dropFirst()))
         } catch {
-            if let flag = jsonFailuresFlag, mentions(flag, in: arguments.dropFirst()) {
-                writeError(FailureJSON(error: "usage", message: error.message).line)
-            } else if let jsonUsageError, asksForJSON(arguments.dropFirst()) {
-                writeError(jsonUsageError(error))
+            if let jsonFailures, mentions(jsonFailures.flag, in: arguments.dropFirst()) {
+                writeError(jsonFailures.usageLine(error))
             } else {
                 writeError(error.line(tool: spec.name))
             }
             exit(ExitStatus.usage.code)
         }
-        let json = jsonFailuresFlag.map { parsed.flag($0) } ?? false
+        let json = jsonFailures.map { $0.coversBody && parsed.flag($0.flag) } ?? false
         switch parsed.action {
         case .help:
             exit(writeData(spec.helpText(subcommand: parsed.subcommand)))
@@ -141,6 +133,32 @@ public enum ToolRunner {
         }
         while true {
             DispatchSemaphore(value: 0).wait()
+        }
+    }
+
+    /// How a tool with a JSON flag reports its failures on standard error: one object per line
+    /// instead of a text line. A command line that does not parse asks for JSON when the flag's
+    /// long form appears before `--`.
+    public struct JSONFailures: Sendable {
+        /// The flag (`json`) that asks for JSON.
+        public let flag: String
+        /// The line (without its newline) for a usage error.
+        let usageLine: @Sendable (UsageError) -> String
+        /// Whether a failure the body throws is written as JSON too (else as text).
+        let coversBody: Bool
+
+        /// Every failure, usage errors included, is `{"error":CODE,"message":TEXT}`: CODE `usage`
+        /// for a usage error, a ``ToolError``'s ``ToolError/code``, else `failure`.
+        public static func everyFailure(flag: String = "json") -> JSONFailures {
+            JSONFailures(flag: flag, usageLine: { FailureJSON(error: "usage", message: $0.message).line }, coversBody: true)
+        }
+
+        /// A command line that does not parse is the line `usageLine` makes; the body reports
+        /// its own failures, so what it throws is written as text.
+        public static func usageErrors(flag: String = "json", _ usageLine: @escaping @Sendable (UsageError) -> String)
+            -> JSONFailures
+        {
+            JSONFailures(flag: flag, usageLine: usageLine, coversBody: false)
         }
     }
 

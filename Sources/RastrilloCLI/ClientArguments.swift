@@ -1,6 +1,7 @@
 import CommandLineKit
 import Glibc
 import RastrilloCore
+import RastrilloHTTP
 
 /// What the HTTP tools' shared options say: the origin and target of the URL, the header
 /// fields, the credential and the CA file.

@@ -1,6 +1,6 @@
 import CommandLineKit
 import RastrilloCore
-import RastrilloStreams
+import RastrilloHTTP
 
 /// The exit statuses of the HTTP tools (design: "Command-line contract").
 public enum HTTPToolExit {

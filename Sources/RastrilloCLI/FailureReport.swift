@@ -1,6 +1,6 @@
 import CommandLineKit
 import RastrilloCore
-import RastrilloStreams
+import RastrilloHTTP
 
 /// How an HTTP tool tells its caller a run failed: one line on standard error, either
 /// `TOOL: message` or, with `--json`, one JSON object:
@@ -87,8 +87,8 @@ public struct FailureReport: Encodable, Equatable {
         try container.encode(message, forKey: .message)
     }
 
-    /// A usage error as its JSON report, without the newline: what `ToolRunner.main`'s
-    /// `jsonUsageError` writes for a command line with `--json` that does not parse.
+    /// A usage error as its JSON report, without the newline: what `ToolRunner.main`
+    /// writes (`JSONFailures.usageErrors`) for a command line with `--json` that does not parse.
     @Sendable public static func jsonLine(_ usage: UsageError) -> String {
         let line = (try? JSONOutput.line(FailureReport(usage))) ?? "{\"error\":\"usage\"}\n"
         return String(line.dropLast())
@@ -104,5 +104,24 @@ public struct FailureReport: Encodable, Equatable {
             Diagnostics.error(report.message)
         }
         return HTTPToolExit.status(for: error)
+    }
+
+    /// Runs an HTTP tool's body and reports what it throws with ``emit(_:json:)``, except what
+    /// `ToolRunner` reports itself: a usage error without `--json` (its text line, status 2),
+    /// cancellation, and closed or failed output. `beforeReport` runs before a report is written
+    /// (to clear a progress bar).
+    public static func reporting(
+        json: Bool, beforeReport: () -> Void = {}, _ body: () async throws -> ExitStatus
+    ) async throws -> ExitStatus {
+        do {
+            return try await body()
+        } catch let error as UsageError where !json {
+            throw error
+        } catch let error where error is CancellationError || error is OutputClosed || error is OutputError {
+            throw error
+        } catch {
+            beforeReport()
+            return emit(error, json: json)
+        }
     }
 }

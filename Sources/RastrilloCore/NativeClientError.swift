@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// How a failed request should be handled: whether to wait for the network, retry later, ask the
 /// person to sign in again, give up, or reconcile with the server's state.
 public enum NativeRetryClass: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -43,7 +41,7 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The name as words, for messages (`cannot connect to host`).
-    var words: String { String(name.map { $0 == "_" ? " " : $0 }) }
+    package var words: String { String(name.map { $0 == "_" ? " " : $0 }) }
 
     /// No route to the host: the network is unreachable from here (`ENETUNREACH`,
     /// `EHOSTUNREACH`). Offline.
@@ -103,14 +101,14 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
 /// status of `server` and `rejected`); never the body, the retry delay or the message. The
 /// message never contains the credential.
 public struct NativeClientError: Error, Hashable, Sendable, CustomStringConvertible {
-    enum Code: Hashable, Sendable {
+    package enum Code: Hashable, Sendable {
         case offline(NativeNetworkCode), transport(NativeNetworkCode)
         case unauthorized, forbidden, notFound, conflict, tooLarge, rateLimited
         case server(Int), rejected(Int)
         case invalidRequest, requestBodyFailed, invalidResponse
     }
 
-    let code: Code
+    package let code: Code
     /// What failed and why, in one or two sentences for a person.
     public let message: String
     /// The HTTP status the error comes from, or nil for a failure without a response.
@@ -121,7 +119,7 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
     /// nil when it gave no usable value.
     public let retryAfter: Duration?
 
-    init(
+    package init(
         _ code: Code, _ message: String, status: Int? = nil, body: [UInt8]? = nil, retryAfter: Duration? = nil
     ) {
         self.code = code
@@ -132,7 +130,7 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
     }
 
     /// The same error with another message.
-    func with(_ message: String) -> NativeClientError {
+    package func with(_ message: String) -> NativeClientError {
         NativeClientError(code, message, status: status, body: body, retryAfter: retryAfter)
     }
 

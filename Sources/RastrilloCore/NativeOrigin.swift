@@ -1,4 +1,5 @@
-import RastrilloStreams
+import Glibc
+
 /// The one server a client talks to: scheme, host and port. Every request a `NativeHTTP` sends
 /// is bound to its origin; a URL or path outside it is refused before any I/O.
 ///
@@ -7,7 +8,8 @@ import RastrilloStreams
 /// `.`), an IPv4 address or a bracketed IPv6 address (no zone), compared case-insensitively;
 /// user information (`user:pass@`) is refused, so a credential never travels in a URL; the port
 /// is 1 to 65535, the scheme's default when absent. Two origins are equal when all three parts
-/// are, so `http://h` and `http://H:80` are the same origin and `127.1` is not `127.0.0.1`.
+/// are, so `http://h` and `http://H:80` are the same origin and `127.1` is not `127.0.0.1`; it is
+/// also what connectivity learns about (``NativeConnectivity/serverReachable(_:)``).
 public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
     /// `http` or `https`, lowercase.
     public let scheme: String
@@ -50,7 +52,7 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
         if pathOrURL.hasPrefix("/") && !pathOrURL.hasPrefix("//") {
             return try Self.checkTarget(Self.droppingFragment(pathOrURL))
         }
-        guard ServerOrigin.schemeSeparator(in: pathOrURL[...]) != nil else {
+        guard Self.schemeSeparator(in: pathOrURL[...]) != nil else {
             throw Self.refused(
                 "\(String(reflecting: pathOrURL)) is neither a path starting with / nor an absolute URL of \(self)")
         }
@@ -79,7 +81,36 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
         (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
     }
 
+    /// True for `localhost`, any IPv4 address in 127.0.0.0/8 and the IPv6 loopback `::1`
+    /// (also written in full or as IPv4-mapped 127/8): an origin reachable whenever `lo` is up.
+    public var isLoopback: Bool {
+        if host == "localhost" { return true }
+        if host.contains(":") {
+            var address = in6_addr()
+            guard inet_pton(AF_INET6, host, &address) == 1 else { return false }
+            let bytes = withUnsafeBytes(of: address) { Array($0) }
+            if bytes == [UInt8](repeating: 0, count: 15) + [1] { return true }
+            return bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] && bytes[12] == 127
+        }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard octets.count == 4, octets.allSatisfy({ !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) }),
+            let first = UInt8(octets[0]), octets.dropFirst().allSatisfy({ UInt8($0) != nil })
+        else { return false }
+        return first == 127
+    }
+
     // MARK: Parsing
+
+    /// The range of the first `://` in `text`, or nil. (The standard library alone: a string
+    /// search from _StringProcessing would link its regex engine into every HTTP tool.)
+    package static func schemeSeparator(in text: Substring) -> Range<String.Index>? {
+        var start = text.startIndex
+        while let colon = text[start...].firstIndex(of: ":") {
+            if text[colon...].hasPrefix("://") { return colon..<text.index(colon, offsetBy: 3) }
+            start = text.index(after: colon)
+        }
+        return nil
+    }
 
     private static func defaultPort(_ scheme: String) -> Int { scheme == "https" ? 443 : 80 }
 
@@ -88,7 +119,7 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func parse(_ text: String) throws(NativeClientError) -> (NativeOrigin, String) {
-        guard let separator = ServerOrigin.schemeSeparator(in: text[...]) else {
+        guard let separator = Self.schemeSeparator(in: text[...]) else {
             throw refused("\(String(reflecting: text)) is not an absolute http or https URL")
         }
         let scheme = text[..<separator.lowerBound].lowercased()

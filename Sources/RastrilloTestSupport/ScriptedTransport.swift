@@ -1,6 +1,6 @@
 import Foundation
 import RastrilloCore
-import RastrilloStreams
+import RastrilloHTTP
 import Synchronization
 
 /// A `NativeTransport` that answers each request from a script instead of a server, for tests

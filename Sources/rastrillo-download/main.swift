@@ -1,13 +1,13 @@
 import CommandLineKit
-import RastrilloCore
+import RastrilloHTTP
 import RastrilloCLI
 import ToolSpecs
 
-ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonUsageError: FailureReport.jsonLine) { arguments in
+ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(FailureReport.jsonLine)) { arguments in
     let json = arguments.flag("json")
     var bar: ProgressBar?
     defer { bar?.finish() }
-    do {
+    return try await FailureReport.reporting(json: json, beforeReport: { bar?.finish() }) {
         let client = try ClientArguments(arguments)
         let destination = try DownloadDestination.path(for: arguments.positional("DEST") ?? "", target: client.target)
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
@@ -19,13 +19,6 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonUsageError: FailureReport
         progress.finish(summary: summary(result))
         if json { try JSONOutput.write(DownloadJSON(result)) }
         return .ok
-    } catch let error as UsageError where !json {
-        throw error
-    } catch let error where error is CancellationError || error is OutputClosed || error is OutputError {
-        throw error
-    } catch {
-        bar?.finish()
-        return FailureReport.emit(error, json: json)
     }
 }
 

@@ -1,5 +1,5 @@
 import Glibc
-import RastrilloCore
+import RastrilloHTTP
 import RastrilloCLI
 
 /// The request body named by `--body-file`: a file, or standard input for `-`. A regular file

@@ -1,4 +1,4 @@
-import RastrilloCore
+import RastrilloHTTP
 
 /// The `--json` shape of a response (documented in rastrillo-fetch(1)): the status, the header
 /// fields by lowercase name (repeated fields joined with ", "), and the body as text when it is

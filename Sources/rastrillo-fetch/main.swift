@@ -1,5 +1,5 @@
 import CommandLineKit
-import RastrilloCore
+import RastrilloHTTP
 import RastrilloCLI
 import ToolSpecs
 
@@ -8,10 +8,10 @@ import ToolSpecs
 // starts (bench/fetch measures the start-up this saves). SIGINT and SIGTERM still stop it: the
 // transfer also waits on ToolRunner's interrupt descriptor.
 ToolRunner.main(
-    spec: ToolSpecs.rastrilloFetch, executor: .callingThread, jsonUsageError: FailureReport.jsonLine
+    spec: ToolSpecs.rastrilloFetch, executor: .callingThread, jsonFailures: .usageErrors(FailureReport.jsonLine)
 ) { arguments in
     let json = arguments.flag("json")
-    do {
+    return try await FailureReport.reporting(json: json) {
         let client = try ClientArguments(arguments)
         let body = try RequestBodyFile(arguments.value("body-file")) ?? RequestBodyFile(data: arguments.value("data"))
         defer { body?.close() }
@@ -30,11 +30,5 @@ ToolRunner.main(
         }
         if let error = response.error { return FailureReport.emit(error, json: json) }
         return .ok
-    } catch let error as UsageError where !json {
-        throw error
-    } catch let error where error is CancellationError || error is OutputClosed || error is OutputError {
-        throw error
-    } catch {
-        return FailureReport.emit(error, json: json)
     }
 }

@@ -1,7 +1,7 @@
 import CommandLineKit
-import RastrilloCore
+import RastrilloHTTP
 import RastrilloCLI
-import RastrilloStreams
+import RastrilloCore
 import Synchronization
 
 /// The reconnect loop of rastrillo-stream: opens the stream, turns its lines into events,
@@ -24,7 +24,7 @@ struct StreamFollower {
     /// - Throws: `CancellationError` when interrupted; output errors.
     func run() async throws -> ExitStatus {
         let connectivity = NativeConnectivity.shared
-        let server = client.origin.serverOrigin
+        let server = client.origin
         let reconnect = NativeReconnect(connectivity: connectivity, origin: server)
         let output = StreamOutput()
         let json = !raw

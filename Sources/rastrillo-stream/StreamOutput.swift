@@ -1,6 +1,6 @@
 import CommandLineKit
 import RastrilloCore
-import RastrilloStreams
+import RastrilloHTTP
 import Glibc
 import Synchronization
 

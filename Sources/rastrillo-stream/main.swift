@@ -1,10 +1,10 @@
 import CommandLineKit
-import RastrilloCore
+import RastrilloHTTP
 import RastrilloCLI
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
-    do {
+    try await FailureReport.reporting(json: false) {
         let client = try ClientArguments(arguments)
         let snapshot = try arguments.value("snapshot").map { path in
             do {
@@ -19,11 +19,5 @@ ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
             giveUpAfter: arguments.integer("give-up-after").map { .seconds($0) },
             idleTimeout: arguments.integer("idle-timeout").map { .seconds($0) })
         return try await follower.run()
-    } catch let error as UsageError {
-        throw error
-    } catch let error where error is CancellationError || error is OutputClosed || error is OutputError {
-        throw error
-    } catch {
-        return FailureReport.emit(error, json: false)
     }
 }

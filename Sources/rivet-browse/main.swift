@@ -5,7 +5,7 @@ import ToolSpecs
 
 // SIGINT and SIGTERM are how a follow-mode browse ends: the cancelled body returns 0.
 // Under --json a failure, usage errors included, is one JSON object on standard error.
-ToolRunner.main(spec: ToolSpecs.rivetBrowse, jsonFailuresFlag: "json") { arguments in
+ToolRunner.main(spec: ToolSpecs.rivetBrowse, jsonFailures: .everyFailure()) { arguments in
     let type = arguments.value("type") ?? "_rivet._tcp"
     guard DNSSDServiceType.isValid(type) else {
         throw UsageError(

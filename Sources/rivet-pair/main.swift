@@ -5,7 +5,7 @@ import RivetRegistry
 import ToolSpecs
 
 // Under --json every failure, usage errors included, is one JSON object on standard error.
-ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailuresFlag: "json") { arguments in
+ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { arguments in
     let action = try PairAction(arguments)
     let json = arguments.flag("json")
     switch action {

@@ -35,22 +35,25 @@ struct ModuleGraph {
             })
     }
 
-    /// Every module `name` depends on, directly or through others (not `name` itself).
-    func closure(of name: String) -> Set<String> {
+    /// Every module `name` depends on, directly or through others (not `name` itself), without
+    /// going through `avoided` (which is left out too).
+    func closure(of name: String, avoiding avoided: String? = nil) -> Set<String> {
         var seen: Set<String> = []
-        var queue = modules[name]?.dependencies ?? []
+        var queue = (modules[name]?.dependencies ?? []).filter { $0 != avoided }
         while let next = queue.popLast() {
             guard seen.insert(next).inserted else { continue }
-            queue += modules[next]?.dependencies ?? []
+            queue += (modules[next]?.dependencies ?? []).filter { $0 != avoided }
         }
         return seen
     }
 
-    /// One dependency path from `name` to `target`, for a readable failure.
-    func path(from name: String, to target: String) -> [String] {
+    /// One dependency path from `name` to `target` that does not go through `avoided`, for a
+    /// readable failure.
+    func path(from name: String, to target: String, avoiding avoided: String? = nil) -> [String] {
         var previous: [String: String] = [:]
         var queue = [name]
         var seen: Set<String> = [name]
+        if let avoided { seen.insert(avoided) }
         while !queue.isEmpty {
             let current = queue.removeFirst()
             if current == target {
@@ -85,10 +88,11 @@ enum Layering {
     /// The Swift wrapper of each C module.
     static let wrapper = ["CSQLite": "SQLiteKit", "CCurl": "CurlKit", "CAvahi": "AvahiKit", "COpenSSL": "OpenSSLKit"]
 
-    /// Pure modules (no socket, file, database or clock of their own) and what each must not
-    /// reach. Pairing values, the RVD1 machines and the gateway machine hash and draw random
-    /// bytes through OpenSSLKit, so they may reach it; nothing pure reaches SQLite, curl or
-    /// Avahi.
+    /// Pure modules (no socket, file, database or clock of their own), and a few that are not
+    /// but stay clear of some layers, and what each must not reach (a name ending in `*`
+    /// stands for every module it starts). Pairing values, the RVD1 machines and the gateway
+    /// machine hash and draw random bytes through OpenSSLKit, so they may reach it; nothing
+    /// pure reaches SQLite, curl or Avahi.
     static let forbidden: [String: Set<String>] = [
         "RivetWire": sqlite.union(curl).union(avahi).union(openssl),
         "RivetDevice": sqlite.union(curl).union(avahi).union(openssl),
@@ -100,6 +104,32 @@ enum Layering {
         "RivetGateway": sqlite.union(curl).union(avahi),
         // Not pure (a Unix socket), but the control protocol and its client need no registry.
         "RivetControl": sqlite.union(curl).union(avahi),
+        // Rastrillo, top to bottom: the tools, their CLI kit, the Foundation-facing product and
+        // the test transport over RastrilloHTTP (the libcurl client) over RastrilloCore (pure:
+        // origins, errors, the event-stream parser, connectivity, reconnect). None reaches
+        // SQLite, Avahi or a Rivet module; no layer reaches one above it.
+        "RastrilloCore": sqlite.union(curl).union(avahi).union(openssl).union(rivet)
+            .union(["RastrilloHTTP", "Rastrillo", "RastrilloCLI", "RastrilloTestSupport"]),
+        "RastrilloHTTP": sqlite.union(avahi).union(rivet).union(["Rastrillo", "RastrilloCLI", "RastrilloTestSupport"]),
+        "Rastrillo": sqlite.union(avahi).union(rivet).union(["RastrilloCLI", "RastrilloTestSupport"]),
+        "RastrilloTestSupport": sqlite.union(avahi).union(rivet).union(["RastrilloCLI"]),
+        "RastrilloCLI": sqlite.union(avahi).union(rivet),
+        "rastrillo-fetch": sqlite.union(avahi).union(rivet),
+        "rastrillo-stream": sqlite.union(avahi).union(rivet),
+        "rastrillo-download": sqlite.union(avahi).union(rivet),
+    ]
+
+    /// Every module whose name starts with `Rivet` (the device side), for the Rastrillo
+    /// modules to stay clear of.
+    static let rivet: Set<String> = ["Rivet*"]
+
+    /// Modules that may reach a module only through one other: the Rastrillo modules above the
+    /// HTTP layer reach libcurl only through RastrilloHTTP, never by an edge of their own.
+    static let onlyThrough: [(modules: [String], reach: Set<String>, through: String)] = [
+        (
+            ["Rastrillo", "RastrilloCLI", "RastrilloTestSupport", "rastrillo-fetch", "rastrillo-stream", "rastrillo-download"],
+            curl, "RastrilloHTTP"
+        )
     ]
 
     /// Every forbidden edge of `graph`, one line each; empty when the layering holds.
@@ -120,7 +150,7 @@ enum Layering {
             }
         }
         for (name, banned) in forbidden.sorted(by: { $0.key < $1.key }) {
-            let reachedModules = graph.closure(of: name).intersection(banned)
+            let reachedModules = graph.closure(of: name).filter { reached in banned.contains { matches(reached, $0) } }
             // A C module reached through its wrapper is the wrapper's edge: report that one.
             for reached in reachedModules.sorted() where !reachedModules.contains(wrapper[reached] ?? "") {
                 found.append(
@@ -128,7 +158,22 @@ enum Layering {
                         + graph.path(from: name, to: reached).joined(separator: " → "))
             }
         }
+        for rule in onlyThrough {
+            for name in rule.modules {
+                let reached = graph.closure(of: name, avoiding: rule.through).intersection(rule.reach)
+                for module in reached.sorted() where !reached.contains(wrapper[module] ?? "") {
+                    found.append(
+                        "\(name) depends on \(module) other than through \(rule.through): "
+                            + graph.path(from: name, to: module, avoiding: rule.through).joined(separator: " → "))
+                }
+            }
+        }
         return found
+    }
+
+    /// Whether `module` is `pattern`, or starts with it when the pattern ends in `*`.
+    static func matches(_ module: String, _ pattern: String) -> Bool {
+        pattern.hasSuffix("*") ? module.hasPrefix(pattern.dropLast()) : module == pattern
     }
 }
 
@@ -194,5 +239,47 @@ func swiftExecutable() throws -> String {
                 .init(name: "SQLiteKit", kind: "library", dependencies: []),
             ])
         #expect(Layering.violations(in: graph) == ["pure module RivetSession depends on SQLiteKit: RivetSession → Store → SQLiteKit"])
+    }
+
+    /// The graph of the Rastrillo modules as they should be, with `changes` applied: each entry
+    /// replaces a module's dependencies.
+    private func rastrilloGraph(_ changes: [String: [String]]) -> ModuleGraph {
+        var dependencies: [String: [String]] = Dictionary(uniqueKeysWithValues: Layering.forbidden.keys.map { ($0, []) })
+        dependencies["RastrilloCore"] = ["Backoff"]
+        dependencies["RastrilloHTTP"] = ["CurlKit", "OpenSSLKit", "RastrilloCore", "ThreadSupport"]
+        dependencies["Rastrillo"] = ["RastrilloHTTP"]
+        dependencies["RastrilloCLI"] = ["RastrilloHTTP", "RastrilloCore", "CommandLineKit"]
+        dependencies["CurlKit"] = ["CCurl", "ThreadSupport"]
+        dependencies["OpenSSLKit"] = ["COpenSSL"]
+        dependencies["RivetDaemon"] = []
+        dependencies.merge(changes) { _, new in new }
+        return ModuleGraph(dependencies.map { ModuleGraph.Module(name: $0.key, kind: "library", dependencies: $0.value) })
+    }
+
+    @Test func theRastrilloLayersAsDesignedPass() {
+        #expect(Layering.violations(in: rastrilloGraph([:])) == [])
+    }
+
+    @Test func aReversedRastrilloEdgeIsReported() {
+        let graph = rastrilloGraph(["RastrilloCore": ["Backoff", "RastrilloHTTP"], "RastrilloHTTP": ["CurlKit", "ThreadSupport"]])
+        #expect(
+            Layering.violations(in: graph) == [
+                "pure module RastrilloCore depends on CurlKit: RastrilloCore → RastrilloHTTP → CurlKit",
+                "pure module RastrilloCore depends on RastrilloHTTP: RastrilloCore → RastrilloHTTP",
+            ])
+    }
+
+    @Test func curlOutsideTheHTTPLayerAndRivetModulesAreReported() {
+        let graph = rastrilloGraph([
+            "RastrilloCLI": ["RastrilloHTTP", "CurlKit"], "RastrilloHTTP": ["CurlKit", "RastrilloCore", "RivetPairing"],
+            "RivetPairing": ["OpenSSLKit"],
+        ])
+        #expect(
+            Layering.violations(in: graph) == [
+                "pure module Rastrillo depends on RivetPairing: Rastrillo → RastrilloHTTP → RivetPairing",
+                "pure module RastrilloCLI depends on RivetPairing: RastrilloCLI → RastrilloHTTP → RivetPairing",
+                "pure module RastrilloHTTP depends on RivetPairing: RastrilloHTTP → RivetPairing",
+                "RastrilloCLI depends on CurlKit other than through RastrilloHTTP: RastrilloCLI → CurlKit",
+            ])
     }
 }

@@ -2,11 +2,12 @@ import Foundation
 import Glibc
 import LoopbackHTTPServer
 import OpenSSLKit
+import RastrilloCore
 import Synchronization
 import TestSupport
 import Testing
 
-@testable import RastrilloCore
+@testable import RastrilloHTTP
 
 @Suite struct DownloadTests {
     func mode(_ path: String) -> mode_t {

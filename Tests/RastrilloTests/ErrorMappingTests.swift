@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 import Rastrillo
-@testable import RastrilloCore
+@testable import RastrilloHTTP
 
 @Suite struct ErrorMappingTests {
     let received = Date(timeIntervalSince1970: 784_111_777)

@@ -1,7 +1,7 @@
 import Foundation
 import LoopbackHTTPServer
 import Rastrillo
-import RastrilloStreams
+import RastrilloCore
 import RastrilloTestSupport
 import Testing
 

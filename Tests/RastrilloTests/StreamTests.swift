@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import LoopbackHTTPServer
 import Rastrillo
-import RastrilloStreams
+import RastrilloCore
 import Synchronization
 import Testing
 
@@ -138,16 +138,16 @@ final class StreamLog: Sendable {
         let connectivity = NativeConnectivity(path: .satisfied)
         let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead())]))
         let origin = try NativeOrigin(server.baseURL)
-        #expect(connectivity.serverReachable(origin.serverOrigin) == nil)
+        #expect(connectivity.serverReachable(origin) == nil)
         try await NativeHTTP(origin: origin, observer: connectivity.trafficObserver).stream("/", onLine: { _ in })
-        #expect(connectivity.serverReachable(origin.serverOrigin) == true)
+        #expect(connectivity.serverReachable(origin) == true)
         let closed = try NativeOrigin("http://127.0.0.1:\(try LoopbackHTTPServer.closedPort())")
         let error = await caught {
             try await NativeHTTP(origin: closed, observer: connectivity.trafficObserver).stream("/", onLine: { _ in })
         }
         #expect((error as? NativeClientError)?.retryClass == .offline)
-        #expect(connectivity.serverReachable(closed.serverOrigin) == false)
-        #expect(connectivity.isOffline(closed.serverOrigin))
+        #expect(connectivity.serverReachable(closed) == false)
+        #expect(connectivity.isOffline(closed))
     }
 }
 

@@ -1,11 +1,12 @@
 import Foundation
 import Glibc
 import LoopbackHTTPServer
+import RastrilloCore
 import Synchronization
 import TestSupport
 import Testing
 
-@testable import RastrilloCore
+@testable import RastrilloHTTP
 
 /// Failures below HTTP, from real sockets and real TLS.
 @Suite struct TransportTests {

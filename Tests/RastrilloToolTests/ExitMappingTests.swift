@@ -1,6 +1,7 @@
 import CommandLineKit
 import Foundation
 import RastrilloCore
+import RastrilloHTTP
 import RastrilloCLI
 import Testing
 

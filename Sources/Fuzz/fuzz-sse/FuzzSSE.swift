@@ -9,7 +9,7 @@
 //   SWIFT_BACKTRACE=enable=no /tmp/fuzz-build/release/fuzz-sse -max_total_time=60 /tmp/sse-corpus
 // Add every crashing input libFuzzer reports to Tests/Fuzz/corpus/sse/.
 import Glibc
-import RastrilloStreams
+import RastrilloCore
 import RivetFuzzSupport
 
 /// What parsing a whole stream produced: the events in order, the failure if any, and the

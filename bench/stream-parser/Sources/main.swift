@@ -5,7 +5,7 @@
 //
 // Prints MiB/s and events/s for each shape; the default feeds 64 MiB per shape.
 import Glibc
-import RastrilloStreams
+import RastrilloCore
 
 func stream(eventBytes: Int, lineEnding: String) -> [UInt8] {
     let payload = String(repeating: "x", count: max(0, eventBytes - 40))

@@ -42,7 +42,7 @@ public final class NativeReconnect: Sendable {
     }
 
     private let connectivity: NativeConnectivity
-    private let origin: ServerOrigin?
+    private let origin: NativeOrigin?
     private let time: TimeSource
     private let state: Mutex<State>
 
@@ -55,7 +55,7 @@ public final class NativeReconnect: Sendable {
     ///   - policy: the backoff bounds.
     ///   - randomness: the jitter source.
     public init(
-        connectivity: NativeConnectivity = .shared, origin: ServerOrigin? = nil,
+        connectivity: NativeConnectivity = .shared, origin: NativeOrigin? = nil,
         clock: some Clock<Duration> = ContinuousClock(), policy: Backoff.Policy = .standard,
         randomness: any BackoffRandomness = SystemBackoffRandomness()
     ) {

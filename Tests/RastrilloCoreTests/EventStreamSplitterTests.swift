@@ -1,4 +1,4 @@
-import RastrilloStreams
+import RastrilloCore
 import Testing
 
 /// Feeds `chunks` to a splitter and returns the lines it handed out.

@@ -1,5 +1,6 @@
 import CurlKit
 import FoundationEssentials
+import RastrilloCore
 
 /// The real client: ephemeral, origin-bound HTTP over libcurl.
 ///

@@ -30,7 +30,7 @@ public final class NativeConnectivity: Sendable {
 
     private struct State {
         var path: NetworkPath
-        var reachable: [ServerOrigin: Bool] = [:]
+        var reachable: [NativeOrigin: Bool] = [:]
         var generation: UInt64 = 0
         var nextID: UInt64 = 0
         var subscribers: [UInt64: AsyncStream<ConnectivityChange>.Continuation] = [:]
@@ -96,19 +96,19 @@ public final class NativeConnectivity: Sendable {
 
     /// What traffic proved about `origin` since the last path change: true after a response,
     /// false after an offline-class failure, `nil` when nothing was reported.
-    public func serverReachable(_ origin: ServerOrigin) -> Bool? {
+    public func serverReachable(_ origin: NativeOrigin) -> Bool? {
         state.withLock { $0.reachable[origin] }
     }
 
     /// True while the path to `origin` is down, or while it is up and `origin`'s last report
     /// is an offline-class failure.
-    public func isOffline(_ origin: ServerOrigin) -> Bool {
+    public func isOffline(_ origin: NativeOrigin) -> Bool {
         state.withLock { !$0.path.allows(origin) || $0.reachable[origin] == false }
     }
 
     /// Records that `origin` answered (any HTTP status). Fires ``changes`` when its last
     /// report was an offline-class failure.
-    public func report(response origin: ServerOrigin) {
+    public func report(response origin: NativeOrigin) {
         change { state in
             let before = state.reachable.updateValue(true, forKey: origin)
             return before == false ? ConnectivityChange(path: state.path, reachableOrigin: origin) : nil
@@ -117,7 +117,7 @@ public final class NativeConnectivity: Sendable {
 
     /// Records that a request to `origin` failed in an offline-class way (no connection, DNS,
     /// timeout): ``isOffline(_:)`` is true for it until it answers or the path changes.
-    public func report(offlineFailure origin: ServerOrigin) {
+    public func report(offlineFailure origin: NativeOrigin) {
         state.withLock { $0.reachable[origin] = false }
     }
 

@@ -9,7 +9,7 @@
 /// a known limit of this approximation of NWPathMonitor.
 ///
 /// The **loopback** path is up when a loopback link is administratively up; origins on
-/// loopback (``ServerOrigin/isLoopback``) use it instead, so local tools work offline.
+/// loopback (``NativeOrigin/isLoopback``) use it instead, so local tools work offline.
 public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
     /// A usable link with an address and a default route through it exists.
     public var isSatisfied: Bool
@@ -31,7 +31,7 @@ public struct NetworkPath: Sendable, Hashable, CustomStringConvertible {
 
     /// True when a connection to `origin` can be attempted: the loopback path for a loopback
     /// origin, the network path for any other.
-    public func allows(_ origin: ServerOrigin) -> Bool {
+    public func allows(_ origin: NativeOrigin) -> Bool {
         origin.isLoopback ? isLoopbackUp : isSatisfied
     }
 
@@ -47,10 +47,10 @@ public struct ConnectivityChange: Sendable, Hashable {
     public let path: NetworkPath
     /// The server that just became reachable (a response after an offline-class failure), or
     /// `nil` when the path changed.
-    public let reachableOrigin: ServerOrigin?
+    public let reachableOrigin: NativeOrigin?
 
     /// A change with the given contents.
-    public init(path: NetworkPath, reachableOrigin: ServerOrigin?) {
+    public init(path: NetworkPath, reachableOrigin: NativeOrigin?) {
         self.path = path
         self.reachableOrigin = reachableOrigin
     }

@@ -1,5 +1,5 @@
 import Foundation
-import RastrilloStreams
+import RastrilloCore
 import Synchronization
 import Testing
 

@@ -1,3 +1,6 @@
+import CurlKit
+import RastrilloCore
+
 /// The secret a client presents to its origin, sent as one request header on every request to
 /// that origin and never anywhere else (no redirect is followed). Its `description` never shows
 /// the secret.
@@ -18,7 +21,7 @@ public struct NativeCredential: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: `NativeClientError.invalidRequest` for a name that is not a token, or a token
     ///   that is empty or holds a space or a control character.
     public static func header(_ name: String, token: String) throws(NativeClientError) -> NativeCredential {
-        guard !name.isEmpty, name.utf8.count <= 256, name.utf8.allSatisfy(NativeHeaderField.isTokenByte) else {
+        guard (try? CurlHeader(name: name, value: "")) != nil else {
             throw NativeClientError.invalidRequest.with(
                 "invalid credential header name \(String(reflecting: name)): a name is 1 to 256 token characters")
         }

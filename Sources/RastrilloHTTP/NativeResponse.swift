@@ -1,4 +1,5 @@
 import FoundationEssentials
+import RastrilloCore
 
 /// A complete response: status, headers and the whole body (within the request's bound).
 public struct NativeResponse: Sendable, Hashable {

@@ -1,6 +1,6 @@
 import Dispatch
 import FoundationEssentials
-import RastrilloStreams
+import RastrilloCore
 import Synchronization
 
 extension NativeClientError: RetryAfterProviding {}
@@ -13,20 +13,10 @@ extension NativeConnectivity {
     public var trafficObserver: NativeTrafficObserver {
         { [self] event in
             switch event {
-            case .response(let origin, _):
-                if let server = try? ServerOrigin(origin.description) { report(response: server) }
-            case .offline(let origin, _):
-                if let server = try? ServerOrigin(origin.description) { report(offlineFailure: server) }
+            case .response(let origin, _): report(response: origin)
+            case .offline(let origin, _): report(offlineFailure: origin)
             }
         }
-    }
-}
-
-extension NativeOrigin {
-    /// The same origin as connectivity keys it.
-    public var serverOrigin: ServerOrigin {
-        // A NativeOrigin is always a valid http(s) origin, which ServerOrigin accepts.
-        try! ServerOrigin(description)
     }
 }
 

@@ -1,5 +1,5 @@
 import Backoff
-import RastrilloStreams
+import RastrilloCore
 import TestSupport
 import Testing
 
@@ -23,7 +23,7 @@ struct ReconnectFixture {
     let connectivity: NativeConnectivity
     let reconnect: NativeReconnect
 
-    init(path: NetworkPath = .satisfied, origin: ServerOrigin? = nil, jitter: Double = 1) {
+    init(path: NetworkPath = .satisfied, origin: NativeOrigin? = nil, jitter: Double = 1) {
         connectivity = NativeConnectivity(path: path, clock: clock)
         reconnect = NativeReconnect(
             connectivity: connectivity, origin: origin, clock: clock, randomness: FixedRandomness(value: jitter))

@@ -1,4 +1,4 @@
-import RastrilloStreams
+import RastrilloCore
 import Synchronization
 import TestSupport
 import Testing

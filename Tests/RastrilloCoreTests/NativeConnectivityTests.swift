@@ -1,8 +1,8 @@
-import RastrilloStreams
+import RastrilloCore
 import TestSupport
 import Testing
 
-func origin(_ text: String) -> ServerOrigin { try! ServerOrigin(text) }
+func origin(_ text: String) -> NativeOrigin { try! NativeOrigin(text) }
 
 /// Reads changes from `stream` until one satisfies `predicate`, failing after 10 s.
 func awaitChange(
@@ -22,52 +22,6 @@ func awaitChange(
         return first
     }
     return try #require(found, "no change where \(what) within 10 s")
-}
-
-@Suite struct ServerOriginTests {
-    @Test func originsAreNormalised() throws {
-        let a = try ServerOrigin("HTTPS://Example.ORG")
-        #expect(a.scheme == "https")
-        #expect(a.host == "example.org")
-        #expect(a.port == 443)
-        #expect(a == (try ServerOrigin("https://example.org:443/api/version?x=1#f")))
-        #expect(a.description == "https://example.org:443")
-        #expect(try ServerOrigin("http://h").port == 80)
-        #expect(try ServerOrigin("http://[::1]:9000/x").host == "[::1]")
-        #expect(try ServerOrigin("http://[::1]:9000/x").port == 9000)
-        #expect(try ServerOrigin("http://h:65535").port == 65535)
-        #expect(try ServerOrigin("http://h:1").port == 1)
-        #expect(a != (try ServerOrigin("http://example.org:443")))
-    }
-
-    @Test func badOriginsAreRefusedWithTheReason() {
-        let cases: [(String, String)] = [
-            ("example.org", "no scheme"), ("ftp://h", "not http or https"), ("http://", "host is empty"),
-            ("http://:80", "host is empty"), ("http://h:0", "not in 1...65535"), ("http://h:65536", "not in 1...65535"),
-            ("http://h:", "not in 1...65535"), ("http://h:8a", "not in 1...65535"), ("http://u:p@h", "user information"),
-            ("http://[::1", "no closing ]"), ("http://[::1]x", "follows the IPv6 host"), ("http://[]:80", "host is empty"),
-        ]
-        for (text, reason) in cases {
-            let error = #expect(throws: ConnectivityError.invalidOrigin, "\(text)") { try ServerOrigin(text) }
-            #expect(error?.message.contains(reason) == true, "\(text): \(error?.message ?? "")")
-            #expect(error?.message.contains(text.debugDescription) == true)
-        }
-    }
-
-    @Test func loopbackOrigins() {
-        for text in [
-            "http://localhost:8080", "http://127.0.0.1", "http://127.255.0.9:1", "http://[::1]:80",
-            "http://[0:0:0:0:0:0:0:1]", "http://[::ffff:127.0.0.1]",
-        ] {
-            #expect(origin(text).isLoopback, "\(text)")
-        }
-        for text in [
-            "http://example.org", "http://128.0.0.1", "http://127.0.0", "http://127.0.0.1.5", "http://[::2]",
-            "http://169.254.1.1", "http://localhost.example", "http://[::ffff:10.0.0.1]", "http://127.0.0.256x",
-        ] {
-            #expect(!origin(text).isLoopback, "\(text)")
-        }
-    }
 }
 
 @Suite struct NativeConnectivityStateTests {

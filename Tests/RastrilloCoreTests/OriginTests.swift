@@ -1,5 +1,4 @@
-import Rastrillo
-import RastrilloStreams
+import RastrilloCore
 import Testing
 
 @Suite struct OriginTests {
@@ -38,7 +37,7 @@ import Testing
 
     @Test func theSchemeSeparatorIsTheFirstColonSlashSlash() throws {
         func separator(_ text: String) -> String? {
-            ServerOrigin.schemeSeparator(in: text[...]).map { String(text[..<$0.lowerBound]) }
+            NativeOrigin.schemeSeparator(in: text[...]).map { String(text[..<$0.lowerBound]) }
         }
         #expect(separator("http://h") == "http")
         #expect(separator("a:b://h") == "a:b")
@@ -74,5 +73,50 @@ import Testing
         let origin = try NativeOrigin("http://127.0.0.1:8080")
         let error = #expect(throws: NativeClientError.invalidRequest) { try origin.target(for: target) }
         #expect(error?.retryClass == .permanent)
+    }
+
+    @Test func originsAreNormalisedAsConnectivityKeysThem() throws {
+        let a = try NativeOrigin("HTTPS://Example.ORG")
+        #expect(a.scheme == "https")
+        #expect(a.host == "example.org")
+        #expect(a.port == 443)
+        #expect(a == (try NativeOrigin.split("https://example.org:443/api/version?x=1#f").origin))
+        #expect(a.description == "https://example.org")
+        #expect(try NativeOrigin("http://h").port == 80)
+        #expect(try NativeOrigin.split("http://[::1]:9000/x").origin.host == "::1")
+        #expect(try NativeOrigin.split("http://[::1]:9000/x").origin.port == 9000)
+        #expect(try NativeOrigin("http://h:65535").port == 65535)
+        #expect(try NativeOrigin("http://h:1").port == 1)
+        #expect(a != (try NativeOrigin("http://example.org:443")))
+    }
+
+    @Test func badOriginsAreRefusedWithTheReason() {
+        let cases: [(String, String)] = [
+            ("example.org", "not an absolute http or https URL"), ("ftp://h", "is not http or https"),
+            ("http://", "has no host"), ("http://:80", "has no host"), ("http://h:0", "not a number from 1 to 65535"),
+            ("http://h:65536", "not a number from 1 to 65535"), ("http://h:", "not a number from 1 to 65535"),
+            ("http://h:8a", "not a number from 1 to 65535"), ("http://u:p@h", "user information"),
+            ("http://[::1", "no closing ]"), ("http://[::1]x", "unexpected text after the IPv6 address"),
+            ("http://[]:80", "not a valid IPv6 address"),
+        ]
+        for (text, reason) in cases {
+            let error = #expect(throws: NativeClientError.invalidRequest, "\(text)") { try NativeOrigin(text) }
+            #expect(error?.message.contains(reason) == true, "\(text): \(error?.message ?? "")")
+        }
+    }
+
+    @Test func loopbackOrigins() {
+        for text in [
+            "http://localhost:8080", "http://127.0.0.1", "http://127.255.0.9:1", "http://[::1]:80",
+            "http://[0:0:0:0:0:0:0:1]", "http://[::ffff:127.0.0.1]",
+        ] {
+            #expect(origin(text).isLoopback, "\(text)")
+        }
+        for text in [
+            "http://example.org", "http://128.0.0.1", "http://127.0.0", "http://127.0.0.1.5", "http://[::2]",
+            "http://169.254.1.1", "http://localhost.example", "http://[::ffff:10.0.0.1]", "http://127.0.0.256x",
+        ] {
+            #expect(!origin(text).isLoopback, "\(text)")
+        }
     }
 }

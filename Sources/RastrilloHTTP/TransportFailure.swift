@@ -1,6 +1,7 @@
 import CurlKit
 import FoundationEssentials
 import Glibc
+import RastrilloCore
 
 /// Turns libcurl's failures into `NativeClientError` cases.
 enum TransportFailure {

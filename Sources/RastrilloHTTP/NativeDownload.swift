@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import OpenSSLKit
+import RastrilloCore
 
 /// A local failure of a download: its destination file could not be created, written or made
 /// durable. Whatever it is, the partial file the download created is gone.

@@ -1,4 +1,4 @@
-import RastrilloStreams
+import RastrilloCore
 
 /// What real traffic proved about an origin, reported to a client's observer so connectivity
 /// can be learned without probing.

@@ -1,4 +1,4 @@
-import RastrilloStreams
+import RastrilloCore
 import Testing
 
 /// Events from a whole stream given as text.

@@ -1,12 +1,11 @@
 import Glibc
 
-/// Why a server origin could not be read, or why the rtnetlink observer could not start.
+/// Why the rtnetlink observer could not start.
 ///
-/// Compare with the static members (`error == .invalidOrigin`); equality looks only at the
+/// Compare with the static members (`error == .netlinkUnavailable`); equality looks only at the
 /// kind of failure, not at the message.
 public struct ConnectivityError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: String, Sendable {
-        case invalidOrigin = "connectivity.invalid-origin"
         case netlinkUnavailable = "connectivity.netlink-unavailable"
     }
 
@@ -20,7 +19,7 @@ public struct ConnectivityError: Error, Hashable, Sendable, CustomStringConverti
         self.message = message
     }
 
-    /// The stable code string (`connectivity.invalid-origin`, …).
+    /// The stable code string (`connectivity.netlink-unavailable`).
     public var identifier: String { code.rawValue }
 
     /// The code and message.
@@ -32,14 +31,8 @@ public struct ConnectivityError: Error, Hashable, Sendable, CustomStringConverti
     /// Hashes the kind of failure only.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    /// The text is not an `http` or `https` origin (`scheme://host[:port]`).
-    public static let invalidOrigin = ConnectivityError(.invalidOrigin, "not an http or https origin")
     /// The rtnetlink socket could not be opened, bound or read.
     public static let netlinkUnavailable = ConnectivityError(.netlinkUnavailable, "rtnetlink is unavailable")
-
-    static func invalidOrigin(_ text: String, _ reason: String) -> ConnectivityError {
-        ConnectivityError(.invalidOrigin, "\(text.debugDescription) is not an http or https origin: \(reason)")
-    }
 
     static func netlink(_ step: String, errno: Int32) -> ConnectivityError {
         ConnectivityError(.netlinkUnavailable, "rtnetlink \(step) failed: \(describeErrno(errno))")

@@ -1,4 +1,4 @@
-import RastrilloStreams
+import RastrilloCore
 import Testing
 
 /// The byte paths (`appendBytes`, `consume(_:onEvent:)`) against the String paths they serve.

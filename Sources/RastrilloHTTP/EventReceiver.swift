@@ -1,5 +1,5 @@
 import Glibc
-import RastrilloStreams
+import RastrilloCore
 import ThreadSupport
 
 /// The byte side of an event stream parsed into events
