@@ -6,6 +6,7 @@ import RivetGateway
 import RivetPairing
 import RivetRegistry
 import RivetSchema
+import RivetServer
 import RivetTransport
 import Synchronization
 #if canImport(Glibc)

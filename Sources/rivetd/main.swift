@@ -4,7 +4,7 @@ import Foundation
 import RivetControl
 import RivetDaemon
 import RivetPairing
-import RivetTransport
+import RivetServer
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in

@@ -100,6 +100,10 @@ enum Layering {
         "RivetGateway": sqlite.union(curl).union(avahi),
         // Not pure (a Unix socket), but the control protocol and its client need no registry.
         "RivetControl": sqlite.union(curl).union(avahi),
+        // Not pure either (sockets, TLS), but a companion and the client transport it connects
+        // with hold a credential, not the desktop's registry.
+        "RivetTransport": sqlite.union(curl).union(avahi),
+        "RivetCompanion": sqlite.union(curl).union(avahi),
     ]
 
     /// Every forbidden edge of `graph`, one line each; empty when the layering holds.

@@ -1,5 +1,6 @@
 import Foundation
 import RivetGateway
+import RivetServer
 import RivetTransport
 import RivetWire
 import ThreadSupport

@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetRegistry
 import RivetSession
+import RivetTransport
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
