@@ -166,8 +166,8 @@ let package = Package(
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
-        // `eventually` and `ManualClock`, shared by the test targets; no dependencies.
-        .target(name: "TestSupport", path: "Tests/Support/TestSupport"),
+        // `eventually` and `ManualClock` (a Swift `Clock` and a `RivetClock`), shared by the test targets.
+        .target(name: "TestSupport", dependencies: ["RivetPairing"], path: "Tests/Support/TestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),

@@ -119,7 +119,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     public let serverFingerprint: SPKIFingerprint
     /// The gateway's discovery secret, sent to each device in `PairAccepted`.
     public let discoverySecret: RivetDiscoverySecret
-    private let clock: any RivetPairingClock
+    private let clock: any RivetClock
     private let randomness: any RivetPairingRandomness
     private var phase: Phase = .closed(nil)
 
@@ -151,7 +151,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// whose discovery secret (sent in `PairAccepted`) is `discoverySecret`.
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret,
-        clock: any RivetPairingClock = RivetSystemPairingClock(),
+        clock: any RivetClock = RivetSystemClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness()
     ) {
         self.serverFingerprint = serverFingerprint

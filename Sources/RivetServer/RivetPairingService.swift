@@ -105,7 +105,7 @@ public final class RivetPairingService: RivetPairingHost {
     ///     desktop should show; it must return promptly.
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret, store: RivetDevicePairingStore,
-        clock: any RivetPairingClock = RivetSystemPairingClock(),
+        clock: any RivetClock = RivetSystemClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness(),
         desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }
     ) {
