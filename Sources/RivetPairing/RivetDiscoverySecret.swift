@@ -12,7 +12,7 @@ import OpenSSLKit
 ///
 /// Never printed: its text forms say `redacted` and its mirror has no children. Equality runs in
 /// constant time.
-public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+public struct RivetDiscoverySecret: RivetFixedSizeBytes, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
     /// The number of bytes in the secret (32).
@@ -26,12 +26,6 @@ public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible,
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
-    }
-
-    /// Parses exactly 64 hex digits, the form in the device's credential file; `nil` otherwise.
-    init?(hex: String) {
-        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
-        self.bytes = bytes
     }
 
     /// 64 lowercase hex digits, for the device's credential file only.

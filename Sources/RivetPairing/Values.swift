@@ -2,7 +2,7 @@ import OpenSSLKit
 
 /// A paired device's identity in the registry: 16 random bytes, written as 32 lowercase hex
 /// digits. Not secret: it names a device, it does not authenticate one.
-public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct DeviceID: RivetFixedSizeBytes, Hashable, Comparable, CustomStringConvertible {
     /// The number of bytes in a device ID (16).
     public static let byteCount = 16
 
@@ -13,20 +13,6 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible 
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
-    }
-
-    /// Parses exactly 32 hex digits (either case, nothing else); `nil` otherwise.
-    public init?(hex: String) {
-        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
-        self.bytes = bytes
-    }
-
-    /// A fresh device ID of 16 bytes drawn from `randomness`.
-    /// - Throws: whatever `randomness` throws.
-    public static func random(using randomness: some RivetPairingRandomness) throws -> DeviceID {
-        let bytes = try randomness.bytes(Self.byteCount)
-        guard let id = DeviceID(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
-        return id
     }
 
     /// 32 lowercase hex digits.
@@ -42,7 +28,7 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible 
 }
 
 /// A 256-bit pairing nonce: the client's `Nc` or the server's `Ns`. Exactly 32 bytes.
-public struct Nonce: Hashable, Sendable, CustomStringConvertible {
+public struct Nonce: RivetFixedSizeBytes, Hashable, CustomStringConvertible {
     /// The number of bytes in a nonce (32).
     public static let byteCount = 32
 
@@ -53,20 +39,6 @@ public struct Nonce: Hashable, Sendable, CustomStringConvertible {
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
-    }
-
-    /// Parses exactly 64 hex digits (either case, nothing else); `nil` otherwise.
-    public init?(hex: String) {
-        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
-        self.bytes = bytes
-    }
-
-    /// A fresh nonce of 32 bytes drawn from `randomness`.
-    /// - Throws: whatever `randomness` throws.
-    public static func random(using randomness: some RivetPairingRandomness) throws -> Nonce {
-        let bytes = try randomness.bytes(Self.byteCount)
-        guard let nonce = Nonce(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
-        return nonce
     }
 
     /// 64 lowercase hex digits.
@@ -82,7 +54,7 @@ public struct Nonce: Hashable, Sendable, CustomStringConvertible {
 /// device keeps it in its 0600 credential file. Its text forms (`description`,
 /// `debugDescription`, `dump`, string interpolation) never show the bytes. Equality runs in
 /// constant time.
-public struct PairingCredential: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
+public struct PairingCredential: RivetFixedSizeBytes, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
     /// The number of bytes in a credential (32).
@@ -95,21 +67,6 @@ public struct PairingCredential: Sendable, Equatable, CustomStringConvertible, C
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
-    }
-
-    /// Parses exactly 64 hex digits, the form in the device's credential file; `nil` otherwise.
-    init?(hex: String) {
-        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
-        self.bytes = bytes
-    }
-
-    /// A fresh credential of 32 bytes drawn from `randomness`.
-    /// - Throws: whatever `randomness` throws.
-    public static func random(using randomness: some RivetPairingRandomness) throws -> PairingCredential {
-        var bytes = try randomness.bytes(Self.byteCount)
-        defer { wipe(&bytes) }
-        guard let credential = PairingCredential(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
-        return credential
     }
 
     /// `SHA-256(K)`: what the registry stores in place of the credential.
