@@ -210,6 +210,18 @@ public struct RivetDeviceScope: Hashable, Sendable, Comparable, CustomStringConv
     public static func < (lhs: RivetDeviceScope, rhs: RivetDeviceScope) -> Bool { lhs.name < rhs.name }
 }
 
+/// `value` when it is 1 to `maximumByteCount` bytes of UTF-8 with no control character (C0, DEL,
+/// C1); otherwise throws `error` naming the value as `name` and giving its length.
+private func validatedLabel(
+    _ value: String, maximumByteCount: Int, _ error: RivetDevicePairingValueError, named name: String
+) throws(RivetDevicePairingValueError) -> String {
+    let count = value.utf8.count
+    guard count >= 1, count <= maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
+        throw error.with("\(name) \(quoted(value, limit: 80)) (\(count) bytes)")
+    }
+    return value
+}
+
 /// The application a device pairs with: 1–255 bytes of UTF-8 with no control character. It is
 /// bound into the confirmation code and checked again on every resume.
 public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
@@ -223,12 +235,7 @@ public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: `RivetDevicePairingValueError.invalidApplicationID` for empty text, more than
     ///   255 bytes of UTF-8, or a control character (C0, DEL, C1).
     public init(_ value: String) throws(RivetDevicePairingValueError) {
-        let count = value.utf8.count
-        guard count >= 1, count <= Self.maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
-            throw RivetDevicePairingValueError.invalidApplicationID.with(
-                "application ID \(quoted(value, limit: 80)) (\(count) bytes)")
-        }
-        self.value = value
+        self.value = try validatedLabel(value, maximumByteCount: Self.maximumByteCount, .invalidApplicationID, named: "application ID")
     }
 
     /// The text.
@@ -248,12 +255,7 @@ public struct RivetDeviceName: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: `RivetDevicePairingValueError.invalidDeviceName` for empty text, more than
     ///   128 bytes of UTF-8, or a control character (C0, DEL, C1).
     public init(_ value: String) throws(RivetDevicePairingValueError) {
-        let count = value.utf8.count
-        guard count >= 1, count <= Self.maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
-            throw RivetDevicePairingValueError.invalidDeviceName.with(
-                "device name \(quoted(value, limit: 80)) (\(count) bytes)")
-        }
-        self.value = value
+        self.value = try validatedLabel(value, maximumByteCount: Self.maximumByteCount, .invalidDeviceName, named: "device name")
     }
 
     /// The text.
