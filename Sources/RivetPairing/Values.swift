@@ -54,9 +54,7 @@ public struct Nonce: RivetFixedSizeBytes, Hashable, CustomStringConvertible {
 /// device keeps it in its 0600 credential file. Its text forms (`description`,
 /// `debugDescription`, `dump`, string interpolation) never show the bytes. Equality runs in
 /// constant time.
-public struct PairingCredential: RivetFixedSizeBytes, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+public struct PairingCredential: RivetFixedSizeBytes, RivetRedactedBytes {
     /// The number of bytes in a credential (32).
     public static let byteCount = 32
 
@@ -71,29 +69,12 @@ public struct PairingCredential: RivetFixedSizeBytes, Equatable, CustomStringCon
 
     /// `SHA-256(K)`: what the registry stores in place of the credential.
     public var verifier: PairingVerifier { PairingVerifier(digestOf: self) }
-
-    /// 64 lowercase hex digits, for the device's credential file only.
-    var hexForStorage: String { Hex.encode(bytes) }
-
-    /// `PairingCredential(redacted)`: never the bytes.
-    public var description: String { "PairingCredential(redacted)" }
-    /// `PairingCredential(redacted)`: never the bytes.
-    public var debugDescription: String { description }
-    /// A mirror with no children, so `dump` and reflection show no bytes.
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
-
-    /// Compares in constant time.
-    public static func == (lhs: PairingCredential, rhs: PairingCredential) -> Bool {
-        constantTimeEqual(lhs.bytes, rhs.bytes)
-    }
 }
 
 /// `SHA-256(K)` of a `PairingCredential`: what the registry keeps, so a copied registry file does
 /// not let anyone present a credential. Never printed: its text forms say `redacted`. Equality
 /// runs in constant time.
-public struct PairingVerifier: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+public struct PairingVerifier: Sendable, RivetRedactedBytes {
     /// The number of bytes in a verifier (32).
     public static let byteCount = 32
 
@@ -109,18 +90,6 @@ public struct PairingVerifier: Sendable, Equatable, CustomStringConvertible, Cus
     /// The verifier of `credential`: `SHA-256(K)`.
     public init(digestOf credential: PairingCredential) {
         self.bytes = SHA256.hash(credential.bytes)
-    }
-
-    /// `PairingVerifier(redacted)`.
-    public var description: String { "PairingVerifier(redacted)" }
-    /// `PairingVerifier(redacted)`.
-    public var debugDescription: String { description }
-    /// A mirror with no children.
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
-
-    /// Compares in constant time.
-    public static func == (lhs: PairingVerifier, rhs: PairingVerifier) -> Bool {
-        constantTimeEqual(lhs.bytes, rhs.bytes)
     }
 }
 
