@@ -105,18 +105,21 @@ let package = Package(
         .plugin(
             name: "RivetGeneratorPlugin", capability: .buildTool(),
             dependencies: ["rivet-generate"]),
-        // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
+        // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS connector and stream
         .target(name: "Backoff"),
         .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
+        // The client side and what both sides share (no registry: a companion links it).
+        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "ThreadSupport"]),
+        // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
-            name: "RivetTransport",
-            dependencies: ["RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ThreadSupport"]),
+            name: "RivetServer",
+            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ThreadSupport"]),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
             path: "Sources/Fuzz/fuzz-rvd1"),
         .executableTarget(
             name: "rivet-bench-handshake",
-            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
+            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
@@ -135,20 +138,19 @@ let package = Package(
         .target(
             name: "RivetDaemon",
             dependencies: [
-                "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
+                "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
                 "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
                 "CommandLineKit",
             ]),
         .executableTarget(
             name: "rivetd",
             dependencies: [
-                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetTransport", "RivetPairing",
-                "RivetRegistry",
+                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
             ]),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(
             name: "rivet-bench-rpc",
-            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "RivetWire", "OpenSSLKit"],
+            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetWire", "OpenSSLKit"],
             path: "bench/rpc/Sources"),
 
         // MARK: Examples: the scoreboard backend and companion built from examples/schema/rivet.rktd
@@ -164,8 +166,8 @@ let package = Package(
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
-        // `eventually` and `ManualClock`, shared by the test targets; no dependencies.
-        .target(name: "TestSupport", path: "Tests/Support/TestSupport"),
+        // `eventually` and `ManualClock` (a Swift `Clock` and a `RivetClock`), shared by the test targets.
+        .target(name: "TestSupport", dependencies: ["RivetPairing"], path: "Tests/Support/TestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
@@ -229,7 +231,8 @@ let package = Package(
         .testTarget(
             name: "RivetTransportTests",
             dependencies: [
-                "TestSupport", "RivetTransport", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport",
+                "TestSupport", "RivetTransport", "RivetServer", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit",
+                "ToolTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

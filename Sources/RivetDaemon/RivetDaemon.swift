@@ -6,6 +6,7 @@ import RivetGateway
 import RivetPairing
 import RivetRegistry
 import RivetSchema
+import RivetServer
 import RivetTransport
 import Synchronization
 #if canImport(Glibc)
@@ -158,7 +159,7 @@ public final class RivetDaemon: Sendable {
             control.stop()
             store.close()
             throw RivetDaemonError.listenFailed.with(
-                "cannot listen on \(Self.join(configuration.listenHost, configuration.listenPort)): \(error.message)")
+                "cannot listen on \(joinHostPort(configuration.listenHost, configuration.listenPort)): \(error.message)")
         }
         let host = listener.host ?? configuration.listenHost
         do {
@@ -175,7 +176,7 @@ public final class RivetDaemon: Sendable {
         log.info("control socket at \(configuration.controlSocketPath)")
         log.info("server fingerprint \(identity.fingerprint.hex)")
         let named = host == configuration.listenHost ? "" : " (\(configuration.listenHost))"
-        log.info("listening on \(Self.join(host, port))\(named) for application \(configuration.applicationID)")
+        log.info("listening on \(joinHostPort(host, port))\(named) for application \(configuration.applicationID)")
         if let advertising {
             advertising.start(host: host, port: port, secret: discoverySecret)
         } else {
@@ -277,10 +278,6 @@ public final class RivetDaemon: Sendable {
         case .authenticationFailed(let connection, let peer, let device, let reason):
             log.warn("cannot check device \(device) from \(peer) (connection \(connection)); it was refused with serverError: \(reason)")
         }
-    }
-
-    static func join(_ host: String, _ port: UInt16) -> String {
-        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }
 

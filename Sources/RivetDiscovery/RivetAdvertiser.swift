@@ -40,13 +40,13 @@ public final class RivetAdvertiser: Sendable {
         /// The protocol to announce over (both by default).
         public var ipProtocol: AvahiIPProtocol
         /// The wall clock that decides the hour (epoch); tests inject one they move by hand.
-        public var clock: any RivetDiscoveryClock
+        public var clock: any RivetClock
 
         /// A configuration; every argument has the production default.
         public init(
             serviceType: String = "_rivet._tcp", interface: AvahiInterface = .unspecified,
             ipProtocol: AvahiIPProtocol = .unspecified,
-            clock: any RivetDiscoveryClock = RivetSystemDiscoveryClock()
+            clock: any RivetClock = RivetSystemClock()
         ) {
             self.serviceType = serviceType
             self.interface = interface
@@ -233,7 +233,7 @@ final class AdvertiserCore: Sendable {
     func start(scope: ListenScope, port: UInt16, secret: RivetDiscoverySecret) {
         queue.sync {
             let addresses = ListenerAddresses.select(addressSource(), scope: scope, interface: configuration.interface)
-            process(.start(port: port, secret: secret, addresses: addresses, now: configuration.clock.now()))
+            process(.start(port: port, secret: secret, addresses: addresses, now: configuration.clock.wallClockNow()))
             resources.withLock { resources in
                 if resources.ticker == nil { resources.ticker = makeTicker() }
                 resources.addressWatch?.cancel()
@@ -375,13 +375,13 @@ final class AdvertiserCore: Sendable {
         let clock = configuration.clock
         return Task { [weak self] in
             while !Task.isCancelled {
-                let boundary = RivetDiscoveryEpoch(containing: clock.now()).end
+                let boundary = RivetDiscoveryEpoch(containing: clock.wallClockNow()).end
                 do {
                     try await clock.sleep(until: boundary)
                 } catch {
                     return
                 }
-                self?.enqueue(.tick(now: clock.now()))
+                self?.enqueue(.tick(now: clock.wallClockNow()))
             }
         }
     }

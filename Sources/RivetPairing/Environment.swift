@@ -46,19 +46,24 @@ public struct RivetPairingRandomnessError: Error, Equatable, Sendable, CustomStr
     public var description: String { message }
 }
 
-/// Where the pairing coordinator reads the time.
-///
-/// Two readings: a monotonic one that decides the pairing window (it never jumps when the wall
-/// clock is set), and the wall clock written into a paired device's record.
-public protocol RivetPairingClock: Sendable {
+/// Where Rivet's machines read the time: a monotonic reading that decides the pairing window
+/// (it never jumps when the wall clock is set), the wall clock (a paired device's `created` date,
+/// the discovery hour), and a sleep until a wall-clock time (the advertiser's hourly rotation).
+/// Tests inject a clock they move by hand (`ManualClock` in TestSupport).
+public protocol RivetClock: Sendable {
     /// Time elapsed since a fixed origin of this clock's choosing; never decreases.
     func monotonicNow() -> Duration
-    /// The current wall-clock time, for the `created` date of a record.
+    /// The current wall-clock time.
     func wallClockNow() -> Date
+    /// Suspends until `wallClockNow() >= deadline`. Throws `CancellationError` when the task is
+    /// cancelled.
+    func sleep(until deadline: Date) async throws
 }
 
 /// The system clocks: `ContinuousClock` (monotonic, counts suspension) and `Date()`.
-public struct RivetSystemPairingClock: RivetPairingClock {
+/// `sleep(until:)` sleeps at most a minute at a time and reads the wall clock again, so a
+/// suspended machine or a clock set forward is noticed within a minute.
+public struct RivetSystemClock: RivetClock {
     private let origin: ContinuousClock.Instant
 
     /// A clock whose monotonic origin is the moment of creation.
@@ -69,4 +74,13 @@ public struct RivetSystemPairingClock: RivetPairingClock {
 
     /// `Date()`.
     public func wallClockNow() -> Date { Date() }
+
+    /// Sleeps in steps of at most 60 s until the wall clock reaches `deadline`.
+    public func sleep(until deadline: Date) async throws {
+        while true {
+            let remaining = deadline.timeIntervalSince(Date())
+            if remaining <= 0 { return }
+            try await Task.sleep(for: .milliseconds(Int64((min(remaining, 60) * 1000).rounded(.up))))
+        }
+    }
 }

@@ -2,23 +2,11 @@ import Foundation
 import OpenSSLKit
 
 /// The desktop side of pairing as a pure state machine: no I/O, `Sendable`, clock and randomness
-/// injected. The daemon owns one through `RivetPairingService` (RivetTransport), which holds it
+/// injected. The daemon owns one through `RivetPairingService` (RivetServer), which holds it
 /// under a lock, feeds it every input through `handle(_:)` and performs the returned actions.
-///
-/// Rules (see docs/protocol.md, "Pairing"):
-/// - A window is opened explicitly and lasts `windowDuration` (300 s). It is open at monotonic
-///   time `t` iff `openedAt ≤ t < openedAt + 300 s`. Every input first applies expiry: at
-///   exactly `openedAt + 300 s` the window is closed, the active attempt ends, and the input is
-///   refused — including the confirmation that would have issued a credential.
-/// - One attempt at a time: a `PairBegin` from another connection while one is active is
-///   refused with `attemptInProgress`; nothing about the active attempt changes.
-/// - `Ns` is drawn only after the commitment arrived. A reveal that does not open the
-///   commitment, a reject from either side, a wrong typed code, the device disconnecting, or a
-///   message out of order from the attempt's own device is a failure: it ends the attempt. The
-///   `failureLimit`-th (5th) failure in one window closes it (`tooManyFailures`).
-/// - The credential `K` (and, for a new device, its ID) is drawn only when both the device and
-///   the desktop have confirmed; the window then closes (one device per opening).
-/// - `cancel` closes the window and ends any attempt.
+/// Its rules (the window, one attempt at a time, failures, re-pairing) are docs/protocol.md's
+/// "Desktop rules (the coordinator)"; it draws `Ns` only after the commitment arrived, and `K`
+/// (and a new device's ID) only when both sides have confirmed.
 public struct RivetDevicePairingCoordinator: Sendable {
     /// How long a window stays open (300 s).
     public static let windowDuration: Duration = .seconds(300)
@@ -119,7 +107,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     public let serverFingerprint: SPKIFingerprint
     /// The gateway's discovery secret, sent to each device in `PairAccepted`.
     public let discoverySecret: RivetDiscoverySecret
-    private let clock: any RivetPairingClock
+    private let clock: any RivetClock
     private let randomness: any RivetPairingRandomness
     private var phase: Phase = .closed(nil)
 
@@ -151,7 +139,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// whose discovery secret (sent in `PairAccepted`) is `discoverySecret`.
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret,
-        clock: any RivetPairingClock = RivetSystemPairingClock(),
+        clock: any RivetClock = RivetSystemClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness()
     ) {
         self.serverFingerprint = serverFingerprint

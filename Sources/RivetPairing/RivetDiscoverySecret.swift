@@ -12,9 +12,7 @@ import OpenSSLKit
 ///
 /// Never printed: its text forms say `redacted` and its mirror has no children. Equality runs in
 /// constant time.
-public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+public struct RivetDiscoverySecret: RivetFixedSizeBytes, RivetRedactedBytes, Hashable {
     /// The number of bytes in the secret (32).
     public static let byteCount = 32
 
@@ -26,27 +24,6 @@ public struct RivetDiscoverySecret: Sendable, Hashable, CustomStringConvertible,
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
-    }
-
-    /// Parses exactly 64 hex digits, the form in the device's credential file; `nil` otherwise.
-    init?(hex: String) {
-        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
-        self.bytes = bytes
-    }
-
-    /// 64 lowercase hex digits, for the device's credential file only.
-    var hexForStorage: String { Hex.encode(bytes) }
-
-    /// `RivetDiscoverySecret(redacted)`: never the bytes.
-    public var description: String { "RivetDiscoverySecret(redacted)" }
-    /// `RivetDiscoverySecret(redacted)`: never the bytes.
-    public var debugDescription: String { description }
-    /// A mirror with no children, so `dump` and reflection show no bytes.
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
-
-    /// Compares in constant time.
-    public static func == (lhs: RivetDiscoverySecret, rhs: RivetDiscoverySecret) -> Bool {
-        constantTimeEqual(lhs.bytes, rhs.bytes)
     }
 
     /// Hashes the bytes (equal secrets hash alike).

@@ -2,7 +2,7 @@ import OpenSSLKit
 
 /// A paired device's identity in the registry: 16 random bytes, written as 32 lowercase hex
 /// digits. Not secret: it names a device, it does not authenticate one.
-public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct DeviceID: RivetFixedSizeBytes, Hashable, Comparable, CustomStringConvertible {
     /// The number of bytes in a device ID (16).
     public static let byteCount = 16
 
@@ -13,20 +13,6 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible 
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
-    }
-
-    /// Parses exactly 32 hex digits (either case, nothing else); `nil` otherwise.
-    public init?(hex: String) {
-        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
-        self.bytes = bytes
-    }
-
-    /// A fresh device ID of 16 bytes drawn from `randomness`.
-    /// - Throws: whatever `randomness` throws.
-    public static func random(using randomness: some RivetPairingRandomness) throws -> DeviceID {
-        let bytes = try randomness.bytes(Self.byteCount)
-        guard let id = DeviceID(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
-        return id
     }
 
     /// 32 lowercase hex digits.
@@ -42,7 +28,7 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible 
 }
 
 /// A 256-bit pairing nonce: the client's `Nc` or the server's `Ns`. Exactly 32 bytes.
-public struct Nonce: Hashable, Sendable, CustomStringConvertible {
+public struct Nonce: RivetFixedSizeBytes, Hashable, CustomStringConvertible {
     /// The number of bytes in a nonce (32).
     public static let byteCount = 32
 
@@ -53,20 +39,6 @@ public struct Nonce: Hashable, Sendable, CustomStringConvertible {
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
-    }
-
-    /// Parses exactly 64 hex digits (either case, nothing else); `nil` otherwise.
-    public init?(hex: String) {
-        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
-        self.bytes = bytes
-    }
-
-    /// A fresh nonce of 32 bytes drawn from `randomness`.
-    /// - Throws: whatever `randomness` throws.
-    public static func random(using randomness: some RivetPairingRandomness) throws -> Nonce {
-        let bytes = try randomness.bytes(Self.byteCount)
-        guard let nonce = Nonce(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
-        return nonce
     }
 
     /// 64 lowercase hex digits.
@@ -82,9 +54,7 @@ public struct Nonce: Hashable, Sendable, CustomStringConvertible {
 /// device keeps it in its 0600 credential file. Its text forms (`description`,
 /// `debugDescription`, `dump`, string interpolation) never show the bytes. Equality runs in
 /// constant time.
-public struct PairingCredential: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+public struct PairingCredential: RivetFixedSizeBytes, RivetRedactedBytes {
     /// The number of bytes in a credential (32).
     public static let byteCount = 32
 
@@ -97,46 +67,14 @@ public struct PairingCredential: Sendable, Equatable, CustomStringConvertible, C
         self.bytes = Array(bytes)
     }
 
-    /// Parses exactly 64 hex digits, the form in the device's credential file; `nil` otherwise.
-    init?(hex: String) {
-        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount) else { return nil }
-        self.bytes = bytes
-    }
-
-    /// A fresh credential of 32 bytes drawn from `randomness`.
-    /// - Throws: whatever `randomness` throws.
-    public static func random(using randomness: some RivetPairingRandomness) throws -> PairingCredential {
-        var bytes = try randomness.bytes(Self.byteCount)
-        defer { wipe(&bytes) }
-        guard let credential = PairingCredential(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
-        return credential
-    }
-
     /// `SHA-256(K)`: what the registry stores in place of the credential.
     public var verifier: PairingVerifier { PairingVerifier(digestOf: self) }
-
-    /// 64 lowercase hex digits, for the device's credential file only.
-    var hexForStorage: String { Hex.encode(bytes) }
-
-    /// `PairingCredential(redacted)`: never the bytes.
-    public var description: String { "PairingCredential(redacted)" }
-    /// `PairingCredential(redacted)`: never the bytes.
-    public var debugDescription: String { description }
-    /// A mirror with no children, so `dump` and reflection show no bytes.
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
-
-    /// Compares in constant time.
-    public static func == (lhs: PairingCredential, rhs: PairingCredential) -> Bool {
-        constantTimeEqual(lhs.bytes, rhs.bytes)
-    }
 }
 
 /// `SHA-256(K)` of a `PairingCredential`: what the registry keeps, so a copied registry file does
 /// not let anyone present a credential. Never printed: its text forms say `redacted`. Equality
 /// runs in constant time.
-public struct PairingVerifier: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+public struct PairingVerifier: Sendable, RivetRedactedBytes {
     /// The number of bytes in a verifier (32).
     public static let byteCount = 32
 
@@ -152,18 +90,6 @@ public struct PairingVerifier: Sendable, Equatable, CustomStringConvertible, Cus
     /// The verifier of `credential`: `SHA-256(K)`.
     public init(digestOf credential: PairingCredential) {
         self.bytes = SHA256.hash(credential.bytes)
-    }
-
-    /// `PairingVerifier(redacted)`.
-    public var description: String { "PairingVerifier(redacted)" }
-    /// `PairingVerifier(redacted)`.
-    public var debugDescription: String { description }
-    /// A mirror with no children.
-    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
-
-    /// Compares in constant time.
-    public static func == (lhs: PairingVerifier, rhs: PairingVerifier) -> Bool {
-        constantTimeEqual(lhs.bytes, rhs.bytes)
     }
 }
 
@@ -253,6 +179,18 @@ public struct RivetDeviceScope: Hashable, Sendable, Comparable, CustomStringConv
     public static func < (lhs: RivetDeviceScope, rhs: RivetDeviceScope) -> Bool { lhs.name < rhs.name }
 }
 
+/// `value` when it is 1 to `maximumByteCount` bytes of UTF-8 with no control character (C0, DEL,
+/// C1); otherwise throws `error` naming the value as `name` and giving its length.
+private func validatedLabel(
+    _ value: String, maximumByteCount: Int, _ error: RivetDevicePairingValueError, named name: String
+) throws(RivetDevicePairingValueError) -> String {
+    let count = value.utf8.count
+    guard count >= 1, count <= maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
+        throw error.with("\(name) \(quoted(value, limit: 80)) (\(count) bytes)")
+    }
+    return value
+}
+
 /// The application a device pairs with: 1–255 bytes of UTF-8 with no control character. It is
 /// bound into the confirmation code and checked again on every resume.
 public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
@@ -266,12 +204,7 @@ public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: `RivetDevicePairingValueError.invalidApplicationID` for empty text, more than
     ///   255 bytes of UTF-8, or a control character (C0, DEL, C1).
     public init(_ value: String) throws(RivetDevicePairingValueError) {
-        let count = value.utf8.count
-        guard count >= 1, count <= Self.maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
-            throw RivetDevicePairingValueError.invalidApplicationID.with(
-                "application ID \(quoted(value, limit: 80)) (\(count) bytes)")
-        }
-        self.value = value
+        self.value = try validatedLabel(value, maximumByteCount: Self.maximumByteCount, .invalidApplicationID, named: "application ID")
     }
 
     /// The text.
@@ -291,12 +224,7 @@ public struct RivetDeviceName: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: `RivetDevicePairingValueError.invalidDeviceName` for empty text, more than
     ///   128 bytes of UTF-8, or a control character (C0, DEL, C1).
     public init(_ value: String) throws(RivetDevicePairingValueError) {
-        let count = value.utf8.count
-        guard count >= 1, count <= Self.maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
-            throw RivetDevicePairingValueError.invalidDeviceName.with(
-                "device name \(quoted(value, limit: 80)) (\(count) bytes)")
-        }
-        self.value = value
+        self.value = try validatedLabel(value, maximumByteCount: Self.maximumByteCount, .invalidDeviceName, named: "device name")
     }
 
     /// The text.

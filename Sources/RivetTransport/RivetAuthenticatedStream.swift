@@ -70,9 +70,9 @@ public struct RivetStreamError: Error, Equatable, Sendable, CustomStringConverti
 /// writer thread. A `write` of at most `outgoingLimit` bytes is queued whole, so concurrent
 /// writers never interleave it; a longer one is queued piece by piece as room appears.
 public final class RivetAuthenticatedStream: Sendable {
-    let core: StreamCore
+    package let core: StreamCore
 
-    init(core: StreamCore) { self.core = core }
+    package init(core: StreamCore) { self.core = core }
 
     /// Reads up to `maxCount` (> 0) bytes, waiting until at least one is there. Returns an empty
     /// array once the peer has closed its side cleanly (TLS close_notify) and everything before
@@ -121,7 +121,7 @@ public final class RivetAuthenticatedStream: Sendable {
 
 /// The state an authenticated stream's I/O thread shares with the application's threads.
 // @unchecked Sendable: every mutable field is read and written only inside `monitor.withLock`.
-final class StreamCore: @unchecked Sendable {
+package final class StreamCore: @unchecked Sendable {
     let configuration: RivetStreamConfiguration
     let wake: WakePipe
     private let monitor = Monitor()
@@ -133,7 +133,7 @@ final class StreamCore: @unchecked Sendable {
     private var aborted = false
     private var finished = false
 
-    init(configuration: RivetStreamConfiguration) throws(SocketFailure) {
+    package init(configuration: RivetStreamConfiguration) throws(SocketFailure) {
         self.configuration = configuration
         self.wake = try WakePipe()
     }
@@ -215,7 +215,7 @@ final class StreamCore: @unchecked Sendable {
     }
 
     /// Ends the stream at once without sending what is queued (the listener is stopping).
-    func abort(_ reason: String) {
+    package func abort(_ reason: String) {
         monitor.withLock {
             aborted = true
             if failure == nil { failure = .closed.with(reason) }
@@ -286,7 +286,7 @@ final class StreamCore: @unchecked Sendable {
         }
     }
 
-    func markFinished() {
+    package func markFinished() {
         monitor.withLock {
             finished = true
             monitor.broadcast()
@@ -341,7 +341,7 @@ struct ByteQueue {
 /// Runs an authenticated stream's I/O until it ends: the calling thread becomes the only user
 /// of `connection` (whose socket is `fd`). Returns how it ended; the caller closes the
 /// connection.
-func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore) -> String {
+package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore) -> String {
     let chunk = 16 * 1024
     var buffer = [UInt8](repeating: 0, count: chunk)
     var socketWritable = true

@@ -5,9 +5,9 @@ import Glibc
 
 /// A failed socket operation: what was attempted and the errno (or, for a name that did not
 /// resolve, the resolver's reason).
-struct SocketFailure: Error {
-    let what: String
-    let errno: Int32
+package struct SocketFailure: Error {
+    package let what: String
+    package let errno: Int32
     var reason: String?
 
     init(what: String, errno: Int32, reason: String? = nil) {
@@ -16,7 +16,7 @@ struct SocketFailure: Error {
         self.reason = reason
     }
 
-    var message: String { "\(what) failed: \(reason ?? String(cString: strerror(errno)))" }
+    package var message: String { "\(what) failed: \(reason ?? String(cString: strerror(errno)))" }
 }
 
 /// Resolves `host` (a name or a numeric IPv4 or IPv6 address) and `port` to stream-socket
@@ -63,14 +63,14 @@ func describe(_ storage: UnsafeRawPointer) -> (host: String, port: UInt16) {
 }
 
 /// `host:port`, bracketing IPv6 hosts.
-func joinHostPort(_ host: String, _ port: UInt16) -> String {
+package func joinHostPort(_ host: String, _ port: UInt16) -> String {
     host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
 }
 
 /// A listening TCP socket (non-blocking, close-on-exec, `SO_REUSEADDR`) bound to `host` (a
 /// numeric address or a name; a name is bound at the first of its addresses that binds) and
 /// `port` (0 lets the kernel choose). Returns the socket and the numeric address it is bound to.
-func makeListeningSocket(host: String, port: UInt16, backlog: Int32) -> Result<(fd: Int32, host: String, port: UInt16), SocketFailure> {
+package func makeListeningSocket(host: String, port: UInt16, backlog: Int32) -> Result<(fd: Int32, host: String, port: UInt16), SocketFailure> {
     let addresses: [(family: Int32, address: [UInt8])]
     switch resolve(host: host, port: port, passive: true) {
     case .success(let found): addresses = found
@@ -127,7 +127,7 @@ private func listeningSocket(
 
 /// Accepts one pending connection from a non-blocking listening socket, or nil when none waits.
 /// The new socket is close-on-exec, blocking, and has `TCP_NODELAY` set.
-func acceptConnection(_ listener: Int32) -> Result<(fd: Int32, host: String, port: UInt16)?, SocketFailure> {
+package func acceptConnection(_ listener: Int32) -> Result<(fd: Int32, host: String, port: UInt16)?, SocketFailure> {
     var storage = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
     while true {
@@ -206,7 +206,7 @@ enum WaitResult: Equatable {
 }
 
 /// Milliseconds from now until `deadline`, rounded up, clamped to `0...Int32.max`.
-func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
+package func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
     guard let deadline else { return -1 }
     let remaining = ContinuousClock.now.duration(to: deadline)
     guard remaining > .zero else { return 0 }
@@ -231,12 +231,12 @@ func waitFor(fd: Int32, events: Int16, until deadline: ContinuousClock.Instant) 
 }
 
 /// A non-blocking pipe used to wake a thread blocked in poll(2).
-final class WakePipe: Sendable {
+package final class WakePipe: Sendable {
     /// The end a waiting thread polls.
-    let readFD: Int32
+    package let readFD: Int32
     private let writeFD: Int32
 
-    init() throws(SocketFailure) {
+    package init() throws(SocketFailure) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw SocketFailure(what: "pipe", errno: errno) }
         for fd in fds {
@@ -253,13 +253,13 @@ final class WakePipe: Sendable {
     }
 
     /// Makes `readFD` readable (a full pipe is already readable, so EAGAIN is fine).
-    func wake() {
+    package func wake() {
         var byte: UInt8 = 1
         _ = write(writeFD, &byte, 1)
     }
 
     /// Empties the pipe.
-    func drain() {
+    package func drain() {
         var buffer = [UInt8](repeating: 0, count: 64)
         while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
     }

@@ -110,7 +110,7 @@ struct Snapshot: Sendable {
 /// A rejected service: a JSON line with `--show-rejected`, else one line on standard error.
 func report(_ service: RivetRejectedService, showRejected: Bool, writer: JSONLinesWriter) throws {
     if showRejected {
-        try writer.write(RejectedLine(service))
+        try writer.write(ServiceLine(rejected: service))
     } else {
         Diagnostics.warning(
             "rejected \(describe(service.instance)): \(service.rejection.reason.rawValue): \(service.rejection.message)")

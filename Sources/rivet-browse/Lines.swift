@@ -2,7 +2,10 @@ import AvahiKit
 import CommandLineKit
 import RivetDiscovery
 
-/// An `added`, `changed` or `removed` line: the service's identity, endpoint and parsed TXT.
+/// One line about a service: its identity and endpoint, and either its parsed TXT (`added`,
+/// `changed`, `removed`) or, for `rejected`, why its TXT record is not canonical and the record
+/// as received, each entry escaped (`escapedTXT`: printable ASCII as is, `\\` for a backslash,
+/// `\xHH` for any other byte) so odd bytes never break the JSON. Absent fields are not written.
 struct ServiceLine: Encodable {
     let event: String
     let name: String
@@ -13,56 +16,40 @@ struct ServiceLine: Encodable {
     let host: String
     let addresses: [String]
     let port: UInt16
-    let txt: [String: String]
-
-    init(_ event: String, _ service: RivetDiscoveredService) {
-        self.event = event
-        name = service.instance.name
-        type = service.instance.type
-        domain = service.instance.domain
-        interface = interfaceName(service.instance.interface)
-        self.protocol = protocolName(service.instance.ipProtocol)
-        host = service.hostName
-        addresses = service.addresses
-        port = service.port
-        txt = Dictionary(uniqueKeysWithValues: service.txt.fields.map { ($0.key, $0.value) })
-    }
-}
-
-/// A `rejected` line: the service's identity and endpoint, why its TXT record is not canonical,
-/// and the record as received, each entry escaped (`escapedTXT`: printable ASCII as is, `\\`
-/// for a backslash, `\xHH` for any other byte) so odd bytes never break the JSON.
-struct RejectedLine: Encodable {
-    let event = "rejected"
-    let name: String
-    let type: String
-    let domain: String
-    let interface: String
-    let `protocol`: String
-    let host: String
-    let addresses: [String]
-    let port: UInt16
-    let reason: String
-    let detail: String
-    let txtRaw: [String]
+    private(set) var txt: [String: String]?
+    private(set) var reason: String?
+    private(set) var detail: String?
+    private(set) var txtRaw: [String]?
 
     enum CodingKeys: String, CodingKey {
-        case event, name, type, domain, interface, `protocol`, host, addresses, port, reason, detail
+        case event, name, type, domain, interface, `protocol`, host, addresses, port, txt, reason, detail
         case txtRaw = "txt_raw"
     }
 
-    init(_ service: RivetRejectedService) {
-        name = service.instance.name
-        type = service.instance.type
-        domain = service.instance.domain
-        interface = interfaceName(service.instance.interface)
-        self.protocol = protocolName(service.instance.ipProtocol)
-        host = service.hostName
-        addresses = service.addresses
-        port = service.port
+    /// An `added`, `changed` or `removed` line.
+    init(_ event: String, _ service: RivetDiscoveredService) {
+        self.init(event, service.instance, host: service.hostName, addresses: service.addresses, port: service.port)
+        txt = Dictionary(uniqueKeysWithValues: service.txt.fields.map { ($0.key, $0.value) })
+    }
+
+    /// A `rejected` line.
+    init(rejected service: RivetRejectedService) {
+        self.init("rejected", service.instance, host: service.hostName, addresses: service.addresses, port: service.port)
         reason = service.rejection.reason.rawValue
         detail = service.rejection.message
         txtRaw = service.rawTXT.map { escapedTXT($0) }
+    }
+
+    private init(_ event: String, _ instance: AvahiServiceInstance, host: String, addresses: [String], port: UInt16) {
+        self.event = event
+        name = instance.name
+        type = instance.type
+        domain = instance.domain
+        interface = interfaceName(instance.interface)
+        self.protocol = protocolName(instance.ipProtocol)
+        self.host = host
+        self.addresses = addresses
+        self.port = port
     }
 }
 

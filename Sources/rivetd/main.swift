@@ -4,7 +4,7 @@ import Foundation
 import RivetControl
 import RivetDaemon
 import RivetPairing
-import RivetTransport
+import RivetServer
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
@@ -112,7 +112,7 @@ struct ReadyLine: Encodable {
 
 /// Prints the ready line and tells systemd (under `Type=notify`) that rivetd is ready.
 func announceReady(_ started: RivetDaemon.Started, log: RivetDaemonLog) {
-    let listen = started.host.contains(":") ? "[\(started.host)]:\(started.port)" : "\(started.host):\(started.port)"
+    let listen = HostPort(host: started.host, port: started.port).description
     let line = ReadyLine(listen: listen, host: started.host, port: started.port, fingerprint: started.fingerprint.hex, pid: getpid())
     do {
         try JSONOutput.write(line)

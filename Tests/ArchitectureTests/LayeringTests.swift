@@ -104,6 +104,10 @@ enum Layering {
         "RivetGateway": sqlite.union(curl).union(avahi),
         // Not pure (a Unix socket), but the control protocol and its client need no registry.
         "RivetControl": sqlite.union(curl).union(avahi),
+        // Not pure either (sockets, TLS), but a companion and the client transport it connects
+        // with hold a credential, not the desktop's registry.
+        "RivetTransport": sqlite.union(curl).union(avahi),
+        "RivetCompanion": sqlite.union(curl).union(avahi),
         // Rastrillo, top to bottom: the tools, their CLI kit, the Foundation-facing product and
         // the test transport over RastrilloHTTP (the libcurl client) over RastrilloCore (pure:
         // origins, errors, the event-stream parser, connectivity, reconnect). None reaches

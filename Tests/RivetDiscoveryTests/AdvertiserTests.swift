@@ -26,15 +26,15 @@ struct AdvertiserTests {
         #expect(Self.isRandomName(advertisement.name), "name: \(advertisement.name)")
         #expect(advertisement.port == 7400)
         #expect(advertisement.serviceType == fixture.type)
-        #expect(advertisement.txt.hint == testSecret.hint(for: RivetDiscoveryEpoch(containing: fixture.clock.now())))
+        #expect(advertisement.txt.hint == testSecret.hint(for: RivetDiscoveryEpoch(containing: fixture.clock.wallClockNow())))
 
         let seen = try #require(await fixture.added(advertisement.name), "events: \(fixture.events.all)")
         #expect(seen.port == 7400)
         #expect(seen.txt == advertisement.txt)
         #expect(seen.addresses == ["127.0.0.1"])
-        #expect(testSecret.recognizes(seen.txt.hint, at: fixture.clock.now()))
+        #expect(testSecret.recognizes(seen.txt.hint, at: fixture.clock.wallClockNow()))
         let stranger = try RivetDiscoverySecret(bytes: Array(repeating: 9, count: 32))
-        #expect(!stranger.recognizes(seen.txt.hint, at: fixture.clock.now()))
+        #expect(!stranger.recognizes(seen.txt.hint, at: fixture.clock.wallClockNow()))
 
         fixture.advertiser.stop()
         #expect(fixture.advertiser.state == .stopped)
@@ -70,7 +70,7 @@ struct AdvertiserTests {
     @Test("a new hour (on an injected clock): the old name goes, a fresh name with the new hour's hint comes")
     func hourlyRotation() async throws {
         let start = Date(timeIntervalSince1970: 1_796_000_000)
-        let clock = ManualWallClock(start)
+        let clock = ManualClock(wallClockStart: start)
         let fixture = try await AdvertiserFixture(clock: clock)
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7403, secret: testSecret)
@@ -82,7 +82,7 @@ struct AdvertiserTests {
 
         #expect(await clock.waitForSleeper(), "the advertiser never waited for the next hour")
         let states = Collector(fixture.advertiser.stateUpdates())
-        clock.advance(to: epoch.end)
+        clock.advance(toWallClock: epoch.end)
         guard let second = await states.firstPublished(where: { $0.name != first.name }) else {
             Issue.record("no new publication after the hour changed; states: \(states.all)")
             return

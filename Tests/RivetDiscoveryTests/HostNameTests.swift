@@ -104,7 +104,7 @@ struct HostNameTests {
     @Test("a new hour brings a new host name; the old name's address record is gone, and after stop the new one's too")
     func hostRotation() async throws {
         let start = Date(timeIntervalSince1970: 1_796_000_000)
-        let clock = ManualWallClock(start)
+        let clock = ManualClock(wallClockStart: start)
         let fixture = try await AdvertiserFixture(clock: clock)
         defer { fixture.close() }
         try fixture.advertiser.start(host: "127.0.0.1", port: 7410, secret: testSecret)
@@ -113,7 +113,7 @@ struct HostNameTests {
 
         #expect(await clock.waitForSleeper(), "the advertiser never waited for the next hour")
         let states = Collector(fixture.advertiser.stateUpdates())
-        clock.advance(to: RivetDiscoveryEpoch(containing: start).end)
+        clock.advance(toWallClock: RivetDiscoveryEpoch(containing: start).end)
         guard let second = await states.firstPublished(where: { $0.name != first.name }) else {
             Issue.record("no new publication after the hour changed; states: \(states.all)")
             return

@@ -35,14 +35,14 @@ struct AdvertiserFixture {
     let browser: RivetBrowser
     let events: Collector<RivetBrowserEvent>
     /// The advertiser's clock.
-    let clock: any RivetDiscoveryClock
+    let clock: any RivetClock
 
     /// With `addressSource`, the advertiser reads the listener's addresses from it (every 0.1 s)
     /// instead of from the machine's interfaces. The default clock stands still at the moment
     /// the fixture is made, so no hour boundary (a new name, a new hint) falls inside a test
     /// that does not move the clock itself.
     init(
-        clock: any RivetDiscoveryClock = ManualWallClock(Date()),
+        clock: any RivetClock = ManualClock(wallClockStart: Date()),
         addressSource: (@Sendable () -> [AvahiHostAddress])? = nil
     ) async throws {
         self.clock = clock
@@ -124,35 +124,3 @@ extension Collector where Value == RivetAdvertiser.State {
     }
 }
 
-/// The shared `ManualClock` read as a wall clock that starts at `start`: `sleep(until:)`
-/// returns once `advance(to:)` reaches the deadline.
-final class ManualWallClock: RivetDiscoveryClock {
-    private let start: Date
-    private let clock = ManualClock()
-
-    init(_ start: Date) {
-        self.start = start
-    }
-
-    func now() -> Date { start + Self.seconds(clock.now.offset) }
-
-    func sleep(until deadline: Date) async throws {
-        let offset = Duration.seconds(deadline.timeIntervalSince(start))
-        try await clock.sleep(until: ManualClock.Instant(offset: offset), tolerance: nil)
-    }
-
-    /// Sets the time and wakes every sleeper whose deadline has come.
-    func advance(to date: Date) {
-        clock.advance(by: .seconds(date.timeIntervalSince(start)) - clock.now.offset)
-    }
-
-    /// Waits until at least one task sleeps on the clock, at most 5 s.
-    func waitForSleeper() async -> Bool {
-        await eventually(timeout: .seconds(5), interval: .milliseconds(5)) { !clock.deadlines.isEmpty }
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        let (seconds, attoseconds) = duration.components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
-    }
-}

@@ -110,20 +110,4 @@ struct TXTAndHintTests {
         #expect(!other.recognizes(hint, at: now))
         #expect(testSecret.hint(for: epoch) != testSecret.hint(for: epoch.next!))
     }
-
-    @Test("the system clock sleeps until the wall-clock deadline, returns at once for a past one, and honours cancellation")
-    func systemClock() async throws {
-        let clock = RivetSystemDiscoveryClock()
-        let deadline = clock.now().addingTimeInterval(0.3)
-        try await clock.sleep(until: deadline)
-        #expect(clock.now() >= deadline)
-
-        let start = ContinuousClock.now
-        try await clock.sleep(until: Date(timeIntervalSince1970: 0))
-        #expect(ContinuousClock.now - start < .seconds(1))
-
-        let sleeper = Task { try await clock.sleep(until: clock.now().addingTimeInterval(3600)) }
-        sleeper.cancel()
-        await #expect(throws: CancellationError.self) { try await sleeper.value }
-    }
 }

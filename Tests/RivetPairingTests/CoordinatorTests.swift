@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import TestSupport
 import Testing
 
 @testable import RivetPairing
@@ -10,8 +11,8 @@ private let c1 = RivetPairingConnectionID(1)
 private let c2 = RivetPairingConnectionID(2)
 
 /// A coordinator with a hand-moved clock and counted, deterministic randomness.
-private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestClock, SeededRandomness) {
-    let clock = TestClock()
+private func makeCoordinator(_ seed: String = #function) -> (Coordinator, ManualClock, SeededRandomness) {
+    let clock = ManualClock()
     let randomness = SeededRandomness(seed)
     return (Coordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: clock, randomness: randomness), clock, randomness)
 }
@@ -35,7 +36,7 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestCl
     @Test func windowIsOpenOneNanosecondBeforeItsEnd() throws {
         var (coordinator, clock, _) = makeCoordinator()
         _ = coordinator.handle(.open)
-        clock.advance(.seconds(300) - .nanoseconds(1))
+        clock.advance(by: .seconds(300) - .nanoseconds(1))
         #expect(coordinator.handle(.tick) == [])
         #expect(coordinator.windowTimeLeft() == .nanoseconds(1))
         var client = makeClient()
@@ -47,7 +48,7 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestCl
         var (coordinator, clock, _) = makeCoordinator()
         _ = coordinator.handle(.open)
         _ = try runToCodes(&coordinator, connection: c1)
-        clock.advance(.seconds(300))
+        clock.advance(by: .seconds(300))
         #expect(coordinator.windowTimeLeft() == nil)
         #expect(coordinator.pendingAttempt() == nil)
         #expect(coordinator.handle(.tick) == [.endAttempt(c1, .windowExpired), .windowClosed(.expired)])
@@ -65,7 +66,7 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestCl
         try client.confirm()
         _ = coordinator.handle(.deviceConfirm(from: c1))
         let drawsBefore = randomness.draws
-        clock.advance(.seconds(300))
+        clock.advance(by: .seconds(300))
         let actions = coordinator.handle(.desktopConfirm(.yes, scopes: scopes("events")))
         #expect(actions == [.endAttempt(c1, .windowExpired), .windowClosed(.expired), .refuse(.desktop, .windowClosed)])
         #expect(Coordinator.completion(in: actions) == nil)
@@ -78,7 +79,7 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestCl
         var (client, _) = try runToCodes(&coordinator, connection: c1)
         try client.confirm()
         _ = coordinator.handle(.deviceConfirm(from: c1))
-        clock.advance(.seconds(300) - .nanoseconds(1))
+        clock.advance(by: .seconds(300) - .nanoseconds(1))
         let actions = coordinator.handle(.desktopConfirm(.yes, scopes: scopes("events")))
         #expect(Coordinator.completion(in: actions) != nil)
         #expect(actions.last == .windowClosed(.paired))
@@ -91,16 +92,16 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestCl
         var client = makeClient()
         let nonce = try #require(Coordinator.serverNonce(in: coordinator.handle(.begin(try client.begin(), from: c1, knownDevice: nil))))
         let (reveal, _) = try client.receive(nonce)
-        clock.advance(.seconds(301))
+        clock.advance(by: .seconds(301))
         #expect(coordinator.handle(.reveal(reveal, from: c1)) == [.endAttempt(c1, .windowExpired), .windowClosed(.expired)])
     }
 
     @Test func pendingAttemptShowsNameCodeAndTimeLeft() throws {
         var (coordinator, clock, _) = makeCoordinator()
         _ = coordinator.handle(.open)
-        clock.advance(.seconds(10))
+        clock.advance(by: .seconds(10))
         let (_, code) = try runToCodes(&coordinator, connection: c1)
-        clock.advance(.seconds(20))
+        clock.advance(by: .seconds(20))
         let pending = try #require(coordinator.pendingAttempt())
         #expect(pending.deviceName == name("Pixel 9"))
         #expect(pending.applicationID == appID)
@@ -349,7 +350,7 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, TestCl
 
     @Test func failingRandomnessRefusesWithoutCountingAFailure() throws {
         var coordinator = Coordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: TestClock(), randomness: FailingRandomness(successes: 1))
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: ManualClock(), randomness: FailingRandomness(successes: 1))
         _ = coordinator.handle(.open)
         var (client, _) = try runToCodes(&coordinator, connection: c1)
         try client.confirm()

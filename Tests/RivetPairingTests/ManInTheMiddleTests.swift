@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import TestSupport
 import Testing
 
 @testable import RivetPairing
@@ -14,7 +15,7 @@ import Testing
 
     private func coordinator(_ seed: String) -> RivetDevicePairingCoordinator {
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: TestClock(), randomness: SeededRandomness(seed))
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: ManualClock(), randomness: SeededRandomness(seed))
         _ = coordinator.handle(.open)
         return coordinator
     }

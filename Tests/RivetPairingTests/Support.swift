@@ -26,23 +26,6 @@ final class TemporaryDirectory: Sendable {
     }
 }
 
-/// The shared `ManualClock` read as the pairing clock: monotonic time starts at 1000 s and wall
-/// time at 1 750 000 000 s after 1970; both advance together.
-final class TestClock: RivetPairingClock {
-    private static let monotonicStart: Duration = .seconds(1000)
-    private static let wallStart = Date(timeIntervalSince1970: 1_750_000_000)
-    private let clock = ManualClock()
-
-    func monotonicNow() -> Duration { Self.monotonicStart + clock.now.offset }
-
-    func wallClockNow() -> Date {
-        let (seconds, attoseconds) = clock.now.offset.components
-        return Self.wallStart + (Double(seconds) + Double(attoseconds) / 1e18)
-    }
-
-    func advance(_ duration: Duration) { clock.advance(by: duration) }
-}
-
 /// Deterministic bytes: SHA-256(seed ‖ u64be(counter)) blocks. Counts its draws.
 final class SeededRandomness: RivetPairingRandomness {
     private let seed: [UInt8]

@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import RivetPairing
+import RivetServer
 import RivetTransport
 import Testing
 import ToolTestSupport

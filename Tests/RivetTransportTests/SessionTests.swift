@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import RivetPairing
+import RivetServer
 import RivetSession
 import RivetTransport
 import TestSupport

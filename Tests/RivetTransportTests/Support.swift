@@ -2,6 +2,7 @@ import Foundation
 import OpenSSLKit
 import RivetPairing
 import RivetRegistry
+import RivetServer
 import RivetSession
 import RivetTransport
 import TestSupport
@@ -11,22 +12,6 @@ import ToolTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A value guarded by a pthread-backed lock, which the thread sanitizer understands (it cannot
-/// see Synchronization.Mutex's futex calls).
-final class Locked<Value>: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched inside `withLock`, under `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    func withLock<T>(_ body: (inout Value) throws -> T) rethrows -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
 
 struct TestFailure: Error, CustomStringConvertible {
     let description: String

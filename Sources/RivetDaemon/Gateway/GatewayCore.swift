@@ -3,6 +3,7 @@ import Foundation
 import RivetControl
 import RivetGateway
 import RivetPairing
+import RivetServer
 import RivetTransport
 import RivetWire
 import ThreadSupport

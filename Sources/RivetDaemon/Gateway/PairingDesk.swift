@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetControl
 import RivetPairing
 import RivetRegistry
+import RivetServer
 import RivetSession
 import RivetTransport
 import ThreadSupport

@@ -1,5 +1,6 @@
 import Foundation
 import RivetGateway
+import RivetServer
 import RivetTransport
 import RivetWire
 import ThreadSupport
@@ -88,49 +89,52 @@ final class SessionLink: @unchecked Sendable {
     private func writeLoop(core: GatewayCore) {
         // The stream opens with the daemon's hello, even when the session closes at once: the
         // farewell that follows must not be the first frame.
-        var helloWritten = false
-        while !helloWritten {
-            do throws(RivetStreamError) {
-                try stream.write(hello, deadline: .now + Self.writeSlice)
-                helloWritten = true
-                monitor.withLock { opened = true }
-            } catch where error == .timedOut {
-                if isClosing { break }
-            } catch {
-                stream.close()
-                core.sessionOutputFailed(id)
-                return
-            }
+        switch writeWhole(hello, core: core) {
+        case .failed: return
+        case .closing:
+            stream.close()
+            return
+        case .written: monitor.withLock { opened = true }
         }
-        while helloWritten {
+        frames: while true {
             let next: FrameQueue.Entry? = monitor.withLock {
                 while outbox.isEmpty && !closing { monitor.wait(until: nil) }
                 return closing ? nil : outbox.firstEntry
             }
             guard let entry = next else { break }
-            var written = false
-            while !written {
-                do throws(RivetStreamError) {
-                    try stream.write(entry.bytes, deadline: .now + Self.writeSlice)
-                    written = true
-                } catch where error == .timedOut {
-                    // Nothing was queued (a frame fits the stream's queue whole); try again
-                    // unless the session is closing.
-                    if isClosing { break }
-                } catch {
-                    stream.close()
-                    core.sessionOutputFailed(id)
-                    return
-                }
+            switch writeWhole(entry.bytes, core: core) {
+            case .failed: return
+            case .closing: break frames
+            case .written:
+                monitor.withLock { outbox.removeFirst() }
+                if entry.counted { core.outgoingDrained(id, byteCount: entry.bytes.count) }
             }
-            guard written else { break }
-            monitor.withLock { outbox.removeFirst() }
-            if entry.counted { core.outgoingDrained(id, byteCount: entry.bytes.count) }
         }
-        if helloWritten, let last = monitor.withLock({ farewell }) {
+        if let last = monitor.withLock({ farewell }) {
             try? stream.write(last, deadline: .now + Self.writeSlice)
         }
         stream.close()
+    }
+
+    /// What became of `writeWhole`.
+    private enum WriteOutcome { case written, closing, failed }
+
+    /// Queues `bytes` into the stream whole, retrying every `writeSlice` (a frame fits the
+    /// stream's queue whole, so a timed-out attempt queued nothing) until it goes in or the
+    /// session is closing. On a failed stream it closes the stream and tells the core.
+    private func writeWhole(_ bytes: [UInt8], core: GatewayCore) -> WriteOutcome {
+        while true {
+            do throws(RivetStreamError) {
+                try stream.write(bytes, deadline: .now + Self.writeSlice)
+                return .written
+            } catch where error == .timedOut {
+                if isClosing { return .closing }
+            } catch {
+                stream.close()
+                core.sessionOutputFailed(id)
+                return .failed
+            }
+        }
     }
 
     private func readLoop(core: GatewayCore, limits: RVT1Limits) {

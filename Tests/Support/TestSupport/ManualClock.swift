@@ -1,9 +1,12 @@
+import Foundation
+import RivetPairing
 import Synchronization
 
-/// A clock that moves only when a test advances it, so time rules are tested without sleeping.
-/// Sleepers wake when `advance` reaches their deadline; a cancelled sleeper throws
-/// `CancellationError` at once.
-public final class ManualClock: Clock, Sendable {
+/// A clock that moves only when a test advances it, so time rules are tested without sleeping:
+/// a Swift `Clock`, and a `RivetClock` whose monotonic time is the offset and whose wall clock
+/// reads `wallClockStart` plus the offset. Sleepers wake when `advance` reaches their deadline;
+/// a cancelled sleeper throws `CancellationError` at once.
+public final class ManualClock: Clock, RivetClock, Sendable {
     public struct Instant: InstantProtocol {
         public var offset: Duration
         public init(offset: Duration) { self.offset = offset }
@@ -26,8 +29,13 @@ public final class ManualClock: Clock, Sendable {
 
     private let state = Mutex(State())
 
-    /// A clock at offset zero.
-    public init() {}
+    /// The wall-clock time at offset zero.
+    public let wallClockStart: Date
+
+    /// A clock at offset zero, when its wall clock reads `wallClockStart`.
+    public init(wallClockStart: Date = Date(timeIntervalSince1970: 1_750_000_000)) {
+        self.wallClockStart = wallClockStart
+    }
 
     public var now: Instant { state.withLock { $0.now } }
     public var minimumResolution: Duration { .zero }
@@ -106,5 +114,31 @@ public final class ManualClock: Clock, Sendable {
             return woken
         }
         for continuation in woken { continuation.resume() }
+    }
+
+    // MARK: RivetClock
+
+    /// The offset.
+    public func monotonicNow() -> Duration { now.offset }
+
+    /// `wallClockStart` plus the offset.
+    public func wallClockNow() -> Date {
+        let (seconds, attoseconds) = now.offset.components
+        return wallClockStart + (TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18)
+    }
+
+    /// Returns once `advance` brings the wall clock to `deadline`.
+    public func sleep(until deadline: Date) async throws {
+        try await sleep(until: Instant(offset: .seconds(deadline.timeIntervalSince(wallClockStart))), tolerance: nil)
+    }
+
+    /// Moves the wall clock forward to `date` and wakes every sleeper whose deadline it reaches.
+    public func advance(toWallClock date: Date) {
+        advance(by: .seconds(date.timeIntervalSince(wallClockStart)) - now.offset)
+    }
+
+    /// Waits until at least one task sleeps on the clock, at most 5 s.
+    public func waitForSleeper() async -> Bool {
+        await eventually(timeout: .seconds(5), interval: .milliseconds(5)) { !deadlines.isEmpty }
     }
 }

@@ -14,6 +14,7 @@ import Foundation
 import OpenSSLKit
 import RivetPairing
 import RivetRegistry
+import RivetServer
 import RivetSession
 import RivetTransport
 import Synchronization

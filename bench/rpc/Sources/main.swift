@@ -21,6 +21,7 @@ import Glibc
 import OpenSSLKit
 import RivetPairing
 import RivetRegistry
+import RivetServer
 import RivetSession
 import RivetTransport
 import RivetWire

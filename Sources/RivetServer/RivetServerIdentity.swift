@@ -3,14 +3,9 @@ import OpenSSLKit
 import RivetPairing
 
 /// This install's server identity: a P-256 private key kept in a 0600 PEM file under the rivet
-/// state directory, and a self-signed certificate over it that TLS presents.
-///
-/// The key is created on first start, atomically, and never replaced: an existing key file that
-/// cannot be used is an error, not a reason to make a new key (that would silently invalidate
-/// every device's pin). The certificate is not stored: it is signed afresh from the key at each
-/// start (subject `CN=rivetd`, valid from an hour ago for ten years). Clients pin only the
-/// SubjectPublicKeyInfo, whose fingerprint depends on the key alone, so a new certificate never
-/// changes what they check.
+/// state directory (created on first start, never replaced), and a self-signed certificate over
+/// it, signed afresh at each start, that TLS presents. Clients pin the key's SPKI fingerprint.
+/// See docs/architecture.md, "Server identity".
 public final class RivetServerIdentity: Sendable {
     /// The key file's name inside the state directory (`server-key.pem`).
     public static let keyFileName = "server-key.pem"

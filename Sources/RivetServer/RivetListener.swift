@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetRegistry
 import RivetSession
+import RivetTransport
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
@@ -83,13 +84,9 @@ public struct RivetListenerError: Error, Equatable, Sendable, CustomStringConver
 /// The daemon side of the transport: accepts TCP connections, runs TLS 1.3 with the server
 /// identity, drives the RVD1 preface (resume through the authenticator, pairing through the
 /// pairing host), and hands each authenticated stream to the session handler.
-///
-/// Nothing listens until `start(host:port:)`. Admission before authentication is bounded (see
-/// `Configuration`); authenticated sessions are counted apart and never take a pending slot.
-/// Threads: one accept thread, plus one thread per connection past its first byte (pending
-/// ones are capped; after `Accept` the thread runs the stream's I/O). `stop()` closes the
-/// listening socket and every accepted connection and waits for every thread to finish.
-/// See docs/architecture.md.
+/// Nothing listens until `start(host:port:)`; admission before authentication is bounded
+/// (`Configuration`); `stop()` closes every connection and waits for every thread. Threads and
+/// admission: docs/architecture.md.
 public final class RivetListener: Sendable {
     /// Admission bounds and deadlines.
     public struct Configuration: Sendable {

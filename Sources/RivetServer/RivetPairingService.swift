@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetRegistry
 import RivetSession
+import RivetTransport
 
 /// What the listener needs from whoever runs pairing (the gateway, or `RivetPairingService`).
 ///
@@ -104,7 +105,7 @@ public final class RivetPairingService: RivetPairingHost {
     ///     desktop should show; it must return promptly.
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret, store: RivetDevicePairingStore,
-        clock: any RivetPairingClock = RivetSystemPairingClock(),
+        clock: any RivetClock = RivetSystemClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness(),
         desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }
     ) {
