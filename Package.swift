@@ -26,28 +26,30 @@ let package = Package(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
 
-        // MARK: Thread primitives shared by the libraries (a monitor, a detached thread)
-        .target(name: "ThreadSupport"),
+        // MARK: The system layer: descriptors, EINTR, pipes, private files, hex (Glibc only, no
+        // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
+        .target(name: "SystemKit"),
+        .target(name: "ThreadSupport", dependencies: ["SystemKit"]),
 
         // MARK: Swift wrappers: the only code that imports each C module
-        .target(name: "OpenSSLKit", dependencies: ["COpenSSL"]),
-        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
-        .target(name: "AvahiKit", dependencies: ["CAvahi"]),
-        .target(name: "CurlKit", dependencies: ["CCurl", "ThreadSupport"]),
+        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "SystemKit"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite", "SystemKit"]),
+        .target(name: "AvahiKit", dependencies: ["CAvahi", "SystemKit"]),
+        .target(name: "CurlKit", dependencies: ["CCurl", "SystemKit", "ThreadSupport"]),
 
         // MARK: Command-line kit shared by every tool
         // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
-        .target(name: "CommandLineKit", dependencies: ["ThreadSupport"]),
+        .target(name: "CommandLineKit", dependencies: ["SystemKit", "ThreadSupport"]),
         .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"]),
 
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["OpenSSLKit"]),
+        .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SystemKit"]),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
-        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit"]),
+        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"]),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit", "RivetPairing"]),
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit", "RivetPairing", "SystemKit"]),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
@@ -58,10 +60,10 @@ let package = Package(
         // RastrilloCore uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
-        .target(name: "RastrilloCore", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams", "ThreadSupport"]),
+        .target(name: "RastrilloCore", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloStreams", "SystemKit", "ThreadSupport"]),
         .target(name: "Rastrillo", dependencies: ["RastrilloCore"]),
         .target(name: "RastrilloTestSupport", dependencies: ["RastrilloCore", "RastrilloStreams"]),
-        .target(name: "RastrilloCLI", dependencies: ["RastrilloCore", "RastrilloStreams", "CommandLineKit"]),
+        .target(name: "RastrilloCLI", dependencies: ["RastrilloCore", "RastrilloStreams", "CommandLineKit", "SystemKit"]),
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
             exclude: ["StaticLibStdCxx"],
@@ -78,7 +80,7 @@ let package = Package(
             ]),
         .executableTarget(
             name: "rastrillo-stream",
-            dependencies: ["RastrilloCore", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+            dependencies: ["RastrilloCore", "RastrilloStreams", "RastrilloCLI", "CommandLineKit", "SystemKit", "ToolSpecs"]),
         .executableTarget(
             name: "rastrillo-download", dependencies: ["RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
 
@@ -92,7 +94,7 @@ let package = Package(
             ]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
-        .target(name: "RivetWire"),
+        .target(name: "RivetWire", dependencies: ["SystemKit"]),
         .target(name: "RivetDevice", dependencies: ["RivetWire"]),
         .target(name: "RivetSchema"),
         .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"]),
@@ -107,7 +109,7 @@ let package = Package(
             dependencies: ["rivet-generate"]),
         // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS listener and connector
         .target(name: "Backoff"),
-        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
+        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit", "SystemKit"]),
         .target(
             name: "RivetTransport",
             dependencies: ["RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ThreadSupport"]),
@@ -183,12 +185,13 @@ let package = Package(
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
             name: "RivetDiscoveryTests",
-            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
+            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "SystemKit", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
@@ -203,7 +206,7 @@ let package = Package(
             name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles"],
             resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "RivetPairingTests", dependencies: ["TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit"],
+            name: "RivetPairingTests", dependencies: ["TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "SystemKit"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice"]),
