@@ -90,12 +90,12 @@ let package = Package(
             name: "rivet-pair",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession",
+                "RivetSession", "ThreadSupport",
             ]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["SystemKit"]),
-        .target(name: "RivetDevice", dependencies: ["RivetWire"]),
+        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"]),
         .target(name: "RivetSchema"),
         .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"]),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"]),
@@ -112,7 +112,7 @@ let package = Package(
         .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit", "SystemKit"]),
         .target(
             name: "RivetTransport",
-            dependencies: ["RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ThreadSupport"]),
+            dependencies: ["RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"]),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
             path: "Sources/Fuzz/fuzz-rvd1"),
@@ -122,30 +122,31 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo streams: event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloStreams", dependencies: ["Backoff"]),
+        .target(name: "RastrilloStreams", dependencies: ["Backoff", "SystemKit", "ThreadSupport"]),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloStreams", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
         .executableTarget(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloStreams"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["RivetPairing"]),
+        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit"]),
         .target(
-            name: "RivetCompanion", dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire"]),
+            name: "RivetCompanion",
+            dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"]),
 
         // MARK: The gateway daemon: its parts as a library (only rivetd links it), a thin executable, and the test backend
         .target(
             name: "RivetDaemon",
             dependencies: [
                 "RivetTransport", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
-                "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
-                "CommandLineKit",
+                "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
+                "ThreadSupport", "CommandLineKit",
             ]),
         .executableTarget(
             name: "rivetd",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetTransport", "RivetPairing",
-                "RivetRegistry",
+                "RivetRegistry", "ThreadSupport",
             ]),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(

@@ -252,13 +252,12 @@ final class DownloadFile {
     private func write(_ bytes: UnsafeRawBufferPointer) -> NativeDownloadError? {
         var offset = 0
         while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            let written = retryingInterrupts { Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset) }
             if written >= 0 {
                 offset += written
                 continue
             }
             let code = errno
-            if code == EINTR { continue }
             let reason = String(cString: strerror(code))
             if code == ENOSPC || code == EDQUOT || code == EFBIG {
                 return .failure(

@@ -44,3 +44,10 @@ public func retryingInterrupts<Result: BinaryInteger>(_ body: () -> Result) -> R
         return result
     }
 }
+
+/// Whether `connect(2)` failing with `error` means the connection goes on in the background
+/// (`EINPROGRESS` on a non-blocking socket, or `EINTR`: an interrupted connect is not undone),
+/// so the caller waits for the socket to become writable instead of retrying.
+public func connectIsPending(_ error: Int32) -> Bool {
+    error == EINPROGRESS || error == EINTR
+}

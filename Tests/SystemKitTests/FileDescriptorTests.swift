@@ -6,7 +6,7 @@ import SystemKit
 
 @Suite struct PipeTests {
     @Test func bothEndsCloseOnExec() throws {
-        let pipe = try Pipe()
+        let pipe = try PipeEnds()
         defer { pipe.close() }
         #expect(fcntl(pipe.readEnd, F_GETFD) & FD_CLOEXEC != 0)
         #expect(fcntl(pipe.writeEnd, F_GETFD) & FD_CLOEXEC != 0)
@@ -15,7 +15,7 @@ import SystemKit
     }
 
     @Test func nonBlockingOnlyOnTheEndsAskedFor() throws {
-        let pipe = try Pipe(nonBlockingRead: true)
+        let pipe = try PipeEnds(nonBlockingRead: true)
         defer { pipe.close() }
         #expect(fcntl(pipe.readEnd, F_GETFL) & O_NONBLOCK != 0)
         #expect(fcntl(pipe.writeEnd, F_GETFL) & O_NONBLOCK == 0)
@@ -28,7 +28,7 @@ import SystemKit
     }
 
     @Test func writeAllAndReadFullyMoveEveryByte() throws {
-        let pipe = try Pipe()
+        let pipe = try PipeEnds()
         let bytes = (0..<50_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         let failure = Outcome<SystemError>()
         let writer = writerThread(pipe.writeEnd, bytes, failure: failure)
@@ -43,7 +43,7 @@ import SystemKit
 
     @Test func writeToAPipeWithNoReaderFailsWithEPIPE() throws {
         signal(SIGPIPE, SIG_IGN)
-        let pipe = try Pipe()
+        let pipe = try PipeEnds()
         FileDescriptor.close(pipe.readEnd)
         defer { FileDescriptor.close(pipe.writeEnd) }
         let error = #expect(throws: SystemError.self) { try FileDescriptor.writeAll(pipe.writeEnd, [1, 2, 3]) }
@@ -60,7 +60,7 @@ import SystemKit
         var previous = sigaction()
         sigaction(SIGUSR2, &action, &previous)
         defer { sigaction(SIGUSR2, &previous, nil) }
-        let pipe = try Pipe()
+        let pipe = try PipeEnds()
         defer { pipe.close() }
         let result = Outcome<Result<UInt8, SystemError>>()
         let reader = readerThread(pipe.readEnd, result: result)

@@ -9,7 +9,7 @@ struct TemporaryDirectory {
         var template = Array("/tmp/systemkit-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
-        path = String(cString: template)
+        path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     func remove() {

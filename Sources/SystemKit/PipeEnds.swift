@@ -5,7 +5,7 @@ import Glibc
 /// The two ends of a new pipe. Both close on exec, always, so a child another thread spawns
 /// never inherits one (which would keep the read end from ever seeing end of file); the caller
 /// owns and closes both.
-public struct Pipe: Sendable {
+public struct PipeEnds: Sendable {
     /// The end to read from.
     public let readEnd: Int32
     /// The end to write to.
