@@ -104,7 +104,7 @@ public struct RivetCompanionCredentialStore: Sendable {
         } catch {
             throw RivetCompanionCredentialStoreError.invalidContents.with("\(path): the credential could not be encoded")
         }
-        defer { wipe(&bytes) }
+        defer { PrivateFile.wipe(&bytes) }
         do {
             try PrivateFile.replace(path, with: bytes)
         } catch {
@@ -124,7 +124,7 @@ public struct RivetCompanionCredentialStore: Sendable {
         } catch {
             throw RivetCompanionCredentialStoreError(error, path: path)
         }
-        defer { wipe(&bytes) }
+        defer { PrivateFile.wipe(&bytes) }
         let file: CredentialFile
         do {
             file = try JSONDecoder().decode(CredentialFile.self, from: Data(bytes))

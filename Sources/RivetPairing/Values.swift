@@ -108,7 +108,7 @@ public struct PairingCredential: Sendable, Equatable, CustomStringConvertible, C
     /// - Throws: whatever `randomness` throws.
     public static func random(using randomness: some RivetPairingRandomness) throws -> PairingCredential {
         var bytes = try randomness.bytes(Self.byteCount)
-        defer { wipe(&bytes) }
+        defer { PrivateFile.wipe(&bytes) }
         guard let credential = PairingCredential(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
         return credential
     }

@@ -1,8 +1,3 @@
-/// Overwrites a buffer that held secret bytes before it is released.
-func wipe(_ bytes: inout [UInt8]) {
-    for index in bytes.indices { bytes[index] = 0 }
-}
-
 /// True if `scalar` is a C0 or C1 control character or DEL: text that could move a terminal's
 /// cursor or start an escape sequence when shown.
 func isControl(_ scalar: Unicode.Scalar) -> Bool {
