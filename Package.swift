@@ -26,28 +26,30 @@ let package = Package(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
 
-        // MARK: Thread primitives shared by the libraries (a monitor, a detached thread)
-        .target(name: "ThreadSupport"),
+        // MARK: The system layer: descriptors, EINTR, pipes, private files, hex (Glibc only, no
+        // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
+        .target(name: "SystemKit"),
+        .target(name: "ThreadSupport", dependencies: ["SystemKit"]),
 
         // MARK: Swift wrappers: the only code that imports each C module
-        .target(name: "OpenSSLKit", dependencies: ["COpenSSL"]),
-        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
-        .target(name: "AvahiKit", dependencies: ["CAvahi"]),
-        .target(name: "CurlKit", dependencies: ["CCurl", "ThreadSupport"]),
+        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "SystemKit"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite", "SystemKit"]),
+        .target(name: "AvahiKit", dependencies: ["CAvahi", "SystemKit"]),
+        .target(name: "CurlKit", dependencies: ["CCurl", "SystemKit", "ThreadSupport"]),
 
         // MARK: Command-line kit shared by every tool
         // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
-        .target(name: "CommandLineKit", dependencies: ["ThreadSupport"]),
+        .target(name: "CommandLineKit", dependencies: ["SystemKit", "ThreadSupport"]),
         .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"]),
 
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["OpenSSLKit"]),
+        .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SystemKit"]),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
-        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit"]),
+        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"]),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit", "RivetPairing"]),
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit", "RivetPairing", "SystemKit"]),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
@@ -58,10 +60,10 @@ let package = Package(
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
-        .target(name: "RastrilloHTTP", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloCore", "ThreadSupport"]),
+        .target(name: "RastrilloHTTP", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"]),
         .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
         .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
-        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit"]),
+        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "SystemKit"]),
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
             exclude: ["StaticLibStdCxx"],
@@ -78,7 +80,7 @@ let package = Package(
             ]),
         .executableTarget(
             name: "rastrillo-stream",
-            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "SystemKit", "ToolSpecs"]),
         .executableTarget(
             name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
 
@@ -88,12 +90,12 @@ let package = Package(
             name: "rivet-pair",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession",
+                "RivetSession", "ThreadSupport",
             ]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
-        .target(name: "RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["RivetWire"]),
+        .target(name: "RivetWire", dependencies: ["SystemKit"]),
+        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"]),
         .target(name: "RivetSchema"),
         .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"]),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"]),
@@ -107,13 +109,15 @@ let package = Package(
             dependencies: ["rivet-generate"]),
         // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS connector and stream
         .target(name: "Backoff"),
-        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit"]),
+        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit", "SystemKit"]),
         // The client side and what both sides share (no registry: a companion links it).
-        .target(name: "RivetTransport", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "ThreadSupport"]),
+        .target(
+            name: "RivetTransport",
+            dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport"]),
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
             name: "RivetServer",
-            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ThreadSupport"]),
+            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"]),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
             path: "Sources/Fuzz/fuzz-rvd1"),
@@ -123,29 +127,31 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloCore", dependencies: ["Backoff"]),
+        .target(name: "RastrilloCore", dependencies: ["Backoff", "SystemKit", "ThreadSupport"]),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
         .executableTarget(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["RivetPairing"]),
+        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit"]),
         .target(
-            name: "RivetCompanion", dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire"]),
+            name: "RivetCompanion",
+            dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"]),
 
         // MARK: The gateway daemon: its parts as a library (only rivetd links it), a thin executable, and the test backend
         .target(
             name: "RivetDaemon",
             dependencies: [
                 "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
-                "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "ThreadSupport",
-                "CommandLineKit",
+                "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
+                "ThreadSupport", "CommandLineKit",
             ]),
         .executableTarget(
             name: "rivetd",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
+                "ThreadSupport",
             ]),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(
@@ -185,12 +191,13 @@ let package = Package(
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
             name: "RivetDiscoveryTests",
-            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
+            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "SystemKit", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
@@ -205,7 +212,7 @@ let package = Package(
             name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles"],
             resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "RivetPairingTests", dependencies: ["TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit"],
+            name: "RivetPairingTests", dependencies: ["TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "SystemKit"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice"]),

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// Whether the D-Bus system bus can be reached, to tell "no system bus" from "no avahi-daemon
@@ -44,7 +45,7 @@ enum SystemBus {
                 continue
             }
             guard let high = iterator.next(), let low = iterator.next(),
-                let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                let value = Hex.decode(bytes: [high, low])?.first
             else { return nil }
             bytes.append(value)
         }

@@ -1,3 +1,5 @@
+import SystemKit
+
 // Compact JSON from `Encodable` values with the standard library alone, so the tools need not
 // link Foundation to print JSON. The output matches, byte for byte, what swift-foundation's
 // `JSONEncoder` writes with `[.sortedKeys, .withoutEscapingSlashes]`; the container semantics
@@ -492,10 +494,9 @@ struct JSONTextWriter {
                 case 0x0D: bytes.append(UInt8(ascii: "r"))
                 case 0x09: bytes.append(UInt8(ascii: "t"))
                 default:
-                    let hex = Array("0123456789abcdef".utf8)
                     bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                    bytes.append(hex[Int(byte >> 4)])
-                    bytes.append(hex[Int(byte & 0x0F)])
+                    bytes.append(Hex.digit(byte >> 4))
+                    bytes.append(Hex.digit(byte & 0x0F))
                 }
             }
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[start...]))

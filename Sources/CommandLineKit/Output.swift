@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SystemKit
 
 /// Thrown when the reader of the output went away (the write failed with `EPIPE`, as in
 /// `tool | head -1`). ``ToolRunner`` turns it into a quiet exit with status 0.
@@ -92,13 +93,12 @@ public struct OutputChannel: Sendable, Hashable {
         try DescriptorLocks.lock(for: fileDescriptor).mutex.withLock { _ in
             var offset = 0
             while offset < buffer.count {
-                let written = Glibc.write(fileDescriptor, base + offset, buffer.count - offset)
+                let written = retryingInterrupts { Glibc.write(fileDescriptor, base + offset, buffer.count - offset) }
                 if written >= 0 {
                     offset += written
                     continue
                 }
                 let code = errno
-                if code == EINTR { continue }
                 if code == EAGAIN || code == EWOULDBLOCK {
                     // A non-blocking descriptor is full: wait until the reader drains it.
                     var waiter = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)

@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Synchronization
+import SystemKit
 import ThreadSupport
 
 /// Runs a tool's body under the command-line contract and exits the process.
@@ -445,28 +446,17 @@ private enum SignalThread {
             pthread_sigmask(SIG_UNBLOCK, &handled, nil)
             while true {
                 var byte: UInt8 = 0
-                let count = read(readEnd, &byte, 1)
-                if count == 1 {
-                    received(Int32(byte))
-                } else if count < 0, errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
+                guard retryingInterrupts({ read(readEnd, &byte, 1) }) == 1 else { return }
+                received(Int32(byte))
             }
         }
     }
 }
 
-/// A pipe whose ends close on exec, non-blocking when asked; nil when pipe(2) fails.
+/// A pipe whose ends close on exec, non-blocking when asked; nil when it cannot be made.
 private func makePipe(nonBlocking: Bool) -> (read: Int32, write: Int32)? {
-    var ends: [Int32] = [-1, -1]
-    guard pipe(&ends) == 0 else { return nil }
-    for end in ends {
-        _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-        if nonBlocking { _ = fcntl(end, F_SETFL, O_NONBLOCK) }
-    }
-    return (ends[0], ends[1])
+    guard let pipe = try? PipeEnds(nonBlockingRead: nonBlocking, nonBlockingWrite: nonBlocking) else { return nil }
+    return (pipe.readEnd, pipe.writeEnd)
 }
 
 /// Installs `handler` for SIGINT, SIGTERM and SIGHUP, with interrupted system calls restarted.

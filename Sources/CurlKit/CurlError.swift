@@ -1,3 +1,5 @@
+import SystemKit
+
 /// Why a transfer could not be configured or did not complete.
 ///
 /// Compare with the static members (`error == .couldNotConnect`); equality compares the kind
@@ -143,17 +145,11 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// length).
     public static let bodySourceFailed = CurlError(code: .bodySourceFailed, message: "request body source failed")
 
-    /// Whether libcurl's `detail` text holds `fragment`, compared byte by byte. (String's
+    /// Whether libcurl's `detail` text holds `fragment` (SystemKit's byte-wise search: String's
     /// `contains(_:)` with a string comes from _StringProcessing, which would link the regex
-    /// engine into the HTTP tools.)
+    /// engine into the HTTP tools).
     private static func mentions(_ detail: String?, _ fragment: String) -> Bool {
-        guard let bytes = detail?.utf8 else { return false }
-        var rest = bytes[...]
-        while !rest.isEmpty {
-            if rest.starts(with: fragment.utf8) { return true }
-            rest = rest.dropFirst()
-        }
-        return false
+        detail?.containsText(fragment) ?? false
     }
 
     /// The error for a CURLcode other than CURLE_OK reported by a transfer.

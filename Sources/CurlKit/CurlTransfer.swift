@@ -1,6 +1,7 @@
 import CCurl
 import Glibc
 import Synchronization
+import SystemKit
 import ThreadSupport
 
 /// One HTTP exchange through libcurl: configure it, then `perform()` it.
@@ -617,14 +618,11 @@ final class CancelSignal: Sendable {
         self.externalFD = externalFD
         var ends: [Int32] = [-1, -1]
         if needsWakeFD {
-            guard pipe(&ends) == 0 else {
-                throw CurlError(
-                    code: .setupFailed,
-                    message: "could not create the cancellation pipe: \(String(cString: strerror(errno)))")
-            }
-            for end in ends {
-                _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-                _ = fcntl(end, F_SETFL, O_NONBLOCK)
+            do {
+                let pipe = try PipeEnds(nonBlockingRead: true, nonBlockingWrite: true)
+                ends = [pipe.readEnd, pipe.writeEnd]
+            } catch {
+                throw CurlError(code: .setupFailed, message: "could not create the cancellation pipe: \(error.reason)")
             }
         }
         state = Mutex(State(multiAddress: UInt(bitPattern: multi)))

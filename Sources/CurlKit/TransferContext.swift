@@ -1,5 +1,6 @@
 import CCurl
 import Glibc
+import SystemKit
 
 /// The state libcurl's callbacks work on during one perform. Used only on the transfer thread.
 final class TransferContext {
@@ -160,9 +161,8 @@ final class TransferContext {
                 pollfd(fd: cancel.wakeFD, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: cancel.externalFD, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = poll(&fds, nfds_t(fds.count), -1)
+            let ready = retryingInterrupts { poll(&fds, nfds_t(fds.count), -1) }
             if ready < 0 {
-                if errno == EINTR { continue }
                 bodySourceFailure = "waiting for the body descriptor failed: \(String(cString: strerror(errno)))"
                 return nil
             }
@@ -172,9 +172,9 @@ final class TransferContext {
                 bodySourceFailure = "the body descriptor \(descriptor) is not open"
                 return nil
             }
-            let count = read(descriptor, room.baseAddress, room.count)
+            let count = retryingInterrupts { read(descriptor, room.baseAddress, room.count) }
             if count >= 0 { return count }
-            if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { continue }
             bodySourceFailure = "reading the body descriptor failed: \(String(cString: strerror(errno)))"
             return nil
         }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemKit
 
 /// A failure reading or writing a private-key file.
 ///
@@ -55,6 +56,23 @@ public struct KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible
         KeyStoreError(.io(errno), "\(path): \(what) failed: \(String(cString: strerror(errno)))")
     }
 
+    /// The error for what `PrivateFile` found wrong with the key file at `path`.
+    fileprivate init(_ problem: PrivateFileError, path: String) {
+        switch problem {
+        case .notFound: self = KeyStoreError.notFound.at(path, "no key file")
+        case .symlink:
+            self = KeyStoreError.symlink.at(path, "is a symbolic link; key files are never followed through links")
+        case .notRegularFile: self = KeyStoreError.notRegularFile.at(path, "is not a regular file")
+        case .insecureMode(let mode):
+            self = KeyStoreError.insecurePermissions.at(path, "has mode 0\(String(mode, radix: 8)), so group or others can access the private key; it must be 0600 (chmod 600)")
+        case .wrongOwner(let uid):
+            self = KeyStoreError.insecurePermissions.at(path, "is owned by uid \(uid), not by this user (uid \(geteuid()))")
+        case .tooLarge(let size):
+            self = KeyStoreError.tooLarge.at(path, "is \(size) bytes; a key file is at most \(PEMKeyStore.maximumFileSize)")
+        case .system(let error): self = .system(error.operation, error.path.isEmpty ? path : error.path, error.errno)
+        }
+    }
+
     public static func == (lhs: KeyStoreError, rhs: KeyStoreError) -> Bool { lhs.code == rhs.code }
 
     public var description: String { message }
@@ -62,9 +80,9 @@ public struct KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible
 
 /// Stores a `P256PrivateKey` as a PEM file readable only by its owner (mode 0600).
 ///
-/// Writes are atomic and never replace a key: the PEM goes to a fresh temporary file in the same
-/// directory (`O_CREAT|O_EXCL|O_NOFOLLOW`, 0600, fsync) which is then hard-linked to the final
-/// name with `link(2)`, which fails rather than overwrite. Readers therefore see either no file or
+/// Writes are atomic and never replace a key (`PrivateFile.createOnce`): the PEM goes to a fresh
+/// temporary file in the same directory (`O_CREAT|O_EXCL|O_NOFOLLOW`, 0600, fsync) which is then
+/// hard-linked to the final name with `link(2)`, which fails rather than overwrite. Readers therefore see either no file or
 /// the whole key, and when several processes or threads create a key at once exactly one wins.
 /// Missing parent directories are created with mode 0700; existing ones are left as they are.
 public enum PEMKeyStore {
@@ -78,23 +96,25 @@ public enum PEMKeyStore {
     /// left untouched), `.symlink` if `path` is a symbolic link, `.notRegularFile` if it is a
     /// directory or special file, `.io(errno)` when a system call fails.
     public static func save(_ key: P256PrivateKey, to path: String) throws(KeyStoreError) {
-        guard !split(path).name.isEmpty else {
+        guard !PrivateFile.splitPath(path).name.isEmpty else {
             throw KeyStoreError.notRegularFile.at(path, "does not name a file (empty name or trailing slash)")
         }
-        try createParentDirectories(of: path)
+        do {
+            try PrivateFile.createDirectories(PrivateFile.splitPath(path).directory)
+        } catch {
+            throw KeyStoreError.system(error.operation, error.path, error.errno)
+        }
         let target = key.fingerprint
+        var pem = Array(key.pemRepresentation.utf8)
+        defer { wipe(&pem) }
         // A concurrent remover could empty the path between our link() and re-check; retry then.
         for _ in 0..<3 {
             if try existingKeyMatches(target, at: path) { return }
-            let temporary = try writeTemporaryFile(key.pemRepresentation, besides: path)
-            if link(temporary, path) == 0 {
-                unlink(temporary)
-                syncDirectory(of: path)
-                return
+            do {
+                if try PrivateFile.createOnce(path, with: pem) { return }
+            } catch {
+                throw KeyStoreError(error.naming(["create": "create temporary file", "link": "link to final name"]), path: path)
             }
-            let error = errno
-            unlink(temporary)
-            guard error == EEXIST else { throw KeyStoreError.system("link to final name", path, error) }
         }
         throw KeyStoreError.keyExists.at(path, "the file keeps changing while saving; refusing to overwrite it")
     }
@@ -107,48 +127,15 @@ public enum PEMKeyStore {
     /// `maximumFileSize`, `.invalidKey` if the contents are not a P-256 private key PEM, and
     /// `.io(errno)` when a system call fails.
     public static func load(from path: String) throws(KeyStoreError) -> P256PrivateKey {
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else {
-            let error = errno
-            switch error {
-            case ENOENT: throw KeyStoreError.notFound.at(path, "no key file")
-            case ELOOP: throw KeyStoreError.symlink.at(path, "is a symbolic link; key files are never followed through links")
-            default: throw KeyStoreError.system("open", path, error)
-            }
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw KeyStoreError.system("fstat", path, errno) }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw KeyStoreError.notRegularFile.at(path, "is not a regular file")
-        }
-        let mode = info.st_mode & 0o7777
-        guard mode & 0o077 == 0 else {
-            throw KeyStoreError.insecurePermissions.at(path, "has mode 0\(String(mode, radix: 8)), so group or others can access the private key; it must be 0600 (chmod 600)")
-        }
-        guard info.st_uid == geteuid() else {
-            throw KeyStoreError.insecurePermissions.at(path, "is owned by uid \(info.st_uid), not by this user (uid \(geteuid()))")
-        }
-        guard Int(info.st_size) <= maximumFileSize else {
-            throw KeyStoreError.tooLarge.at(path, "is \(info.st_size) bytes; a key file is at most \(maximumFileSize)")
-        }
-        var bytes = [UInt8](repeating: 0, count: maximumFileSize + 1)
-        defer { wipe(&bytes) }
-        var count = 0
-        while count < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw KeyStoreError.system("read", path, errno)
-            }
-            count += n
-        }
-        guard count <= maximumFileSize else {
-            throw KeyStoreError.tooLarge.at(path, "grew beyond \(maximumFileSize) bytes while being read")
-        }
+        var bytes: [UInt8]
         do {
-            return try P256PrivateKey(pem: String(decoding: bytes[..<count], as: UTF8.self))
+            bytes = try PrivateFile.read(path, limit: maximumFileSize)
+        } catch {
+            throw KeyStoreError(error, path: path)
+        }
+        defer { wipe(&bytes) }
+        do {
+            return try P256PrivateKey(pem: String(decoding: bytes, as: UTF8.self))
         } catch {
             throw KeyStoreError.invalidKey.at(path, "does not hold a P-256 private key PEM (\(error.message))")
         }
@@ -202,66 +189,5 @@ public enum PEMKeyStore {
             throw KeyStoreError.keyExists.at(path, "already holds a different key; not overwriting it")
         }
         return true
-    }
-
-    /// Writes `contents` to a new 0600 file in the same directory as `path`, fsyncs it, and
-    /// returns its name.
-    private static func writeTemporaryFile(_ contents: String, besides path: String) throws(KeyStoreError) -> String {
-        let (directory, name) = split(path)
-        let suffix: String
-        do {
-            suffix = SPKIFingerprint(bytes: SHA256.hash(try SecureRandom.bytes(16)))!.hex.prefix(16).description
-        } catch {
-            throw KeyStoreError.keyGenerationFailed.at(path, error.message)
-        }
-        let temporary = "\(directory)/.\(name).tmp-\(suffix)"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeyStoreError.system("create temporary file", temporary, errno) }
-        var bytes = Array(contents.utf8)
-        defer { wipe(&bytes) }
-        var failure: KeyStoreError?
-        if fchmod(fd, 0o600) != 0 { failure = .system("fchmod", temporary, errno) }
-        var written = 0
-        while failure == nil && written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                failure = .system("write", temporary, errno)
-            } else {
-                written += n
-            }
-        }
-        if failure == nil && fsync(fd) != 0 { failure = .system("fsync", temporary, errno) }
-        if close(fd) != 0 && failure == nil { failure = .system("close", temporary, errno) }
-        if let failure {
-            unlink(temporary)
-            throw failure
-        }
-        return temporary
-    }
-
-    private static func createParentDirectories(of path: String) throws(KeyStoreError) {
-        let (directory, _) = split(path)
-        var prefix = directory.hasPrefix("/") ? "" : "."
-        for component in directory.split(separator: "/") where component != "." {
-            prefix += "/" + component
-            if mkdir(prefix, 0o700) != 0 {
-                let error = errno
-                if error != EEXIST { throw KeyStoreError.system("mkdir", prefix, error) }
-            }
-        }
-    }
-
-    private static func syncDirectory(of path: String) {
-        let fd = open(split(path).directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
-    }
-
-    private static func split(_ path: String) -> (directory: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
-        let directory = String(path[..<slash])
-        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 }

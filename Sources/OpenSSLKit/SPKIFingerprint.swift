@@ -1,3 +1,5 @@
+import SystemKit
+
 /// The SHA-256 of a public key's DER-encoded SubjectPublicKeyInfo: the identity clients pin.
 ///
 /// Two forms of text: `hex` (64 lowercase hex digits, for storage and `init?(hex:)`) and
@@ -21,22 +23,13 @@ public struct SPKIFingerprint: Hashable, Sendable, CustomStringConvertible {
     /// Parses exactly 64 hex digits (upper or lower case, nothing else: no spaces, colons or
     /// prefix). Returns `nil` for any other input.
     public init?(hex: String) {
-        let utf8 = Array(hex.utf8)
-        guard utf8.count == 64 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        var index = 0
-        while index < 64 {
-            guard let high = Self.nibble(utf8[index]), let low = Self.nibble(utf8[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-            index += 2
-        }
+        guard let bytes = Hex.decode(hex, byteCount: SHA256.digestCount) else { return nil }
         self.bytes = bytes
     }
 
     /// 64 lowercase hex digits.
     public var hex: String {
-        String(decoding: bytes.flatMap { [Self.digits[Int($0 >> 4)], Self.digits[Int($0 & 0xF)]] }, as: UTF8.self)
+        Hex.encode(bytes)
     }
 
     /// 16 groups of 4 lowercase hex digits separated by single spaces (79 characters), e.g.
@@ -60,15 +53,4 @@ public struct SPKIFingerprint: Hashable, Sendable, CustomStringConvertible {
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
-
-    private static let digits = Array("0123456789abcdef".utf8)
-
-    private static func nibble(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
 }

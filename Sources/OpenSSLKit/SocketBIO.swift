@@ -1,6 +1,7 @@
 internal import COpenSSL
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// The socket under one TLS connection, as seen by the BIO callbacks: its descriptor and the
@@ -42,36 +43,30 @@ private func socketBIOWrite(_ bio: OpaquePointer?, _ data: UnsafePointer<CChar>?
     guard let bio, let data, length > 0 else { return 0 }
     copenssl_bio_clear_retry_flags(bio)
     let socket = state(of: bio)
-    while true {
-        let sent = send(socket.fd, data, Int(length), Int32(MSG_NOSIGNAL))
-        if sent >= 0 { return Int32(sent) }
-        let error = errno
-        if error == EINTR { continue }
-        if error == EAGAIN || error == EWOULDBLOCK {
-            copenssl_bio_set_retry_write(bio)
-        } else {
-            socket.lastErrno = error
-        }
-        return -1
+    let sent = retryingInterrupts { send(socket.fd, data, Int(length), Int32(MSG_NOSIGNAL)) }
+    if sent >= 0 { return Int32(sent) }
+    let error = errno
+    if error == EAGAIN || error == EWOULDBLOCK {
+        copenssl_bio_set_retry_write(bio)
+    } else {
+        socket.lastErrno = error
     }
+    return -1
 }
 
 private func socketBIORead(_ bio: OpaquePointer?, _ data: UnsafeMutablePointer<CChar>?, _ length: Int32) -> Int32 {
     guard let bio, let data, length > 0 else { return 0 }
     copenssl_bio_clear_retry_flags(bio)
     let socket = state(of: bio)
-    while true {
-        let received = recv(socket.fd, data, Int(length), 0)
-        if received >= 0 { return Int32(received) }
-        let error = errno
-        if error == EINTR { continue }
-        if error == EAGAIN || error == EWOULDBLOCK {
-            copenssl_bio_set_retry_read(bio)
-        } else {
-            socket.lastErrno = error
-        }
-        return -1
+    let received = retryingInterrupts { recv(socket.fd, data, Int(length), 0) }
+    if received >= 0 { return Int32(received) }
+    let error = errno
+    if error == EAGAIN || error == EWOULDBLOCK {
+        copenssl_bio_set_retry_read(bio)
+    } else {
+        socket.lastErrno = error
     }
+    return -1
 }
 
 private func socketBIOControl(_ bio: OpaquePointer?, _ command: Int32, _ argument: Int, _ pointer: UnsafeMutableRawPointer?) -> Int {

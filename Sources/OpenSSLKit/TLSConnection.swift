@@ -1,6 +1,7 @@
 internal import COpenSSL
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// One TLS 1.3 connection over a connected stream socket that it owns.
@@ -289,11 +290,10 @@ public final class TLSConnection {
             let (seconds, attoseconds) = remaining.components
             let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
             var descriptor = pollfd(fd: socket.fd, events: events, revents: 0)
-            let ready = poll(&descriptor, 1, Int32(clamping: milliseconds))
+            let ready = retryingInterrupts { poll(&descriptor, 1, Int32(clamping: milliseconds)) }
             if ready > 0 { return }
             if ready < 0 {
                 let error = errno
-                if error == EINTR { continue }
                 ERR_clear_error()
                 throw TLSError.system("\(phase.rawValue): poll", error)
             }

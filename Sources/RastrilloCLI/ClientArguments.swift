@@ -2,6 +2,7 @@ import CommandLineKit
 import Glibc
 import RastrilloCore
 import RastrilloHTTP
+import SystemKit
 
 /// What the HTTP tools' shared options say: the origin and target of the URL, the header
 /// fields, the credential and the CA file.
@@ -210,15 +211,10 @@ public enum CredentialSource: Equatable {
                     + "make it private with 'chmod 600 \(path)'")
         }
         var bytes = [UInt8](repeating: 0, count: 16_385)
-        var count = 0
-        while count < bytes.count {
-            let read = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + count, $0.count - count) }
-            if read == 0 { break }
-            if read < 0 {
-                if errno == EINTR { continue }
-                throw LocalFailure("cannot read the credential file \(path): \(String(cString: strerror(errno)))")
-            }
-            count += read
+        let count: Int
+        switch bytes.withUnsafeMutableBytes({ raw in Result { () throws(SystemError) in try FileDescriptor.readFully(descriptor, into: raw) } }) {
+        case .success(let read): count = read
+        case .failure(let error): throw LocalFailure("cannot read the credential file \(path): \(error.reason)")
         }
         guard count <= 16_384 else { throw LocalFailure("the credential file \(path) is larger than 16 KiB") }
         var content = Array(bytes[..<count])

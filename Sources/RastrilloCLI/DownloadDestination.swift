@@ -1,5 +1,6 @@
 import CommandLineKit
 import Glibc
+import SystemKit
 
 /// Where `rastrillo-download URL DEST` writes: DEST itself, or, when DEST is an existing
 /// directory, a file in it named after the URL's last path segment (as `curl -O --output-dir`
@@ -33,7 +34,7 @@ public enum DownloadDestination {
         var utf8 = Array(segment.utf8)[...]
         while let byte = utf8.popFirst() {
             if byte == UInt8(ascii: "%"), utf8.count >= 2,
-                let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16)
+                let value = Hex.decode(bytes: utf8.prefix(2))?.first
             {
                 bytes.append(value)
                 utf8 = utf8.dropFirst(2)

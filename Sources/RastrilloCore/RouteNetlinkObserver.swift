@@ -1,5 +1,7 @@
 import Glibc
 import Synchronization
+import SystemKit
+import ThreadSupport
 
 /// Watches the network path of the network namespace it was created in, over a `NETLINK_ROUTE`
 /// socket subscribed to link, IPv4/IPv6 address and IPv4/IPv6 route changes.
@@ -21,7 +23,7 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     private var buffer = [UInt8](repeating: 0, count: 65_536)
     private var published: NetworkPath
     private var onChange: (@Sendable (NetworkPath) -> Void)?
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Mutex<JoinableThread?>(nil)
 
     /// The path found by the initial dump.
     private(set) var initialPath: NetworkPath
@@ -33,17 +35,16 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     init() throws(ConnectivityError) {
         let fd = Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), RouteNetlink.protocolRoute)
         guard fd >= 0 else { throw .netlink("socket", errno: errno) }
-        var pipeEnds: [Int32] = [-1, -1]
-        guard pipe(&pipeEnds) == 0 else {
-            let code = errno
+        let wake: PipeEnds
+        do {
+            wake = try PipeEnds()
+        } catch {
             close(fd)
-            throw .netlink("wake pipe", errno: code)
+            throw .netlink("wake pipe", errno: error.errno)
         }
-        _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC)
         socket = fd
-        wakeRead = pipeEnds[0]
-        wakeWrite = pipeEnds[1]
+        wakeRead = wake.readEnd
+        wakeWrite = wake.writeEnd
         published = .unsatisfied
         initialPath = .unsatisfied
         // A larger receive buffer makes lost notifications (ENOBUFS) rarer; the default is
@@ -77,16 +78,11 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     /// Starts the thread that reports every change of the path to `onChange` (on that thread).
     func start(onChange: @escaping @Sendable (NetworkPath) -> Void) throws(ConnectivityError) {
         self.onChange = onChange
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var handle = pthread_t()
-        let status = pthread_create(&handle, nil, { context in
-            let observer = Unmanaged<RouteNetlinkObserver>.fromOpaque(context!).takeRetainedValue()
-            observer.run()
-            return nil
-        }, context)
-        guard status == 0 else {
-            Unmanaged<RouteNetlinkObserver>.fromOpaque(context).release()
-            throw .netlink("thread start", errno: status)
+        let handle: JoinableThread
+        do {
+            handle = try JoinableThread(name: "route-netlink") { self.run() }
+        } catch {
+            throw .netlink("thread start", errno: error.errno)
         }
         thread.withLock { $0 = handle }
     }
@@ -98,10 +94,10 @@ final class RouteNetlinkObserver: @unchecked Sendable {
         _ = write(wakeWrite, &byte, 1)
         // The last reference to the owner can be dropped on the observer thread itself (inside
         // its change callback); that thread ends on its own once woken.
-        if pthread_equal(handle, pthread_self()) != 0 {
-            pthread_detach(handle)
+        if handle.isCurrent {
+            handle.detach()
         } else {
-            pthread_join(handle, nil)
+            handle.join()
         }
     }
 
@@ -188,9 +184,8 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     /// - Throws: `Stopping` when woken by `stop`.
     private func waitForSocket(timeout: Int32) throws -> Bool {
         var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        let ready = poll(&fds, 2, timeout)
+        let ready = retryingInterrupts { poll(&fds, 2, timeout) }
         if ready < 0 {
-            if errno == EINTR { return false }
             throw ConnectivityError.netlink("poll", errno: errno)
         }
         if fds[1].revents != 0 { throw Stopping() }
@@ -206,10 +201,12 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     private func receiveAndApply(
         dumping: UInt32?, onDumpSignal: (RouteNetlinkTracker.DumpSignal) -> Void = { _ in }
     ) throws {
-        let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_TRUNC)) }
+        let count = buffer.withUnsafeMutableBytes { raw in
+            retryingInterrupts { recv(socket, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT | MSG_TRUNC)) }
+        }
         if count < 0 {
             switch errno {
-            case EAGAIN, EINTR: return
+            case EAGAIN: return
             case ENOBUFS: throw ConnectivityError.netlink("receive", "notifications were lost (ENOBUFS)")
             default: throw ConnectivityError.netlink("receive", errno: errno)
             }

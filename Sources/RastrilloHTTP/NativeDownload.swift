@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import OpenSSLKit
 import RastrilloCore
+import SystemKit
 
 /// A local failure of a download: its destination file could not be created, written or made
 /// durable. Whatever it is, the partial file the download created is gone.
@@ -77,10 +78,7 @@ public struct NativeDownload: Sendable, Hashable {
 
     /// `sha256` in lowercase hexadecimal, or nil.
     public var sha256Hex: String? {
-        sha256.map { bytes in
-            let digits = Array("0123456789abcdef")
-            return String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0f)]] })
-        }
+        sha256.map { Hex.encode($0) }
     }
 }
 
@@ -178,13 +176,16 @@ final class DownloadFile {
 
     /// Creates `path` exclusively, mode 0600, never through a symbolic link.
     init(creating path: String, hashing: Bool) throws(NativeDownloadError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else {
-            let code = errno
-            throw Self.creationError(path, errno: code)
+        let descriptor: Int32
+        do {
+            descriptor = try PrivateFile.createExclusive(path)
+        } catch where error.operation == "fchmod" {
+            throw .failure(.cannotCreate, "cannot set up \(path): \(error.reason)", errno: error.errno)
+        } catch {
+            throw Self.creationError(path, errno: error.errno)
         }
         var status = stat()
-        guard fchmod(descriptor, 0o600) == 0, fstat(descriptor, &status) == 0 else {
+        guard fstat(descriptor, &status) == 0 else {
             let code = errno
             close(descriptor)
             unlink(path)
@@ -252,13 +253,12 @@ final class DownloadFile {
     private func write(_ bytes: UnsafeRawBufferPointer) -> NativeDownloadError? {
         var offset = 0
         while offset < bytes.count {
-            let written = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            let written = retryingInterrupts { Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset) }
             if written >= 0 {
                 offset += written
                 continue
             }
             let code = errno
-            if code == EINTR { continue }
             let reason = String(cString: strerror(code))
             if code == ENOSPC || code == EDQUOT || code == EFBIG {
                 return .failure(

@@ -2,6 +2,7 @@ import CurlKit
 import FoundationEssentials
 import Glibc
 import RastrilloCore
+import ThreadSupport
 
 /// Turns libcurl's failures into `NativeClientError` cases.
 enum TransportFailure {
@@ -144,28 +145,9 @@ enum Probe {
         return sawNoRoute ? .noRoute : .routed
     }
 
-    /// Runs a blocking probe on its own thread, so a slow resolver holds no cooperative thread.
+    /// Runs a blocking probe on its own thread, so a slow resolver holds no cooperative thread
+    /// (on the calling thread when no thread can be had, rather than not at all).
     static func offThePool(_ probe: @escaping @Sendable () -> Outcome) async -> Outcome {
-        await withCheckedContinuation { continuation in
-            let job = ProbeThreadJob { continuation.resume(returning: probe()) }
-            var thread = pthread_t()
-            let context = Unmanaged.passRetained(job).toOpaque()
-            let started = pthread_create(&thread, nil, { context in
-                Unmanaged<ProbeThreadJob>.fromOpaque(context!).takeRetainedValue().run()
-                return nil
-            }, context)
-            if started == 0 {
-                pthread_detach(thread)
-            } else {
-                // No thread to be had: the probe runs here rather than not at all.
-                Unmanaged<ProbeThreadJob>.fromOpaque(context).takeRetainedValue().run()
-            }
-        }
+        await DetachedThread.run(name: "rastrillo.probe") { probe() }
     }
-}
-
-/// The work handed to a probe's own thread.
-private final class ProbeThreadJob: Sendable {
-    let run: @Sendable () -> Void
-    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }

@@ -4,6 +4,7 @@ import RivetPairing
 import RivetSession
 import RivetTransport
 import RivetWire
+import ThreadSupport
 
 /// A companion's session with the gateway, with the typed device channel on top: calls, state
 /// reads and writes through ``client``, events and state changes from ``client``'s `events`.
@@ -33,14 +34,8 @@ public final class RivetCompanionSession: Sendable {
         connector: RivetClientConnector = RivetClientConnector(),
         configuration: RivetDeviceConfiguration = .default, software: String = "rivet-companion"
     ) async throws -> RivetCompanionSession {
-        let session: RivetClientSession = try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                continuation.resume(with: Result { () throws(RivetClientError) in
-                    try connector.resume(credential, host: host, port: port)
-                })
-            }
-            thread.stackSize = 512 * 1024
-            thread.start()
+        let session = try await DetachedThread.run(name: "rivet.companion", stackSize: 512 * 1024) {
+            () throws(RivetClientError) in try connector.resume(credential, host: host, port: port)
         }
         let transport = try RivetDeviceStreamTransport(
             stream: RivetAuthenticatedByteStream(session.stream), limits: .default, software: software)
@@ -54,12 +49,6 @@ public final class RivetCompanionSession: Sendable {
         await client.close()
         session.stream.close()
         let stream = session.stream
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let thread = Thread {
-                _ = stream.waitUntilClosed(deadline: .now + .seconds(5))
-                continuation.resume()
-            }
-            thread.start()
-        }
+        _ = await DetachedThread.run(name: "rivet.companion") { stream.waitUntilClosed(deadline: .now + .seconds(5)) }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// A connection to a running daemon's control socket (what `rivet-pair` uses): send a request,
@@ -34,20 +35,15 @@ public final class RivetControlClient: @unchecked Sendable {
     }
 
     /// Writes all of `bytes` to the connected socket `fd` (the client's requests, the daemon's
-    /// responses), retrying on EINTR; false when the peer is gone or the write fails.
+    /// responses), retrying on EINTR (SystemKit); false when the peer is gone or the write fails.
     package static func sendAll(_ bytes: [UInt8], to fd: Int32) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { raw in
-                Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                retryingInterrupts { Glibc.send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL)) }
             }
-            if written > 0 {
-                offset += written
-            } else if written < 0 && errno == EINTR {
-                continue
-            } else {
-                return false
-            }
+            guard written > 0 else { return false }
+            offset += written
         }
         return true
     }
@@ -157,17 +153,17 @@ public final class RivetControlClient: @unchecked Sendable {
             }
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
-            let ready = poll(&descriptor, 1, milliseconds)
-            if ready < 0 && errno != EINTR {
+            let ready = retryingInterrupts { poll(&descriptor, 1, milliseconds) }
+            if ready < 0 {
                 throw RivetControlError.connectionFailed.with("waiting for rivetd failed: \(String(cString: strerror(errno)))")
             }
             if ready <= 0 { continue }
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { raw in retryingInterrupts { read(fd, raw.baseAddress, raw.count) } }
             if count == 0 {
                 throw RivetControlError.connectionFailed.with("rivetd closed the control connection before answering")
             }
             if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
+                if errno == EAGAIN { continue }
                 throw RivetControlError.connectionFailed.with("reading rivetd's answer failed: \(String(cString: strerror(errno)))")
             }
             pending.append(contentsOf: chunk[0..<count])

@@ -1,6 +1,7 @@
 import Glibc
 import Dispatch
 import Synchronization
+import SystemKit
 
 /// A reliable, ordered byte stream (a pipe pair, a socket, a TLS connection) that
 /// ``RivetDeviceStreamTransport`` frames with RVT1.
@@ -43,16 +44,16 @@ public final class RivetFileDescriptorStream: RivetByteStream {
     /// - Throws: ``RivetDeviceError/transportFailed`` when the internal wake-up pipe cannot be
     ///   created.
     public init(readFD: Int32, writeFD: Int32) throws(RivetDeviceError) {
-        var fds: [Int32] = [-1, -1]
-        guard pipe(&fds) == 0 else {
-            throw .transportFailed("cannot create the stream's wake-up pipe: \(Self.errnoText())")
+        let wake: PipeEnds
+        do {
+            wake = try PipeEnds()
+        } catch {
+            throw .transportFailed("cannot create the stream's wake-up pipe: \(error.reason)")
         }
-        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
         self.readFD = readFD
         self.writeFD = writeFD
-        self.wakeRead = fds[0]
-        self.wakeWrite = fds[1]
+        self.wakeRead = wake.readEnd
+        self.wakeWrite = wake.writeEnd
     }
 
     /// Takes ownership of a connected socket used for both directions.
@@ -154,17 +155,16 @@ public final class RivetFileDescriptorStream: RivetByteStream {
                 pollfd(fd: readFD, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = poll(&fds, 2, -1)
+            let ready = retryingInterrupts { poll(&fds, 2, -1) }
             if ready < 0 {
-                if errno == EINTR { continue }
                 throw RivetDeviceError.transportFailed("poll on descriptor \(readFD) failed: \(Self.errnoText())")
             }
             if fds[1].revents != 0 { return [] }
             if fds[0].revents == 0 { continue }
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(readFD, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { raw in retryingInterrupts { Glibc.read(readFD, raw.baseAddress, raw.count) } }
             if count > 0 { return Array(buffer[0..<count]) }
             if count == 0 { return [] }
-            if errno == EINTR || errno == EAGAIN { continue }
+            if errno == EAGAIN { continue }
             throw RivetDeviceError.transportFailed("read from descriptor \(readFD) failed: \(Self.errnoText())")
         }
     }
@@ -177,9 +177,8 @@ public final class RivetFileDescriptorStream: RivetByteStream {
                 pollfd(fd: writeFD, events: Int16(POLLOUT), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = poll(&fds, 2, -1)
+            let ready = retryingInterrupts { poll(&fds, 2, -1) }
             if ready < 0 {
-                if errno == EINTR { continue }
                 throw RivetDeviceError.transportFailed("poll on descriptor \(writeFD) failed: \(Self.errnoText())")
             }
             if fds[1].revents != 0 { throw RivetDeviceError.connectionClosed("the stream is closed") }
@@ -192,7 +191,7 @@ public final class RivetFileDescriptorStream: RivetByteStream {
                 offset += count
                 continue
             }
-            if error == EINTR || error == EAGAIN { continue }
+            if error == EAGAIN { continue }
             if error == EPIPE || error == ECONNRESET {
                 throw RivetDeviceError.transportFailed("the peer closed descriptor \(writeFD) for reading")
             }
@@ -212,7 +211,7 @@ public final class RivetFileDescriptorStream: RivetByteStream {
         var pending = sigset_t()
         sigpending(&pending)
         let alreadyPending = sigismember(&pending, SIGPIPE) == 1
-        let written = Glibc.write(fd, pointer, count)
+        let written = retryingInterrupts { Glibc.write(fd, pointer, count) }
         let error = written < 0 ? errno : 0
         if error == EPIPE, !alreadyPending {
             var zero = timespec(tv_sec: 0, tv_nsec: 0)

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import RivetPairing
 import Synchronization
+import SystemKit
 
 /// One publication of the gateway: what avahi-daemon announces now.
 public struct RivetAdvertisement: Sendable, Hashable {
@@ -174,14 +175,14 @@ public final class RivetAdvertiser: Sendable {
     static func randomInstanceName() -> String {
         var generator = SystemRandomNumberGenerator()
         let value = UInt32.random(in: .min ... .max, using: &generator)
-        return "Rivet " + lowercaseHex(withUnsafeBytes(of: value.bigEndian) { Array($0) })
+        return "Rivet " + Hex.encode(withUnsafeBytes(of: value.bigEndian) { Array($0) })
     }
 
     /// `"rivet-"`, 16 lowercase hex digits from the system's secure generator, and `".local"`.
     static func randomHostName() -> String {
         var generator = SystemRandomNumberGenerator()
         let value = UInt64.random(in: .min ... .max, using: &generator)
-        return "rivet-" + lowercaseHex(withUnsafeBytes(of: value.bigEndian) { Array($0) }) + ".local"
+        return "rivet-" + Hex.encode(withUnsafeBytes(of: value.bigEndian) { Array($0) }) + ".local"
     }
 }
 

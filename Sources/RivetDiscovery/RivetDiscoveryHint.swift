@@ -1,4 +1,5 @@
 import Foundation
+import SystemKit
 
 /// One hour of discovery time: `floor(unix seconds / 3600)`. The hint and the instance name
 /// change when the epoch does.
@@ -58,42 +59,13 @@ public struct RivetDiscoveryHint: Sendable, Hashable, CustomStringConvertible {
     /// A hint from exactly 16 lowercase hexadecimal digits; nil for anything else (upper case
     /// included: the TXT record has one spelling).
     public init?(hex: some StringProtocol) {
-        let digits = Array(hex.utf8)
-        guard digits.count == Self.byteCount * 2 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Self.byteCount)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = lowercaseHexValue(digits[index]), let low = lowercaseHexValue(digits[index + 1]) else {
-                return nil
-            }
-            bytes.append(high << 4 | low)
-        }
+        guard let bytes = Hex.decode(hex, byteCount: Self.byteCount, lowercaseOnly: true) else { return nil }
         self.bytes = bytes
     }
 
     /// The 16 lowercase hexadecimal digits.
-    public var hex: String { lowercaseHex(bytes) }
+    public var hex: String { Hex.encode(bytes) }
 
     /// The 16 lowercase hexadecimal digits.
     public var description: String { hex }
-}
-
-/// The value of a lowercase hexadecimal digit, or nil.
-func lowercaseHexValue(_ byte: UInt8) -> UInt8? {
-    switch byte {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-    default: nil
-    }
-}
-
-/// `bytes` as lowercase hexadecimal digits.
-func lowercaseHex(_ bytes: some Sequence<UInt8>) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var text: [UInt8] = []
-    for byte in bytes {
-        text.append(digits[Int(byte >> 4)])
-        text.append(digits[Int(byte & 0x0F)])
-    }
-    return String(decoding: text, as: UTF8.self)
 }

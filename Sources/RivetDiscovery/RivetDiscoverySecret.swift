@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import RivetPairing
+import SystemKit
 
 /// The discovery side of the server's random 256-bit discovery secret S (the type lives in
 /// RivetPairing, which carries S to devices).
@@ -109,19 +110,13 @@ extension RivetDiscoverySecret {
 
 /// The file's bytes for `secret`: 64 lowercase hex digits and a newline.
 func encodeSecretFile(_ secret: RivetDiscoverySecret) -> [UInt8] {
-    Array((lowercaseHex(secret.bytes) + "\n").utf8)
+    Array((Hex.encode(secret.bytes) + "\n").utf8)
 }
 
 /// The secret in a file's bytes, or nil unless they are exactly 64 lowercase hex digits and a
 /// newline.
 func decodeSecretFile(_ contents: [UInt8]) -> RivetDiscoverySecret? {
     guard contents.count == RivetDiscoverySecret.byteCount * 2 + 1, contents.last == 0x0A else { return nil }
-    var bytes: [UInt8] = []
-    for index in stride(from: 0, to: RivetDiscoverySecret.byteCount * 2, by: 2) {
-        guard let high = lowercaseHexValue(contents[index]), let low = lowercaseHexValue(contents[index + 1]) else {
-            return nil
-        }
-        bytes.append(high << 4 | low)
-    }
+    guard let bytes = Hex.decode(bytes: contents.dropLast(), lowercaseOnly: true) else { return nil }
     return RivetDiscoverySecret(bytes: bytes[...])
 }

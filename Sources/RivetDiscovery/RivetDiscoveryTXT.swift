@@ -1,3 +1,5 @@
+import SystemKit
+
 /// The canonical TXT record of a `_rivet._tcp` advertisement, version 1.
 ///
 /// Exactly three entries, in this order, each `key=value` in printable ASCII:
@@ -194,7 +196,7 @@ public func escapedTXT(_ bytes: some Sequence<UInt8>) -> String {
         switch byte {
         case UInt8(ascii: "\\"): text += "\\\\"
         case 0x20...0x7E: text.unicodeScalars.append(Unicode.Scalar(byte))
-        default: text += "\\x" + lowercaseHex([byte])
+        default: text += "\\x" + Hex.encode([byte])
         }
     }
     return text

@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import SystemKit
 
 /// What a Linux companion keeps after pairing: its device ID, its credential `K`, the pinned
 /// server fingerprint (`F_seen`), the application ID, the server address and the gateway's
@@ -103,11 +104,11 @@ public struct RivetCompanionCredentialStore: Sendable {
         } catch {
             throw RivetCompanionCredentialStoreError.invalidContents.with("\(path): the credential could not be encoded")
         }
-        defer { wipe(&bytes) }
+        defer { PrivateFile.wipe(&bytes) }
         do {
-            try writePrivateFileAtomically(path, bytes)
+            try PrivateFile.replace(path, with: bytes)
         } catch {
-            throw RivetCompanionCredentialStoreError(error, path: path)
+            throw RivetCompanionCredentialStoreError(error.naming(["rename": "rename to"]), path: path)
         }
     }
 
@@ -119,11 +120,11 @@ public struct RivetCompanionCredentialStore: Sendable {
     public func load() throws(RivetCompanionCredentialStoreError) -> RivetCompanionCredential {
         var bytes: [UInt8]
         do {
-            bytes = try readPrivateFile(path, limit: Self.maximumFileSize)
+            bytes = try PrivateFile.read(path, limit: Self.maximumFileSize)
         } catch {
             throw RivetCompanionCredentialStoreError(error, path: path)
         }
-        defer { wipe(&bytes) }
+        defer { PrivateFile.wipe(&bytes) }
         let file: CredentialFile
         do {
             file = try JSONDecoder().decode(CredentialFile.self, from: Data(bytes))
@@ -174,11 +175,11 @@ public struct RivetCompanionCredentialStore: Sendable {
     public func remove() throws(RivetCompanionCredentialStoreError) {
         guard unlink(path) == 0 else {
             let number = errno
-            if number == ENOENT { throw RivetCompanionCredentialStoreError(PrivateFileProblem.notFound, path: path) }
+            if number == ENOENT { throw RivetCompanionCredentialStoreError(PrivateFileError.notFound, path: path) }
             throw RivetCompanionCredentialStoreError(
-                PrivateFileProblem.system(operation: "unlink", path: path, errno: number), path: path)
+                PrivateFileError.system(SystemError("unlink", path: path, errno: number)), path: path)
         }
-        syncDirectory(splitPath(path).directory)
+        PrivateFile.syncDirectory(PrivateFile.splitPath(path).directory)
     }
 
     private func invalid(_ detail: String) -> RivetCompanionCredentialStoreError {
@@ -222,7 +223,7 @@ public struct RivetCompanionCredentialStoreError: Error, Equatable, Sendable, Cu
         self.systemErrno = errno
     }
 
-    init(_ problem: PrivateFileProblem, path: String) {
+    init(_ problem: PrivateFileError, path: String) {
         let message = problem.explanation(for: path, what: "companion credential")
         switch problem {
         case .notFound: self.init(.notFound, message)
@@ -230,7 +231,7 @@ public struct RivetCompanionCredentialStoreError: Error, Equatable, Sendable, Cu
         case .notRegularFile: self.init(.notRegularFile, message)
         case .wrongOwner, .insecureMode: self.init(.insecurePermissions, message)
         case .tooLarge: self.init(.tooLarge, message)
-        case .system(_, _, let number): self.init(.fileSystem, message, errno: number)
+        case .system(let error): self.init(.fileSystem, message, errno: error.errno)
         }
     }
 

@@ -4,6 +4,7 @@ import OpenSSLKit
 import RivetPairing
 import SQLiteKit
 import Synchronization
+import SystemKit
 
 /// The pairing registry: one SQLite file that `rivetd` and `rivet-pair` share (each process
 /// opens its own store; SQLite's locks and the busy timeout arbitrate).
@@ -90,12 +91,18 @@ public final class RivetDevicePairingStore: Sendable {
         self.path = path
         for file in [path, path + "-wal", path + "-shm"] {
             do {
-                if file == path && access == .create { try createPrivateDirectories(splitPath(path).directory) }
-                if try inspectPrivateFile(file) == nil && file == path && access != .create {
+                if file == path && access == .create {
+                    do {
+                        try PrivateFile.createDirectories(PrivateFile.splitPath(path).directory)
+                    } catch {
+                        throw PrivateFileError.system(error)
+                    }
+                }
+                if try PrivateFile.inspect(file) == nil && file == path && access != .create {
                     throw RivetDevicePairingStoreError.notFound.with(
                         "there is no pairing registry at \(path) (no such file; nothing was created)")
                 }
-            } catch let error as PrivateFileProblem {
+            } catch let error as PrivateFileError {
                 throw RivetDevicePairingStoreError(error, path: file)
             } catch let error as RivetDevicePairingStoreError {
                 throw error

@@ -1,5 +1,6 @@
 import RivetPairing
 import SQLiteKit
+import SystemKit
 
 /// Why the pairing registry could not be opened, read or changed. Messages name the registry
 /// file and the device ID involved; they never contain a credential or a verifier.
@@ -60,7 +61,7 @@ public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomSt
         Self(code, message, sqliteError: sqliteError ?? self.sqliteError)
     }
 
-    init(_ problem: PrivateFileProblem, path: String) {
+    init(_ problem: PrivateFileError, path: String) {
         let message = problem.explanation(for: path, what: "pairing registry")
         switch problem {
         case .notFound, .notRegularFile, .tooLarge: self.init(.notRegularFile, message)

@@ -4,6 +4,7 @@ import RivetPairing
 import RivetRegistry
 import RivetSession
 import RivetTransport
+import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
@@ -378,9 +379,9 @@ final class ListenerCore: @unchecked Sendable {
     /// Starts a thread with a modest stack (512 KiB of address space; only touched pages cost
     /// memory).
     private func spawn(_ body: @escaping @Sendable () -> Void) {
-        let thread = Thread(block: body)
-        thread.stackSize = 512 * 1024
-        thread.start()
+        guard DetachedThread.start(name: "rivet.listener", stackSize: 512 * 1024, body) else {
+            fatalError("RivetListener: cannot start a thread")
+        }
     }
 
     // MARK: Accept thread
@@ -394,8 +395,8 @@ final class ListenerCore: @unchecked Sendable {
             var descriptors = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             descriptors += idle.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
             let nextDeadline = idle.first.map { $0.acceptedAt + configuration.handshakeTimeout }
-            let ready = poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: nextDeadline))
-            if ready < 0 && errno != EINTR { break }
+            let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: nextDeadline)) }
+            if ready < 0 { break }
             if descriptors[1].revents != 0 { wake.drain() }
             var promote: [ConnectionRecord] = []
             var expired: [ConnectionRecord] = []
@@ -666,8 +667,7 @@ struct ConnectionSession {
         core.enterSilence(record)
         while true {
             var descriptor = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, pollTimeout(until: stepDeadline))
-            if ready < 0 && errno == EINTR { continue }
+            let ready = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: stepDeadline)) }
             if ready != 0 || ContinuousClock.now >= stepDeadline { break }
         }
         return core.leaveSilence(record) ? nil : "evicted: silent since the TLS handshake, and a new connection needed the slot"
@@ -687,8 +687,8 @@ struct ConnectionSession {
             }
             var descriptors = [pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)]
             if let channel { descriptors.append(pollfd(fd: channel.wake.readFD, events: Int16(POLLIN), revents: 0)) }
-            let ready = poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: stepDeadline))
-            if ready < 0 && errno != EINTR { return .connectionLost }
+            let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: stepDeadline)) }
+            if ready < 0 { return .connectionLost }
             if descriptors.count > 1 && descriptors[1].revents != 0 { channel?.wake.drain() }
             if ready == 0 && ContinuousClock.now >= stepDeadline { return .timedOut }
         }

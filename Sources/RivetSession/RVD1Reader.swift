@@ -1,3 +1,5 @@
+import SystemKit
+
 /// Reads RVD1 messages from a byte stream without ever taking a byte past the message it is
 /// reading.
 ///
@@ -151,7 +153,4 @@ public struct RVD1Reader: Sendable {
     }
 }
 
-private func hex(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }, as: UTF8.self)
-}
+private func hex(_ bytes: [UInt8]) -> String { Hex.encode(bytes) }

@@ -1,5 +1,6 @@
 import OpenSSLKit
 import RivetPairing
+import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
@@ -399,8 +400,8 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
             pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
             pollfd(fd: core.wake.readFD, events: Int16(POLLIN), revents: 0),
         ]
-        let ready = poll(&descriptors, 2, -1)
-        if ready < 0 && errno != EINTR {
+        let ready = retryingInterrupts { poll(&descriptors, 2, -1) }
+        if ready < 0 {
             core.fail(.failed.with("poll on the stream failed: \(String(cString: strerror(errno)))"))
             return "poll failed"
         }

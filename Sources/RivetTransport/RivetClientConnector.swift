@@ -321,13 +321,12 @@ public final class RivetClientConnector: Sendable {
     }
 
     private func startStreamThread(connection: ConnectionBox, fd: Int32, core: StreamCore) {
-        let thread = Thread {
+        let started = DetachedThread.start(name: "rivet.stream", stackSize: 512 * 1024) {
             _ = runStreamIO(connection: connection.connection, fd: fd, core: core)
             connection.connection.close()
             core.markFinished()
         }
-        thread.stackSize = 512 * 1024
-        thread.start()
+        guard started else { fatalError("RivetClientConnector: cannot start the stream's thread") }
     }
 }
 

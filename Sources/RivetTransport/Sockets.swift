@@ -1,6 +1,7 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// A failed socket operation: what was attempted and the errno (or, for a name that did not
@@ -132,7 +133,9 @@ package func acceptConnection(_ listener: Int32) -> Result<(fd: Int32, host: Str
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
     while true {
         let fd = withUnsafeMutablePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &length) }
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                retryingInterrupts { accept(listener, address, &length) }
+            }
         }
         if fd >= 0 {
             // Accepted sockets inherit neither O_NONBLOCK nor FD_CLOEXEC on Linux.
@@ -143,7 +146,6 @@ package func acceptConnection(_ listener: Int32) -> Result<(fd: Int32, host: Str
         }
         let error = errno
         switch error {
-        case EINTR: continue
         case EAGAIN, EWOULDBLOCK: return .success(nil)
         // The peer gave up before we accepted: nothing to do, look for the next one.
         case ECONNABORTED, EPROTO: continue
@@ -178,7 +180,7 @@ func connectSocket(host: String, port: UInt16, deadline: ContinuousClock.Instant
             connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
         }
         var error: Int32 = started == 0 ? 0 : errno
-        if error == EINPROGRESS || error == EINTR {
+        if connectIsPending(error) {
             switch waitFor(fd: fd, events: Int16(POLLOUT), until: deadline) {
             case .ready:
                 var value: Int32 = 0
@@ -219,13 +221,12 @@ package func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
 func waitFor(fd: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> WaitResult {
     var descriptor = pollfd(fd: fd, events: events, revents: 0)
     while true {
-        let result = poll(&descriptor, 1, pollTimeout(until: deadline))
+        let result = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: deadline)) }
         if result > 0 { return .ready }
         if result == 0 {
             if ContinuousClock.now >= deadline { return .timedOut }
             continue
         }
-        if errno == EINTR { continue }
         return .failed(errno)
     }
 }
@@ -237,14 +238,14 @@ package final class WakePipe: Sendable {
     private let writeFD: Int32
 
     package init() throws(SocketFailure) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw SocketFailure(what: "pipe", errno: errno) }
-        for fd in fds {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        let pipe: PipeEnds
+        do {
+            pipe = try PipeEnds(nonBlockingRead: true, nonBlockingWrite: true)
+        } catch {
+            throw SocketFailure(what: error.operation, errno: error.errno)
         }
-        readFD = fds[0]
-        writeFD = fds[1]
+        readFD = pipe.readEnd
+        writeFD = pipe.writeEnd
     }
 
     deinit {

@@ -1,3 +1,5 @@
+import SystemKit
+
 /// Why an RVT1 frame could not be encoded or decoded, or why a stream broke an RVT1 stream rule.
 ///
 /// Compare with the static members (`error == .payloadTooLarge`); equality looks only at the
@@ -150,7 +152,4 @@ public struct RVT1Error: Error, Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-private func hex(_ byte: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0f)]])
-}
+private func hex(_ byte: UInt8) -> String { Hex.encode([byte]) }

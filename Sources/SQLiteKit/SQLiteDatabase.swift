@@ -1,5 +1,6 @@
 import CSQLite
 import Glibc
+import SystemKit
 
 /// The kind of lock a transaction takes at `BEGIN`.
 public enum SQLiteTransactionKind: Sendable {
@@ -360,17 +361,13 @@ public final class SQLiteDatabase {
     /// Creates the file with mode 0600 if nothing exists at `path`; an existing entry (file,
     /// symlink, anything) is left for `inspect` to judge.
     private static func createIfMissing(_ path: String) throws {
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if fd < 0 {
-            let number = errno
-            if number == EEXIST { return }
-            throw SQLiteError.fileSystem(number, context: "create \(path)")
-        }
-        defer { Glibc.close(fd) }
-        guard fchmod(fd, 0o600) == 0 else {
-            let number = errno
-            unlink(path)
-            throw SQLiteError.fileSystem(number, context: "set mode 0600 on \(path)")
+        do {
+            FileDescriptor.close(try PrivateFile.createExclusive(path, flags: O_RDWR))
+        } catch where error.operation == "fchmod" {
+            throw SQLiteError.fileSystem(error.errno, context: "set mode 0600 on \(path)")
+        } catch {
+            if error.errno == EEXIST { return }
+            throw SQLiteError.fileSystem(error.errno, context: "create \(path)")
         }
     }
 
@@ -396,10 +393,9 @@ public final class SQLiteDatabase {
                 UInt8(ascii: "~"), UInt8(ascii: "/"):
                 encoded.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                let hex = Array("0123456789ABCDEF".unicodeScalars)
                 encoded.unicodeScalars.append("%")
-                encoded.unicodeScalars.append(hex[Int(byte >> 4)])
-                encoded.unicodeScalars.append(hex[Int(byte & 0x0F)])
+                encoded.unicodeScalars.append(Unicode.Scalar(Hex.digit(byte >> 4, uppercase: true)))
+                encoded.unicodeScalars.append(Unicode.Scalar(Hex.digit(byte & 0x0F, uppercase: true)))
             }
         }
         return encoded + "?immutable=1"

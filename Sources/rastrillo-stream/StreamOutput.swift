@@ -3,6 +3,7 @@ import RastrilloCore
 import RastrilloHTTP
 import Glibc
 import Synchronization
+import SystemKit
 
 /// Standard output of rastrillo-stream: JSON Lines (or raw lines with `--raw`), shapes
 /// documented in rastrillo-stream(1), keys sorted. Event and raw lines gather in a buffer that
@@ -163,7 +164,6 @@ final class PendingLines: @unchecked Sendable {
 /// Writes JSON text pieces (RFC 8259) straight into bytes, for the event lines (CommandLineKit's
 /// `JSONText` encodes whole `Encodable` values instead).
 enum JSONByteWriter {
-    private static let hex = Array("0123456789abcdef".utf8)
 
     /// `text` as a JSON string: `"` and `\` escaped, control characters as `\n`, `\r`, `\t` or
     /// `\u00XX`, everything else (slashes, non-ASCII) as is.
@@ -334,17 +334,12 @@ enum JSONByteWriter {
                 end[1] = UInt8(ascii: "u")
                 end[2] = 0x30
                 end[3] = 0x30
-                end[4] = hexDigit(byte >> 4)
-                end[5] = hexDigit(byte & 15)
+                end[4] = Hex.digit(byte >> 4)
+                end[5] = Hex.digit(byte & 15)
                 end += 6
             }
         }
         return end
-    }
-
-    @inline(__always)
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? 0x30 + value : 0x57 + value
     }
 
     /// True when no byte of the sixteen needs escaping or decoding (none below 0x20, `"`, `\`
@@ -414,7 +409,7 @@ enum JSONByteWriter {
             default:
                 output.append(0x5C, UInt8(ascii: "u"))
                 output.append(0x30, 0x30)
-                output.append(hex[Int(byte >> 4)], hex[Int(byte & 15)])
+                output.append(Hex.digit(byte >> 4), Hex.digit(byte & 15))
             }
         }
         if bytes.count > start { output.append(UnsafeBufferPointer(rebasing: bytes[start..<bytes.count])) }

@@ -3,6 +3,7 @@ import Foundation
 import RivetPairing
 import RivetSession
 import RivetTransport
+import ThreadSupport
 
 /// `--connect HOST:PORT`: the device side of pairing, for a Linux companion.
 enum CompanionCommand {
@@ -123,9 +124,7 @@ enum CompanionCommand {
 
     /// Runs blocking network work on a thread of its own, off Swift's cooperative threads.
     private static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try body() }) }.start()
-        }
+        try await DetachedThread.run(name: "rivet-pair") { try body() }
     }
 }
 

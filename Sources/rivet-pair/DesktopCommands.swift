@@ -3,6 +3,7 @@ import CommandLineKit
 import Foundation
 import RivetControl
 import RivetPairing
+import ThreadSupport
 
 /// The desktop person's actions, through the running rivetd's control socket.
 enum DesktopCommands {
@@ -203,9 +204,7 @@ enum DesktopCommands {
         _ client: RivetControlClient, _ request: RivetControlRequest, timeout: Duration = .seconds(10)
     ) async throws -> RivetControlJSON {
         let result: Result<RivetControlJSON, RivetControlError> = await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                Thread { continuation.resume(returning: send(client, request, timeout: timeout)) }.start()
-            }
+            await DetachedThread.run(name: "rivet-pair") { send(client, request, timeout: timeout) }
         } onCancel: {
             client.interrupt()
         }

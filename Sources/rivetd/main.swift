@@ -5,6 +5,8 @@ import RivetControl
 import RivetDaemon
 import RivetPairing
 import RivetServer
+import RivetTransport
+import ThreadSupport
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
@@ -49,12 +51,7 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
         try? await Task.sleep(for: .seconds(3600))
     }
     notifyServiceManager(["STOPPING=1", "STATUS=stopping"], log: log)
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        Thread {
-            daemon.stop()
-            continuation.resume()
-        }.start()
-    }
+    await DetachedThread.run(name: "rivetd.stop") { daemon.stop() }
     return .ok
 }
 

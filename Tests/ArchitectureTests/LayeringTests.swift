@@ -98,6 +98,7 @@ enum Layering {
         "RivetDevice": sqlite.union(curl).union(avahi).union(openssl),
         "RivetSchema": sqlite.union(curl).union(avahi).union(openssl),
         "Backoff": sqlite.union(curl).union(avahi).union(openssl),
+        "SystemKit": sqlite.union(curl).union(avahi).union(openssl),
         "ThreadSupport": sqlite.union(curl).union(avahi).union(openssl),
         "RivetPairing": sqlite.union(curl).union(avahi),
         "RivetSession": sqlite.union(curl).union(avahi),

@@ -1,6 +1,7 @@
 import Foundation
 @testable import RivetDiscovery
 import RivetPairing
+import SystemKit
 import Testing
 
 #if canImport(Glibc)
@@ -29,7 +30,7 @@ struct SecretTests {
         let stored = try #require(contents(path))
         #expect(stored.count == 65)
         #expect(stored.last == 0x0A)
-        #expect(String(decoding: stored.dropLast(), as: UTF8.self) == lowercaseHex(created.bytes))
+        #expect(String(decoding: stored.dropLast(), as: UTF8.self) == Hex.encode(created.bytes))
         #expect(mode(path) == 0o600)
         #expect(mode(home + "/state") == 0o700)
         #expect(mode(state) == 0o700)
@@ -86,7 +87,7 @@ struct SecretTests {
         _ = FileManager.default.createFile(
             atPath: state + "/discovery-secret", contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
         let secret = try RivetDiscoverySecret.loadOrCreate(stateDirectory: state)
-        #expect(lowercaseHex(secret.bytes) == String(text.dropLast()))
+        #expect(Hex.encode(secret.bytes) == String(text.dropLast()))
     }
 
     @Test("a file others can read, a symbolic link, a directory, or another user's file is refused and left")

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import OpenSSLKit
 import RivetRegistry
+import SystemKit
 import Testing
 
 @testable import RivetPairing

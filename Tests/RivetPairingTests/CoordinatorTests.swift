@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import SystemKit
 import TestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import Glibc
 import OpenSSLKit
 import RivetRegistry
 import SQLiteKit
+import SystemKit
 import Testing
 
 @testable import RivetPairing
@@ -395,7 +396,7 @@ import Testing
     private func pairDevicesInChildProcess(path: String, writer: String, peer: String) async {
         await #expect(processExitsWith: .success) {
             [path = path as String, writer = writer as String, peer = peer as String] in
-            try createPrivateDirectories(splitPath(path).directory)
+            try PrivateFile.createDirectories(PrivateFile.splitPath(path).directory)
             try writeFile("\(path).ready-\(writer)", "")
             let deadline = ContinuousClock.now + .seconds(30)
             while !FileManager.default.fileExists(atPath: "\(path).ready-\(peer)") {

@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import SystemKit
 import Testing
 
 @testable import RivetPairing

@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import RivetRegistry
+import SystemKit
 import Testing
 
 @testable import RivetPairing

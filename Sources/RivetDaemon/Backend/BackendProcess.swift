@@ -1,6 +1,7 @@
 import Foundation
 import RivetTransport
 import RivetWire
+import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
@@ -100,15 +101,15 @@ final class BackendProcess: @unchecked Sendable {
         precondition(!command.isEmpty, "a backend command needs a program")
         var descriptors: [Int32] = []
         func makePipe() throws(RivetDaemonError) -> (read: Int32, write: Int32) {
-            var fds: [Int32] = [-1, -1]
-            guard pipe(&fds) == 0 else {
-                let reason = String(cString: strerror(errno))
+            let pipe: PipeEnds
+            do {
+                pipe = try PipeEnds()
+            } catch {
                 for fd in descriptors { close(fd) }
-                throw RivetDaemonError.backendFailed.with("cannot create a pipe for the backend: \(reason)")
+                throw RivetDaemonError.backendFailed.with("cannot create a pipe for the backend: \(error.reason)")
             }
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            descriptors += fds
-            return (fds[0], fds[1])
+            descriptors += [pipe.readEnd, pipe.writeEnd]
+            return (pipe.readEnd, pipe.writeEnd)
         }
         let input = try makePipe()
         let output = try makePipe()
@@ -172,15 +173,10 @@ final class BackendProcess: @unchecked Sendable {
             if outbox.isEmpty {
                 while offset < bytes.count {
                     let written = bytes.withUnsafeBytes { raw in
-                        Glibc.write(stdinFD, raw.baseAddress! + offset, raw.count - offset)
+                        retryingInterrupts { Glibc.write(stdinFD, raw.baseAddress! + offset, raw.count - offset) }
                     }
-                    if written > 0 {
-                        offset += written
-                    } else if written < 0 && errno == EINTR {
-                        continue
-                    } else {
-                        break
-                    }
+                    guard written > 0 else { break }
+                    offset += written
                 }
                 if offset == bytes.count { return }
             }
@@ -244,13 +240,12 @@ final class BackendProcess: @unchecked Sendable {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { raw in
-                Glibc.write(stdinFD, raw.baseAddress! + offset, raw.count - offset)
+                retryingInterrupts { Glibc.write(stdinFD, raw.baseAddress! + offset, raw.count - offset) }
             }
             if written > 0 {
                 offset += written
                 continue
             }
-            if written < 0 && errno == EINTR { continue }
             guard written < 0 && errno == EAGAIN else { return false }
             var descriptor = pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)
             _ = poll(&descriptor, 1, 200)
@@ -311,12 +306,12 @@ final class BackendProcess: @unchecked Sendable {
         while true {
             if monitor.withLock({ stopReading }) { return nil }
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, 250)
-            if ready < 0 && errno != EINTR { return nil }
-            if ready <= 0 { continue }
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let ready = retryingInterrupts { poll(&descriptor, 1, 250) }
+            if ready < 0 { return nil }
+            if ready == 0 { continue }
+            let count = buffer.withUnsafeMutableBytes { raw in retryingInterrupts { Glibc.read(fd, raw.baseAddress, raw.count) } }
             if count >= 0 { return count }
-            if errno == EINTR || errno == EAGAIN { continue }
+            if errno == EAGAIN { continue }
             return nil
         }
     }
@@ -324,10 +319,10 @@ final class BackendProcess: @unchecked Sendable {
     private func waitLoop() {
         // Wait without reaping, so `signal` never hits a reused process ID; reap under the lock.
         var info = siginfo_t()
-        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+        _ = retryingInterrupts { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
         var status: Int32 = 0
         monitor.withLock {
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            _ = retryingInterrupts { waitpid(pid, &status, 0) }
             reaped = true
             monitor.broadcast()
         }

@@ -1,6 +1,7 @@
 import Foundation
 import RivetControl
 import RivetTransport
+import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
@@ -73,16 +74,18 @@ final class ControlServer: @unchecked Sendable {
             unlink(path)
             throw error
         }
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else {
+        let pipe: PipeEnds
+        do {
+            pipe = try PipeEnds()
+        } catch {
             close(fd)
             unlink(path)
-            throw Self.failure("creating the control socket's wake-up pipe", path)
+            throw RivetDaemonError.controlSocketFailed.with(
+                "creating the control socket's wake-up pipe at \(path) failed: \(error.reason)")
         }
-        for descriptor in pipeFDs { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
         monitor.withLock {
             listenFD = fd
-            wake = (pipeFDs[0], pipeFDs[1])
+            wake = (pipe.readEnd, pipe.writeEnd)
             threads = 1
         }
         startThread("rivetd.control.accept") { self.acceptLoop() }
@@ -170,16 +173,16 @@ final class ControlServer: @unchecked Sendable {
         var lastActivity = ContinuousClock.now
         serving: while !monitor.withLock({ stopping }) {
             var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&descriptor, 1, 1000)
-            if ready < 0 && errno != EINTR { break }
-            if ready <= 0 {
+            let ready = retryingInterrupts { poll(&descriptor, 1, 1000) }
+            if ready < 0 { break }
+            if ready == 0 {
                 if ContinuousClock.now - lastActivity > Self.idleTimeout { break }
                 continue
             }
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let count = chunk.withUnsafeMutableBytes { raw in retryingInterrupts { read(fd, raw.baseAddress, raw.count) } }
             if count == 0 { break }
             if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
+                if errno == EAGAIN { continue }
                 break
             }
             lastActivity = .now

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// How much the daemon logs: each level includes the ones before it.
@@ -112,15 +113,10 @@ public struct RivetDaemonLog: Sendable {
             var offset = 0
             while offset < bytes.count {
                 let written = bytes.withUnsafeMutableBytes { raw in
-                    Glibc.write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset)
+                    retryingInterrupts { Glibc.write(STDERR_FILENO, raw.baseAddress! + offset, raw.count - offset) }
                 }
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
+                guard written > 0 else { return }
+                offset += written
             }
             bytes.removeAll()
         }

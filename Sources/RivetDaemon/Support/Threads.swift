@@ -1,11 +1,10 @@
-import Foundation
-import Glibc
+import ThreadSupport
 
-/// Starts a named thread with a modest stack (512 KiB of address space; only touched pages
-/// cost memory).
+/// Starts a named detached thread with a modest stack (512 KiB of address space; only touched
+/// pages cost memory). The daemon cannot run without its threads: when none can be created it
+/// stops with a message naming the thread.
 func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
-    let thread = Thread(block: body)
-    thread.name = name
-    thread.stackSize = 512 * 1024
-    thread.start()
+    guard DetachedThread.start(name: name, stackSize: 512 * 1024, body) else {
+        fatalError("rivetd: cannot start the thread \(name)")
+    }
 }

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+/// What only the system layer may write: SystemKit owns EINTR, pipes and hex digits;
+/// ThreadSupport owns starting a thread. Comment lines are not code and are skipped.
+enum SystemLayer {
+    struct Rule {
+        let what: String
+        let pattern: NSRegularExpression
+        /// The directory under Sources/ where the pattern belongs.
+        let owner: String
+    }
+
+    static let rules: [Rule] = [
+        rule("an EINTR check (use SystemKit's retryingInterrupts)", #"\bEINTR\b"#, owner: "SystemKit"),
+        rule("a pipe made by hand (use SystemKit's PipeEnds)", #"(?<![A-Za-z0-9_.])pipe2?\s*\("#, owner: "SystemKit"),
+        rule("a hex digit table (use SystemKit's Hex)", #"0123456789abcdef"#, owner: "SystemKit"),
+        rule("a thread started by hand (use ThreadSupport)", #"\bpthread_create\s*\("#, owner: "ThreadSupport"),
+        rule(
+            "a Foundation Thread (use ThreadSupport)", #"(?<![A-Za-z0-9_.])Thread\s*(\(|\{)|Thread\.detachNewThread"#,
+            owner: "ThreadSupport"),
+    ]
+
+    private static func rule(_ what: String, _ pattern: String, owner: String) -> Rule {
+        Rule(what: what, pattern: try! NSRegularExpression(pattern: pattern), owner: owner)
+    }
+
+    /// One line per match outside its owner: `path:line: what`. `files` maps a path relative
+    /// to Sources/ to its text.
+    static func violations(in files: [(path: String, text: String)]) -> [String] {
+        var found: [String] = []
+        for (path, text) in files.sorted(by: { $0.path < $1.path }) {
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = String(line)
+                if code.trimmingCharacters(in: .whitespaces).hasPrefix("//") { continue }
+                let range = NSRange(code.startIndex..., in: code)
+                for rule in rules where !path.hasPrefix(rule.owner + "/") {
+                    if rule.pattern.firstMatch(in: code, range: range) != nil {
+                        found.append("\(path):\(number + 1): \(rule.what)")
+                    }
+                }
+            }
+        }
+        return found
+    }
+
+    /// Every .swift file under the package's Sources/, by path relative to it.
+    static func sources() throws -> [(path: String, text: String)] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources")
+        guard let walker = FileManager.default.enumerator(atPath: root.path) else {
+            throw ArchitectureError(description: "cannot list \(root.path)")
+        }
+        var files: [(path: String, text: String)] = []
+        while let relative = walker.nextObject() as? String {
+            guard relative.hasSuffix(".swift") else { continue }
+            files.append((relative, try String(contentsOfFile: root.appendingPathComponent(relative).path, encoding: .utf8)))
+        }
+        return files
+    }
+}
+
+@Suite struct SystemLayerTests {
+    @Test func onlyTheSystemLayerRetriesEINTRMakesPipesHexOrThreads() throws {
+        let files = try SystemLayer.sources()
+        #expect(files.count > 100)
+        let violations = SystemLayer.violations(in: files)
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    @Test func eachKindOfCopyIsFoundOutsideItsOwner() {
+        let files: [(path: String, text: String)] = [
+            ("A/Loop.swift", "if errno == EINTR { continue }"),
+            ("A/Pipe.swift", "guard pipe(&fds) == 0 else { return }"),
+            ("A/Hex.swift", #"let digits = Array("0123456789abcdef".utf8)"#),
+            ("A/Raw.swift", "let code = pthread_create(&thread, nil, body, nil)"),
+            ("A/Thread.swift", "Thread { work() }.start()"),
+            ("A/Fine.swift", "// EINTR in a comment\nstartThread(\"x\") { }\nlet p = PipeEnds()\nwake.pipe(x)"),
+            ("SystemKit/Retry.swift", "if result == -1 && errno == EINTR { continue }"),
+            ("ThreadSupport/Start.swift", "pthread_create(&thread, &attributes, body, work)"),
+        ]
+        #expect(
+            SystemLayer.violations(in: files) == [
+                "A/Hex.swift:1: a hex digit table (use SystemKit's Hex)",
+                "A/Loop.swift:1: an EINTR check (use SystemKit's retryingInterrupts)",
+                "A/Pipe.swift:1: a pipe made by hand (use SystemKit's PipeEnds)",
+                "A/Raw.swift:1: a thread started by hand (use ThreadSupport)",
+                "A/Thread.swift:1: a Foundation Thread (use ThreadSupport)",
+            ])
+    }
+}
