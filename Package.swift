@@ -169,6 +169,7 @@ let package = Package(
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
+        .testTarget(name: "ToolTestSupportTests", dependencies: ["ToolTestSupport"]),
         .testTarget(
             name: "RivetBrowseToolTests",
             dependencies: ["rivet-browse", "RivetDiscovery", "RivetPairing", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),

@@ -120,9 +120,7 @@ final class Spawned: Sendable {
     func poll() -> Int32? {
         status.withLock { status in
             if let status { return status }
-            var raw: Int32 = 0
-            guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
-            status = exitStatus(fromWaitStatus: raw)
+            status = ChildExits.status(of: pid)
             return status
         }
     }
@@ -142,11 +140,7 @@ final class Spawned: Sendable {
 
     deinit {
         closeStdin()
-        if poll() == nil {
-            kill(pid, SIGKILL)
-            var raw: Int32 = 0
-            waitpid(pid, &raw, 0)
-        }
+        if poll() == nil { kill(pid, SIGKILL) }
     }
 }
 

@@ -84,26 +84,16 @@ public enum ToolProcess {
 
         let pid = try spawnProcess([executable] + arguments, environment: environment, actions: &actions)
 
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
         var timedOut = false
-        while true {
-            let done = waitpid(pid, &status, WNOHANG)
-            if done == pid { break }
-            if done < 0 && errno != EINTR {
-                throw ToolProcessError(description: "waitpid failed: \(String(cString: strerror(errno)))")
-            }
-            if ContinuousClock.now > deadline {
-                timedOut = true
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                break
-            }
-            usleep(2_000)
+        var status = ChildExits.wait(for: pid, timeout: timeout)
+        if status == nil {
+            timedOut = true
+            kill(pid, SIGKILL)
+            status = ChildExits.wait(for: pid)
         }
         let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-        return (ToolRun(status: exitStatus(fromWaitStatus: status), stdout: out, stderr: err), timedOut)
+        return (ToolRun(status: status ?? -1, stdout: out, stderr: err), timedOut)
     }
 
     /// A fresh private directory for one test's state, removed by `remove()`.
