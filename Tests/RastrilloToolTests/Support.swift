@@ -65,8 +65,11 @@ final class BackgroundTool: Sendable {
         pid = try spawnProcess([ToolProcess.path(of: tool)] + arguments, environment: home.environment, actions: &actions)
     }
 
-    /// Sends `signal`.
-    func send(_ signal: Int32) { kill(pid, signal) }
+    /// Sends `signal`, unless the tool has already exited (and been reaped: its PID may be
+    /// another process's by now).
+    func send(_ signal: Int32) {
+        if ChildExits.status(of: pid) == nil { kill(pid, signal) }
+    }
 
     /// Waits for the exit (at most `timeout`, then SIGKILL); the exit status, or 128 + the signal.
     func wait(timeout: Duration = .seconds(30)) async -> Int32 {

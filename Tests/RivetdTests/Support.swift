@@ -113,7 +113,7 @@ final class Spawned: Sendable {
     }
 
     func signal(_ number: Int32) {
-        if status.withLock({ $0 }) == nil { kill(pid, number) }
+        if poll() == nil { kill(pid, number) }
     }
 
     /// The exit status (128 + signal for a signal), reaping the process once it ended.
