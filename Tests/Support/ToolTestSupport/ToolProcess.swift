@@ -46,6 +46,20 @@ public enum ToolProcess {
         try execute(path(of: tool), arguments, environment: environment, stdin: stdin, timeout: timeout).run
     }
 
+    /// ``run(_:_:environment:stdin:timeout:)`` on a thread of its own: the wait then holds none of
+    /// the few threads of Swift's cooperative pool, which every other test running meanwhile needs.
+    public static func runOffPool(
+        _ tool: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
+        timeout: Duration = .seconds(60)
+    ) async throws -> ToolRun {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result { try run(tool, arguments, environment: environment, stdin: stdin, timeout: timeout) })
+            }.start()
+        }
+    }
+
     /// Runs the program at `executable` (such as `/usr/bin/openssl`) with `arguments`, as
     /// ``run(_:_:environment:stdin:timeout:)`` runs a tool, but with this process's environment
     /// unless `environment` is given. Throws `ToolProcessError` when it cannot start, or when it
