@@ -277,7 +277,10 @@ struct ExchangeTests {
     }
 }
 
-@Suite("Redirects and proxies")
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite("Redirects and proxies", .serialized)
 struct RedirectTests {
     @Test func redirectIsReturnedNotFollowed() async throws {
         let target = try server(.fixed(body: bytes("secret page")))
