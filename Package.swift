@@ -177,6 +177,7 @@ let package = Package(
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
+        .testTarget(name: "ToolTestSupportTests", dependencies: ["ToolTestSupport"]),
         .testTarget(
             name: "RivetBrowseToolTests",
             dependencies: ["rivet-browse", "RivetDiscovery", "RivetPairing", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
@@ -192,7 +193,7 @@ let package = Package(
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
-        .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit"], path: "Tests/Support/LoopbackHTTPServer"),
+        .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(

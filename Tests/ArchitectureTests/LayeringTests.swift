@@ -215,8 +215,14 @@ func swiftExecutable() throws -> String {
 }
 
 @Suite struct LayeringTests {
-    @Test func thePackageKeepsItsLayers() throws {
-        let graph = try ModuleGraph(describeJSON: try describePackage())
+    /// `swift package describe` runs on a thread of its own: it takes tens of seconds on a loaded
+    /// machine, and a synchronous test would hold one of the cooperative pool's threads (two on
+    /// two cores) all that time, stalling every other test.
+    @Test func thePackageKeepsItsLayers() async throws {
+        let json = try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try describePackage() }) }.start()
+        }
+        let graph = try ModuleGraph(describeJSON: json)
         #expect(graph.modules[Layering.daemonExecutable] != nil)
         let violations = Layering.violations(in: graph)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")

@@ -10,7 +10,10 @@ import Glibc
 /// Without avahi-daemon the client must throw `AvahiError.daemonNotRunning` within 5 s, not
 /// crash and not hang. Each case runs in a child process, because libdbus reads
 /// `DBUS_SYSTEM_BUS_ADDRESS` once per process; a hang guard of 10 s kills a hung child, failing the test.
-@Suite("AvahiClient without avahi-daemon")
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite("AvahiClient without avahi-daemon", .serialized)
 struct NoDaemonTests {
     @Test("no bus listening at DBUS_SYSTEM_BUS_ADDRESS: the bus is named as what is missing, within 5 s")
     func noBus() async {

@@ -2,7 +2,10 @@ import CommandLineKit
 import Foundation
 import Testing
 
-@Suite struct HelpTests {
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite(.serialized) struct HelpTests {
     @Test func rootHelpMatchesGolden() throws {
         try expectGolden(FixtureSpecs.pair.helpText(), "help/demo-pair.txt")
         try expectGolden(FixtureSpecs.daemon.helpText(), "help/demo-daemon.txt")

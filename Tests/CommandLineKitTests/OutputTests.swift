@@ -36,7 +36,10 @@ final class TestPipe: Sendable {
     }
 }
 
-@Suite struct OutputTests {
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite(.serialized) struct OutputTests {
     let event = Event(
         url: "https://example.com/a/b", state: "online", zeta: 1, alpha: ["b": 2, "a": 1],
         note: "two\nlines \"quoted\"")

@@ -17,7 +17,10 @@ func stderrText(_ result: ExitTest.Result?) -> String {
     String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
 }
 
-@Suite struct RunnerTests {
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite(.serialized) struct RunnerTests {
     @Test func usageErrorIsOneLineAndStatus2() async {
         let result = await #expect(processExitsWith: .exitCode(2), observing: [\.standardErrorContent, \.standardOutputContent]) {
             markStreams()

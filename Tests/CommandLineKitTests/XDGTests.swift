@@ -14,7 +14,10 @@ struct ModeMismatch: Error, CustomStringConvertible {
     let description: String
 }
 
-@Suite struct XDGTests {
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite(.serialized) struct XDGTests {
     @Test func pathsFromTheEnvironment() throws {
         let dirs = try XDGDirectories(appName: "rivet", environment: [
             "HOME": "/home/u", "XDG_STATE_HOME": "/s/", "XDG_CONFIG_HOME": "/c", "XDG_RUNTIME_DIR": "/run/user/5",

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import LoopbackHTTPServer
 import TestSupport
@@ -276,7 +277,10 @@ struct ExchangeTests {
     }
 }
 
-@Suite("Redirects and proxies")
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite("Redirects and proxies", .serialized)
 struct RedirectTests {
     @Test func redirectIsReturnedNotFollowed() async throws {
         let target = try server(.fixed(body: bytes("secret page")))
@@ -378,7 +382,10 @@ struct RedirectTests {
     }
 }
 
-@Suite("Stopping a transfer")
+/// One test at a time: several of these perform on the calling thread, which holds a thread of
+/// Swift's cooperative pool (two on a two-core machine) until the transfer is stopped; two of
+/// them at once left no thread for the task that stops them, and `swift test` hung.
+@Suite("Stopping a transfer", .serialized)
 struct AbortAndCancelTests {
     /// A 64 MiB chunked body in 64 KiB chunks: more than loopback socket buffers hold.
     static func hugeChunkedBody() -> LoopbackHTTPResponse {
@@ -554,8 +561,8 @@ struct AbortAndCancelTests {
             return .continue
         }
         let writeEnd = interrupt[1]
-        Task.detached {
-            try? await Task.sleep(for: .milliseconds(300))
+        // Written from a Dispatch thread: the transfer holds this cooperative thread meanwhile.
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) {
             var byte: UInt8 = 1
             _ = write(writeEnd, &byte, 1)
         }

@@ -79,9 +79,7 @@ final class Child: Sendable {
     func poll() -> Int32? {
         exitStatus.withLock { known in
             if let known { return known }
-            var status: Int32 = 0
-            guard waitpid(pid, &status, WNOHANG) == pid else { return nil }
-            known = ToolTestSupport.exitStatus(fromWaitStatus: status)
+            known = ChildExits.status(of: pid)
             return known
         }
     }
@@ -96,6 +94,11 @@ final class Child: Sendable {
         kill(pid, SIGKILL)
         while poll() == nil { try await Task.sleep(for: .milliseconds(10)) }
         throw ExampleFailure("\(pid) did not exit within \(timeout)")
+    }
+
+    /// A test that ended early leaves no child running.
+    deinit {
+        if poll() == nil { kill(pid, SIGKILL) }
     }
 
     /// Sends SIGTERM and waits for the exit.
@@ -114,6 +117,20 @@ struct ProgramRun: Sendable {
     var stdoutLines: [String] { stdout.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
 }
 
+/// Everything read from `fd` until its end, then closes it. Blocks.
+private func readToEnd(_ fd: Int32) -> [UInt8] {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR { continue }
+        if count <= 0 { break }
+        bytes += buffer[0..<count]
+    }
+    close(fd)
+    return bytes
+}
+
 /// Runs `argv` to completion with `stdin` bytes; stdout and stderr are captured.
 func runProgram(
     _ argv: [String], environment: [String: String], stdin: [UInt8] = [], timeout: Duration = .seconds(60)
@@ -122,17 +139,12 @@ func runProgram(
     defer { try? FileManager.default.removeItem(atPath: directory) }
     let child = try Child(argv, environment: environment, directory: directory)
     let fd = child.socket
-    let output = Task.detached { () -> [UInt8] in
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes += buffer[0..<count]
+    // Read on a thread of its own: a blocking read must not hold one of the cooperative pool's
+    // few threads for as long as the child runs.
+    let output = Task { () -> [UInt8] in
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: readToEnd(fd)) }.start()
         }
-        close(fd)
-        return bytes
     }
     let input = Task.detached {
         var offset = 0

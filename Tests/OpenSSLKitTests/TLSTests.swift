@@ -365,7 +365,10 @@ private struct Side: Sendable {
     }
 }
 
-@Suite struct TLSProcessTests {
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite(.serialized) struct TLSProcessTests {
     /// In a fresh process with SIGPIPE at its default action (terminate), writing to a vanished
     /// peer must still be a typed error rather than death by signal.
     @Test func writingToAClosedPeerDoesNotRaiseSIGPIPE() async {

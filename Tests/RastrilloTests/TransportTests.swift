@@ -162,7 +162,10 @@ import Testing
 /// so the probe runs synchronously on that same thread and nothing can leave the machine. The
 /// whole client is covered the same way by RastrilloToolTests, which runs the binary under
 /// unshare(1).
-@Suite struct ProbeTests {
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite(.serialized) struct ProbeTests {
     @Test func aRefusedConnectionHasARoute() throws {
         let origin = try NativeOrigin("http://127.0.0.1:\(try LoopbackHTTPServer.closedPort())")
         #expect(Probe.route(to: origin) == .routed)

@@ -326,19 +326,10 @@ extension ToolProcess {
     static func runShell(_ script: String, environment: [String: String]) throws -> (
         status: Int32, stdout: String, stderr: String
     ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-c", script]
-        process.environment = environment
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+        // Not Foundation's Process: its run() can crash reading /proc/self/fd past its buffer
+        // (swift-corelibs-foundation #5472), which parallel tests that spawn a lot make likely.
+        let run = try runProgram(at: "/bin/bash", ["-c", script], environment: environment, timeout: .seconds(600))
+        return (run.status, run.stdout, run.stderr)
     }
 }
 

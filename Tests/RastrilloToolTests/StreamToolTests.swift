@@ -122,6 +122,9 @@ private func object(_ line: String) -> [String: Any] {
         let home = try Home()
         let token = try home.write("token", "first\n")
         let count = Mutex(0)
+        // The first stream ends only once the credential file holds the second token, so the
+        // reconnect reads it however slowly this test gets to write it.
+        let rewritten = Atomic(false)
         let server = try LoopbackHTTPServer { _ in
             let number = count.withLock { value -> Int in
                 value += 1
@@ -129,7 +132,8 @@ private func object(_ line: String) -> [String: Any] {
             }
             if number == 1 {
                 return LoopbackHTTPResponse(steps: [
-                    .send(sseHead() + bytes("retry: 50\nid: 7\ndata: a\n\nid: 8\ndata: lost")), .pause(.seconds(3)),
+                    .send(sseHead() + bytes("retry: 50\nid: 7\ndata: a\n\nid: 8\ndata: lost")),
+                    .waitUntil { rewritten.load(ordering: .acquiring) },
                 ])
             }
             return LoopbackHTTPResponse(steps: [.send(sseHead() + bytes("data: b\n\n")), .hangUntilStopped])
@@ -137,6 +141,7 @@ private func object(_ line: String) -> [String: Any] {
         let tool = try BackgroundTool("rastrillo-stream", ["--credential-file", token, server.url("/e")], home: home)
         #expect(await eventually { lines(of: tool.outputPath).count >= 2 })
         _ = try home.write("token", "second\n")
+        rewritten.store(true, ordering: .releasing)
         #expect(await eventually { lines(of: tool.outputPath).contains { object($0)["data"] as? String == "b" } })
         tool.send(SIGINT)
         #expect(await tool.wait() == 130)

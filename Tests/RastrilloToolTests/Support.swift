@@ -65,28 +65,22 @@ final class BackgroundTool: Sendable {
         pid = try spawnProcess([ToolProcess.path(of: tool)] + arguments, environment: home.environment, actions: &actions)
     }
 
-    /// Sends `signal`.
-    func send(_ signal: Int32) { kill(pid, signal) }
+    /// Sends `signal`, unless the tool has already exited (and been reaped: its PID may be
+    /// another process's by now).
+    func send(_ signal: Int32) {
+        if ChildExits.status(of: pid) == nil { kill(pid, signal) }
+    }
 
-    /// Waits for the exit (at most `timeout`, then SIGKILL) on its own thread; the exit status,
-    /// or 128 + the signal.
+    /// Waits for the exit (at most `timeout`, then SIGKILL); the exit status, or 128 + the signal.
     func wait(timeout: Duration = .seconds(30)) async -> Int32 {
-        let pid = self.pid
-        return await withCheckedContinuation { continuation in
-            Thread {
-                let deadline = ContinuousClock.now + timeout
-                var status: Int32 = 0
-                while waitpid(pid, &status, WNOHANG) != pid {
-                    if ContinuousClock.now > deadline {
-                        kill(pid, SIGKILL)
-                        _ = waitpid(pid, &status, 0)
-                        break
-                    }
-                    usleep(2_000)
-                }
-                continuation.resume(returning: (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f))
-            }.start()
-        }
+        if let status = await ChildExits.awaitExit(of: pid, timeout: timeout) { return status }
+        kill(pid, SIGKILL)
+        return await ChildExits.awaitExit(of: pid, timeout: .seconds(3600)) ?? -1
+    }
+
+    /// A test that ended early (a failed `#require`, a thrown error) leaves no tool running.
+    deinit {
+        if ChildExits.status(of: pid) == nil { kill(pid, SIGKILL) }
     }
 
     var stderr: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }

@@ -11,7 +11,10 @@ import Glibc
 /// The advertiser when avahi-daemon stops, restarts, or is not there at all, against a private
 /// real avahi-daemon (the shared one is never stopped: other tests use it meanwhile). Each case
 /// runs in a child process that points DBUS_SYSTEM_BUS_ADDRESS at the private bus first.
-@Suite("RivetAdvertiser when avahi-daemon restarts or is absent")
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite("RivetAdvertiser when avahi-daemon restarts or is absent", .serialized)
 struct AdvertiserRestartTests {
     @Test("avahi-daemon restarts: the advertiser waits, then publishes again and a browser sees it", arguments: [SIGTERM, SIGKILL])
     func republishAfterRestart(signal number: Int32) async throws {

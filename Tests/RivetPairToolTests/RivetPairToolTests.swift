@@ -40,22 +40,23 @@ import ToolTestSupport
             self.devices = devices
         }
 
-        func run(_ arguments: String...) throws -> ToolRun {
-            try run(arguments)
+        func run(_ arguments: String...) async throws -> ToolRun {
+            try await run(arguments)
         }
 
-        func run(_ arguments: [String]) throws -> ToolRun {
-            try ToolProcess.run("rivet-pair", arguments, environment: environment)
+        /// Off the cooperative pool: these tests would otherwise hold its threads while rivet-pair runs.
+        func run(_ arguments: [String]) async throws -> ToolRun {
+            try await ToolProcess.runOffPool("rivet-pair", arguments, environment: environment)
         }
 
         func remove() { try? FileManager.default.removeItem(atPath: path) }
     }
 
     @Test("--list prints a table of every device and never a credential or verifier")
-    func listTable() throws {
+    func listTable() async throws {
         let home = try Home(devices: 2)
         defer { home.remove() }
-        let run = try home.run("--list")
+        let run = try await home.run("--list")
         #expect(run.status == 0)
         #expect(run.stderr == "")
         #expect(run.stdoutLines.count == 3)
@@ -69,10 +70,10 @@ import ToolTestSupport
     }
 
     @Test("--list --json prints one object per line with the documented keys")
-    func listJSON() throws {
+    func listJSON() async throws {
         let home = try Home(devices: 2)
         defer { home.remove() }
-        let run = try home.run("--list", "--json")
+        let run = try await home.run("--list", "--json")
         #expect(run.status == 0)
         #expect(run.stdoutLines.count == 2)
         for (line, device) in zip(run.stdoutLines, home.devices.sorted { $0.created < $1.created }) {
@@ -87,35 +88,35 @@ import ToolTestSupport
     }
 
     @Test("an empty registry lists as 'no paired devices', and as nothing in JSON")
-    func emptyList() throws {
+    func emptyList() async throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
-        #expect(try home.run("--list").stdout == "no paired devices\n")
-        let json = try home.run("--list", "--json")
+        #expect(try await home.run("--list").stdout == "no paired devices\n")
+        let json = try await home.run("--list", "--json")
         #expect(json.status == 0 && json.stdout == "")
     }
 
     @Test("--show prints one device; an unknown ID is an error")
-    func show() throws {
+    func show() async throws {
         let home = try Home(devices: 1)
         defer { home.remove() }
         let device = home.devices[0]
-        let run = try home.run("--show", device.deviceID.hex)
+        let run = try await home.run("--show", device.deviceID.hex)
         #expect(run.status == 0)
         #expect(run.stdout.contains("Phone 1"))
         #expect(run.stdout.contains(device.serverFingerprint.grouped))
-        let unknown = try home.run("--show", String(repeating: "ab", count: 16))
+        let unknown = try await home.run("--show", String(repeating: "ab", count: 16))
         #expect(unknown.status == 1)
         #expect(unknown.stdout == "")
         #expect(unknown.stderrLines == ["rivet-pair: no paired device has ID \(String(repeating: "ab", count: 16)); nothing was changed (see 'rivet-pair --list')"])
     }
 
     @Test("--revoke removes exactly that device, and its credential no longer authenticates")
-    func revoke() throws {
+    func revoke() async throws {
         let home = try Home(devices: 2)
         defer { home.remove() }
         let victim = home.devices[0]
-        let run = try home.run("--revoke", victim.deviceID.hex)
+        let run = try await home.run("--revoke", victim.deviceID.hex)
         #expect(run.status == 0)
         #expect(run.stdout == "revoked \(victim.deviceID.hex) (Phone 1)\n")
         let store = try RivetDevicePairingStore(path: home.registry)
@@ -128,10 +129,10 @@ import ToolTestSupport
     }
 
     @Test("--revoke --json prints the removed device with revoked: true")
-    func revokeJSON() throws {
+    func revokeJSON() async throws {
         let home = try Home(devices: 1)
         defer { home.remove() }
-        let run = try home.run("--revoke", home.devices[0].deviceID.hex, "--json")
+        let run = try await home.run("--revoke", home.devices[0].deviceID.hex, "--json")
         #expect(run.status == 0)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect(object["revoked"] as? Bool == true)
@@ -139,11 +140,11 @@ import ToolTestSupport
     }
 
     @Test("revoking an unknown device is an error and changes nothing")
-    func revokeUnknown() throws {
+    func revokeUnknown() async throws {
         let home = try Home(devices: 2)
         defer { home.remove() }
         let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
-        let run = try home.run("--revoke", String(repeating: "0", count: 32))
+        let run = try await home.run("--revoke", String(repeating: "0", count: 32))
         #expect(run.status == 1)
         #expect(run.stderrLines.count == 2)
         #expect(run.stderrLines.first == "rivet-pair: note: rivetd is not running; revoking in the registry directly")
@@ -180,10 +181,10 @@ import ToolTestSupport
             (["--connect", "nohost"], "--connect"),
             (["--sessions", "--code", "123456"], "--code does not go with this action"),
         ])
-    func usageErrors(arguments: [String], fragment: String) throws {
+    func usageErrors(arguments: [String], fragment: String) async throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
-        let run = try ToolProcess.run("rivet-pair", arguments, environment: home.environment)
+        let run = try await ToolProcess.runOffPool("rivet-pair", arguments, environment: home.environment)
         #expect(run.status == 2)
         #expect(run.stdout == "")
         #expect(run.stderrLines.count == 1)
@@ -202,10 +203,10 @@ import ToolTestSupport
             (["--show", String(repeating: "ab", count: 16), "--json"], 1, "unknown-device"),
             (["--list", "--json", "--registry", "/nonexistent/pairing.sqlite3"], 1, "registry-failed"),
         ])
-    func jsonFailures(arguments: [String], status: Int32, code: String) throws {
+    func jsonFailures(arguments: [String], status: Int32, code: String) async throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
-        let run = try home.run(arguments)
+        let run = try await home.run(arguments)
         #expect(run.status == status)
         #expect(run.stdout == "")
         #expect(run.stderrLines.count == 1, "\(run.stderr)")
@@ -216,10 +217,10 @@ import ToolTestSupport
     }
 
     @Test("--revoke without a running daemon says so and revokes in the registry directly")
-    func revokeWithoutDaemon() throws {
+    func revokeWithoutDaemon() async throws {
         let home = try Home(devices: 1)
         defer { home.remove() }
-        let run = try home.run("--revoke", home.devices[0].deviceID.hex)
+        let run = try await home.run("--revoke", home.devices[0].deviceID.hex)
         #expect(run.status == 0)
         #expect(run.stderrLines == ["rivet-pair: note: rivetd is not running; revoking in the registry directly"])
         let store = try RivetDevicePairingStore(path: home.registry)
@@ -233,10 +234,10 @@ import ToolTestSupport
             ["--open"], ["--sessions"], ["--confirm", "--scope", "viewer", "--code", "123456"],
             ["--confirm", "--scope", "viewer", "--code", "221 418"], ["--confirm", "--scope", "viewer", "--code", "221-418"],
         ])
-    func daemonNotRunning(arguments: [String]) throws {
+    func daemonNotRunning(arguments: [String]) async throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
-        let run = try ToolProcess.run("rivet-pair", arguments, environment: home.environment)
+        let run = try await ToolProcess.runOffPool("rivet-pair", arguments, environment: home.environment)
         #expect(run.status == 1)
         #expect(run.stdout == "")
         #expect(run.stderrLines.count == 1)
@@ -244,12 +245,12 @@ import ToolTestSupport
     }
 
     @Test("a registry others can read is refused with a clear message and left unchanged")
-    func insecureRegistry() throws {
+    func insecureRegistry() async throws {
         let home = try Home(devices: 1)
         defer { home.remove() }
         chmod(home.registry, 0o644)
         let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
-        let run = try home.run("--list")
+        let run = try await home.run("--list")
         #expect(run.status == 1)
         #expect(run.stdout == "")
         #expect(run.stderrLines.count == 1)
@@ -258,13 +259,13 @@ import ToolTestSupport
     }
 
     @Test("--list, --show and --revoke with a --registry that does not exist fail and create nothing")
-    func missingRegistryOption() throws {
+    func missingRegistryOption() async throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
         let missing = home.path + "/typo/dir/r.sqlite3"
         let id = String(repeating: "ab", count: 16)
         for arguments in [["--list"], ["--list", "--json"], ["--show", id], ["--revoke", id]] {
-            let run = try ToolProcess.run("rivet-pair", arguments + ["--registry", missing], environment: home.environment)
+            let run = try await ToolProcess.runOffPool("rivet-pair", arguments + ["--registry", missing], environment: home.environment)
             #expect(run.status == 1, "\(arguments)")
             #expect(run.stdout == "")
             #expect(run.stderr.contains("there is no pairing registry at \(missing) (no such file; nothing was created)"))
@@ -273,30 +274,30 @@ import ToolTestSupport
     }
 
     @Test("without a registry yet nothing is paired, and nothing is created")
-    func noRegistryYet() throws {
+    func noRegistryYet() async throws {
         let path = try ToolProcess.makeTemporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: path) }
         let environment = ToolProcess.environment(home: path)
         let before = try FileManager.default.subpathsOfDirectory(atPath: path)
-        let list = try ToolProcess.run("rivet-pair", ["--list"], environment: environment)
+        let list = try await ToolProcess.runOffPool("rivet-pair", ["--list"], environment: environment)
         #expect(list.status == 0 && list.stdout == "no paired devices\n" && list.stderr == "")
-        let json = try ToolProcess.run("rivet-pair", ["--list", "--json"], environment: environment)
+        let json = try await ToolProcess.runOffPool("rivet-pair", ["--list", "--json"], environment: environment)
         #expect(json.status == 0 && json.stdout == "" && json.stderr == "")
         let id = String(repeating: "cd", count: 16)
-        let show = try ToolProcess.run("rivet-pair", ["--show", id], environment: environment)
+        let show = try await ToolProcess.runOffPool("rivet-pair", ["--show", id], environment: environment)
         #expect(show.status == 1 && show.stderr.contains("no paired device has ID \(id)"))
-        let revoke = try ToolProcess.run("rivet-pair", ["--revoke", id], environment: environment)
+        let revoke = try await ToolProcess.runOffPool("rivet-pair", ["--revoke", id], environment: environment)
         #expect(revoke.status == 1 && revoke.stderr.contains("no paired device has ID \(id)"))
         #expect(try FileManager.default.subpathsOfDirectory(atPath: path) == before)
     }
 
     @Test("an empty file given as the registry is refused by --list and stays empty")
-    func emptyRegistryFile() throws {
+    func emptyRegistryFile() async throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
         let empty = home.path + "/empty.sqlite3"
         #expect(FileManager.default.createFile(atPath: empty, contents: nil, attributes: [.posixPermissions: 0o600]))
-        let run = try home.run("--list", "--registry", empty)
+        let run = try await home.run("--list", "--registry", empty)
         #expect(run.status == 1)
         #expect(run.stderr.contains("is an empty database, not a Rivet pairing registry yet; nothing was changed"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: empty)).isEmpty)
@@ -304,15 +305,15 @@ import ToolTestSupport
     }
 
     @Test("--list and --show read the registry without changing a byte or adding a file")
-    func readOnlyActionsChangeNothing() throws {
+    func readOnlyActionsChangeNothing() async throws {
         let home = try Home(devices: 2)
         defer { home.remove() }
         let directory = home.path + "/state/rivet"
         let files = try FileManager.default.contentsOfDirectory(atPath: directory).sorted()
         #expect(files == ["pairing.sqlite3"])
         let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
-        #expect(try home.run("--list").stdoutLines.count == 3)
-        #expect(try home.run("--show", home.devices[0].deviceID.hex).status == 0)
+        #expect(try await home.run("--list").stdoutLines.count == 3)
+        #expect(try await home.run("--show", home.devices[0].deviceID.hex).status == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == files)
         #expect(try Data(contentsOf: URL(fileURLWithPath: home.registry)) == before)
     }
@@ -320,7 +321,7 @@ import ToolTestSupport
     @Test(
         "another program's SQLite database is refused with its bytes unchanged, by reading and by revoking",
         arguments: [["--list"], ["--revoke", String(repeating: "0", count: 32)]])
-    func foreignDatabase(arguments: [String]) throws {
+    func foreignDatabase(arguments: [String]) async throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
         let path = home.path + "/notes.sqlite3"
@@ -330,7 +331,7 @@ import ToolTestSupport
         chmod(path, 0o600)
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         #expect(before[18] == 1 && before[19] == 1)
-        let run = try home.run(arguments + ["--registry", path])
+        let run = try await home.run(arguments + ["--registry", path])
         #expect(run.status == 1)
         #expect(run.stderr.contains("is an SQLite database of another program"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
@@ -338,30 +339,30 @@ import ToolTestSupport
     }
 
     @Test("a registry from a newer schema version is refused, not changed")
-    func newerRegistry() throws {
+    func newerRegistry() async throws {
         let home = try Home(devices: 1)
         defer { home.remove() }
         let database = try SQLiteDatabase(path: home.registry)
         try database.setUserVersion(RivetDevicePairingStore.schemaVersion + 1)
         database.close()
         let before = try Data(contentsOf: URL(fileURLWithPath: home.registry))
-        let run = try home.run("--list")
+        let run = try await home.run("--list")
         #expect(run.status == 1)
         #expect(run.stderr.contains("newer version"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: home.registry)) == before)
     }
 
     @Test("--help documents every action and --version prints the toolkit version")
-    func helpAndVersion() throws {
+    func helpAndVersion() async throws {
         let home = try Home(devices: 0)
         defer { home.remove() }
-        let help = try home.run("--help")
+        let help = try await home.run("--help")
         #expect(help.status == 0)
         for option in [
             "--list", "--show", "--revoke", "--json", "--registry", "--open", "--confirm", "--code", "--scope", "--sessions",
             "--connect", "--device-name", "--application-id", "--credential",
         ] { #expect(help.stdout.contains(option)) }
-        #expect(try home.run("--version").stdout == "rivet-pair 0.1.0\n")
+        #expect(try await home.run("--version").stdout == "rivet-pair 0.1.0\n")
     }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }

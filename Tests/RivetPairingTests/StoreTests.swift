@@ -370,7 +370,10 @@ import Testing
     }
 }
 
-@Suite struct StoreProcessTests {
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite(.serialized) struct StoreProcessTests {
     /// Two processes write the registry at once; every device of both arrives with its scopes.
     @Test func twoProcessesWritingConcurrentlyLoseNothing() async throws {
         let dir = try TemporaryDirectory()

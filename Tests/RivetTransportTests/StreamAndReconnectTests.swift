@@ -171,6 +171,9 @@ func openSession(_ server: TestServer, configuration: RivetClientConfiguration =
                 while (try? session.stream.read(maxCount: 100, deadline: deadline(.seconds(30))))?.isEmpty == false {}
             }
         }
+        // Stopped on every path: leaving the scope awaits `stop`, which ends only with the client's
+        // loop, so a check that throws first would otherwise wait forever.
+        defer { client.stop() }
         // The server ends the first two sessions; the client comes back each time.
         for index in 0..<2 {
             let (_, stream) = try await server.handler.stream(index)
@@ -195,6 +198,9 @@ func openSession(_ server: TestServer, configuration: RivetClientConfiguration =
                 while (try? session.stream.read(maxCount: 100, deadline: deadline(.seconds(30))))?.isEmpty == false {}
             }
         }
+        // Stopped on every path: leaving the scope awaits `stop`, which ends only with the client's
+        // loop, so a check that throws first would otherwise wait forever.
+        defer { client.stop() }
         let (_, stream) = try await server.handler.stream(0)
         let revoker = RivetDeviceRevoker(store: server.store) { _ in stream.close() }
         try await revoker.revoke(credential.deviceID)

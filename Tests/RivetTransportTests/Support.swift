@@ -72,7 +72,7 @@ final class RecordingHandler: RivetSessionHandler {
     var endedCount: Int { ended.withLock { $0.count } }
 
     /// The server side of the `index`-th session, waiting for it to start.
-    func stream(_ index: Int, timeout: Duration = .seconds(10)) async throws -> (RivetSessionContext, RivetAuthenticatedStream) {
+    func stream(_ index: Int, timeout: Duration = .seconds(30)) async throws -> (RivetSessionContext, RivetAuthenticatedStream) {
         guard await eventually(timeout: timeout, { startedCount > index }) else { throw TestFailure("session \(index) never started") }
         return started.withLock { $0[index] }
     }

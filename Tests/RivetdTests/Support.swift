@@ -113,16 +113,14 @@ final class Spawned: Sendable {
     }
 
     func signal(_ number: Int32) {
-        if status.withLock({ $0 }) == nil { kill(pid, number) }
+        if poll() == nil { kill(pid, number) }
     }
 
     /// The exit status (128 + signal for a signal), reaping the process once it ended.
     func poll() -> Int32? {
         status.withLock { status in
             if let status { return status }
-            var raw: Int32 = 0
-            guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
-            status = exitStatus(fromWaitStatus: raw)
+            status = ChildExits.status(of: pid)
             return status
         }
     }
@@ -142,11 +140,7 @@ final class Spawned: Sendable {
 
     deinit {
         closeStdin()
-        if poll() == nil {
-            kill(pid, SIGKILL)
-            var raw: Int32 = 0
-            waitpid(pid, &raw, 0)
-        }
+        if poll() == nil { kill(pid, SIGKILL) }
     }
 }
 

@@ -32,7 +32,10 @@ private final class LockHolder: Sendable {
     }
 }
 
-@Suite struct ConcurrencyTests {
+/// One test at a time: Swift Testing reads an exit test's output and back channel with blocking
+/// reads on threads of Swift's cooperative pool (two on a two-core machine) until the child
+/// exits, so several exit tests at once stalled every other test of a parallel `swift test`.
+@Suite(.serialized) struct ConcurrencyTests {
     @Test func writerWaitsForALockHeldShorterThanItsBusyTimeout() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("busy.db")

@@ -102,13 +102,10 @@ func spawn(
     }
 }
 
-/// Waits for the child `pid` and returns its exit status (128 + signal when a signal ended it).
+/// Waits for the child `pid` (started by ``spawn(_:environment:inherit:actions:)``) and returns
+/// its exit status (128 + signal when a signal ended it).
 public func reapExitStatus(_ pid: pid_t) -> Int32 {
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 {
-        if errno != EINTR { return -1 }
-    }
-    return exitStatus(fromWaitStatus: status)
+    ChildExits.wait(for: pid) ?? -1
 }
 
 /// A running program whose stdout is read line by line as it arrives (for tools that stream

@@ -46,6 +46,9 @@ public enum LoopbackHTTPStep: Sendable {
     case pause(Duration)
     /// Waits until the server stops, sending nothing more.
     case hangUntilStopped
+    /// Waits until `condition` holds (checked every 10 ms; cut short when the server stops):
+    /// for a test that must do something before the response goes on, whatever the load.
+    case waitUntil(@Sendable () -> Bool)
     /// Closes the connection gracefully (FIN) now, whatever was announced.
     case close
     /// Aborts the connection (RST, via `SO_LINGER` 0) now.

@@ -271,6 +271,10 @@ final class ServerCore: Sendable {
             case .hangUntilStopped:
                 _ = waitForStop(milliseconds: -1)
                 return .stopped
+            case .waitUntil(let condition):
+                while !condition() {
+                    if waitForStop(milliseconds: 10) { return .stopped }
+                }
             case .close:
                 stream.close()
                 return .completed

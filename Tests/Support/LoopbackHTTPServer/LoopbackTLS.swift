@@ -1,4 +1,5 @@
 import Foundation
+import ToolTestSupport
 import Glibc
 import OpenSSLKit
 
@@ -21,20 +22,22 @@ public final class LoopbackTLSIdentity: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
         self.directory = directory.path
         certificatePath = directory.appendingPathComponent("cert.pem").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-            "-keyout", "key.pem", "-out", "cert.pem", "-days", "1", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-        ]
-        process.currentDirectoryURL = directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw LoopbackHTTPServerError("openssl req -x509 failed with status \(process.terminationStatus)")
+        // Through ToolTestSupport's spawn, not Foundation's Process: Process.run on this toolchain
+        // can crash reading /proc/self/fd past its buffer (swift-corelibs-foundation #5472), which
+        // parallel tests that spawn a lot make likely.
+        let run: ToolRun
+        do {
+            run = try ToolProcess.runProgram(at: "/usr/bin/openssl", [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", directory.appendingPathComponent("key.pem").path,
+                "-out", directory.appendingPathComponent("cert.pem").path, "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1",
+            ])
+        } catch {
+            throw LoopbackHTTPServerError("openssl req -x509 failed: \(error)")
+        }
+        guard run.status == 0 else {
+            throw LoopbackHTTPServerError("openssl req -x509 failed with status \(run.status): \(run.stderr)")
         }
         do {
             let keyPEM = try String(contentsOf: directory.appendingPathComponent("key.pem"), encoding: .utf8)

@@ -46,6 +46,20 @@ public enum ToolProcess {
         try execute(path(of: tool), arguments, environment: environment, stdin: stdin, timeout: timeout).run
     }
 
+    /// ``run(_:_:environment:stdin:timeout:)`` on a thread of its own: the wait then holds none of
+    /// the few threads of Swift's cooperative pool, which every other test running meanwhile needs.
+    public static func runOffPool(
+        _ tool: String, _ arguments: [String], environment: [String: String], stdin: [UInt8] = [],
+        timeout: Duration = .seconds(60)
+    ) async throws -> ToolRun {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result { try run(tool, arguments, environment: environment, stdin: stdin, timeout: timeout) })
+            }.start()
+        }
+    }
+
     /// Runs the program at `executable` (such as `/usr/bin/openssl`) with `arguments`, as
     /// ``run(_:_:environment:stdin:timeout:)`` runs a tool, but with this process's environment
     /// unless `environment` is given. Throws `ToolProcessError` when it cannot start, or when it
@@ -84,26 +98,16 @@ public enum ToolProcess {
 
         let pid = try spawnProcess([executable] + arguments, environment: environment, actions: &actions)
 
-        let deadline = ContinuousClock.now + timeout
-        var status: Int32 = 0
         var timedOut = false
-        while true {
-            let done = waitpid(pid, &status, WNOHANG)
-            if done == pid { break }
-            if done < 0 && errno != EINTR {
-                throw ToolProcessError(description: "waitpid failed: \(String(cString: strerror(errno)))")
-            }
-            if ContinuousClock.now > deadline {
-                timedOut = true
-                kill(pid, SIGKILL)
-                _ = waitpid(pid, &status, 0)
-                break
-            }
-            usleep(2_000)
+        var status = ChildExits.wait(for: pid, timeout: timeout)
+        if status == nil {
+            timedOut = true
+            kill(pid, SIGKILL)
+            status = ChildExits.wait(for: pid)
         }
         let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         let err = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-        return (ToolRun(status: exitStatus(fromWaitStatus: status), stdout: out, stderr: err), timedOut)
+        return (ToolRun(status: status ?? -1, stdout: out, stderr: err), timedOut)
     }
 
     /// A fresh private directory for one test's state, removed by `remove()`.
