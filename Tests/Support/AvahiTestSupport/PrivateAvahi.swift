@@ -32,7 +32,7 @@ public struct PrivateAvahi: Sendable {
     public var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": busAddress] }
 
     /// The PID of the avahi-daemon running now, or nil when it is stopped.
-    public var daemonPID: pid_t? { readPID("avahi.pid").flatMap { alive($0, "avahi-daemon") ? $0 : nil } }
+    public var daemonPID: pid_t? { readPID("avahi.pid").flatMap { ours($0, "avahi.pid") ? $0 : nil } }
 
     /// Attaches to a fixture started by ``start()`` (in this or another process).
     public init(directory: String) {
@@ -100,7 +100,7 @@ public struct PrivateAvahi: Sendable {
     /// it dies at once) and waits until it is gone, at most 5 s.
     public func stopDaemon(signal number: Int32 = SIGTERM) throws {
         guard let pid = readPID("avahi.pid") else { return }
-        if alive(pid, "avahi-daemon") { kill(pid, number) }
+        if ours(pid, "avahi.pid") { kill(pid, number) }
         let deadline = ContinuousClock.now + .seconds(5)
         while alive(pid, nil), ContinuousClock.now < deadline {
             usleep(20_000)
@@ -132,8 +132,8 @@ public struct PrivateAvahi: Sendable {
     /// Stops the daemon and the bus (each only if it is still the process this fixture started)
     /// and removes the directory. Never throws; safe to call twice.
     public func stop() {
-        for (file, command) in [("avahi.pid", "avahi-daemon"), ("bus.pid", "dbus-daemon")] {
-            guard let pid = readPID(file), alive(pid, command) else { continue }
+        for file in ["avahi.pid", "bus.pid"] {
+            guard let pid = readPID(file), ours(pid, file) else { continue }
             kill(pid, SIGKILL)
             let deadline = ContinuousClock.now + .seconds(2)
             while alive(pid, nil), ContinuousClock.now < deadline {
@@ -170,6 +170,30 @@ public struct PrivateAvahi: Sendable {
     private func readPID(_ file: String) -> pid_t? {
         guard let text = try? String(contentsOfFile: directory + "/" + file, encoding: .utf8) else { return nil }
         return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Whether `pid`, read from `file`, is still the daemon this fixture started. The name alone
+    /// does not say so: PIDs wrap (at 32768 here), so an abandoned fixture's PID can come to name
+    /// the machine's own avahi-daemon or system bus. This fixture's avahi-daemon runs in a
+    /// network namespace of its own and its bus names the fixture's directory on its command
+    /// line; the machine's daemons do neither.
+    private func ours(_ pid: pid_t, _ file: String) -> Bool {
+        switch file {
+        case "avahi.pid":
+            guard alive(pid, "avahi-daemon"), let theirs = networkNamespace(of: "\(pid)"),
+                let mine = networkNamespace(of: "self")
+            else { return false }
+            return theirs != mine
+        default:
+            guard alive(pid, "dbus-daemon"),
+                let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
+            else { return false }
+            return String(decoding: commandLine, as: UTF8.self).contains("--config-file=\(directory)/bus.conf")
+        }
+    }
+
+    private func networkNamespace(of process: String) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process)/ns/net")
     }
 
     private func writePID(_ pid: pid_t, _ file: String) throws {
