@@ -18,6 +18,14 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// ``onThread(_:)``, also returning the instant `body` returned, read on its thread. A check of
+/// how long something took uses it: the awaiting task can resume seconds later when a parallel
+/// `swift test` keeps every thread of the cooperative pool busy (Swift Testing's exit tests
+/// block them while their children run), and that delay is not the code under test's.
+func onThreadEnding<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> (T, ContinuousClock.Instant) {
+    try await onThread { (try body(), ContinuousClock.now) }
+}
+
 /// Runs blocking work on its own thread so tests never block Swift's cooperative pool.
 func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
