@@ -168,7 +168,8 @@ import ToolTestSupport
             let failure = await call.result
             let elapsed = ContinuousClock.now - started
             #expect(response["sessions_closed"]?.integer == 1)
-            #expect(elapsed < .milliseconds(100), "the call failed \(elapsed) after the revocation started")
+            // A failure, not the slow answer (a result after 5 s), shows the revocation ended the call.
+            #expect(elapsed < .milliseconds(100) + schedulingSlack, "the call failed \(elapsed) after the revocation started")
             #expect(throws: RivetDeviceError.connectionClosed) { try failure.get() }
             if case .failure(let error) = failure { #expect("\(error)".contains("rivet.revoked")) }
             await session.close()
