@@ -210,17 +210,17 @@ let package = Package(
         .testTarget(
             name: "RastrilloTests", dependencies: ["TestSupport", "Rastrillo", "RastrilloHTTP", "RastrilloCore", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
         .testTarget(
-            name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles"],
+            name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles", "ToolTestSupport"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "RivetPairingTests", dependencies: ["TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "SystemKit"],
             resources: [.copy("Fixtures")]),
-        .testTarget(name: "RivetWireTests", dependencies: ["RivetWire"]),
+        .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice"]),
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
-        .testTarget(name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "Backoff", "fuzz-sse"]),
+        .testTarget(name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "Backoff", "fuzz-sse", "ToolTestSupport"]),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [

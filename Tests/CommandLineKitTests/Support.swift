@@ -1,6 +1,7 @@
 import CommandLineKit
 import Foundation
 import Testing
+import ToolTestSupport
 
 /// Specs shaped like the real tools, used by every test.
 enum FixtureSpecs {
@@ -111,31 +112,11 @@ struct ProcessOutput {
 func run(_ executable: String, _ arguments: [String], environment: [String: String]? = nil)
     throws -> ProcessOutput
 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    // Read both to the end before waiting so a full pipe cannot block the child.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var errData = Data()
-    group.enter()
-    DispatchQueue.global().async {
-        errData = err.fileHandleForReading.readDataToEndOfFile()
-        group.leave()
-    }
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    group.wait()
-    process.waitUntilExit()
-    return ProcessOutput(
-        status: process.terminationStatus,
-        standardOutput: String(decoding: outData, as: UTF8.self),
-        standardError: String(decoding: errData, as: UTF8.self))
+    // Not Foundation's Process: its run() can crash while other threads open and close
+    // descriptors (swift-corelibs-foundation #5472), which a parallel swift test does.
+    let run = try ToolProcess.runProgram(
+        at: executable, arguments, environment: environment ?? ProcessInfo.processInfo.environment)
+    return ProcessOutput(status: run.status, standardOutput: run.stdout, standardError: run.stderr)
 }
 
 /// Compares `actual` with the golden file at `relativePath` under Fixtures; with

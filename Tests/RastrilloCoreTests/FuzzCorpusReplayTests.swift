@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ToolTestSupport
 
 /// Runs `fuzz-sse` built without -DFUZZING: it replays its seed corpus (and every input the
 /// fuzzer found) through the differential checks and must exit 0.
@@ -11,15 +12,10 @@ import Testing
         {
             directory = directory.deletingLastPathComponent()
         }
-        let process = Process()
-        process.executableURL = directory.appendingPathComponent("fuzz-sse")
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        // Not Foundation's Process, whose run() can crash in a parallel swift test.
+        let run = try ToolProcess.runProgram(at: directory.appendingPathComponent("fuzz-sse").path, [])
+        let text = run.stdout + run.stderr
+        #expect(run.status == 0, "\(text)")
         #expect(text.hasPrefix("fuzz-sse: replayed "))
         let count = Int(text.split(separator: " ")[2]) ?? 0
         #expect(count >= 437)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ToolTestSupport
 
 @Suite struct SExprFuzzCorpusReplayTests {
     @Test func sexprCorpusReplaysCleanly() throws {
@@ -7,15 +8,10 @@ import Testing
         while !FileManager.default.fileExists(atPath: directory.appendingPathComponent("fuzz-sexpr").path), directory.path != "/" {
             directory = directory.deletingLastPathComponent()
         }
-        let process = Process()
-        process.executableURL = directory.appendingPathComponent("fuzz-sexpr")
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        // Not Foundation's Process, whose run() can crash in a parallel swift test.
+        let run = try ToolProcess.runProgram(at: directory.appendingPathComponent("fuzz-sexpr").path, [])
+        let text = run.stdout + run.stderr
+        #expect(run.status == 0)
         #expect(text.hasPrefix("fuzz-sexpr: replayed "))
     }
 }

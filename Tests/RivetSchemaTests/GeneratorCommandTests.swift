@@ -137,16 +137,10 @@ let scoreboard = try! String(
     func usageErrorsExitTwo(_ arguments: [String], _ message: String) throws {
         let tool = try Generator()
         defer { tool.remove() }
-        let process = Process()
-        process.executableURL = Generator.executable
-        process.arguments = arguments
-        let err = Pipe()
-        process.standardError = err
-        try process.run()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 2)
-        #expect(stderr == message + " (see 'rivet-generate --help')\n")
+        // Not Foundation's Process, whose run() can crash in a parallel swift test.
+        let run = try ToolProcess.runProgram(at: Generator.executable.path, arguments)
+        #expect(run.status == 2)
+        #expect(run.stderr == message + " (see 'rivet-generate --help')\n")
     }
 
     @Test func helpAndVersionExitZero() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ToolTestSupport
 
 /// Runs a fuzz target built without -DFUZZING: it replays its seed corpus (every golden vector,
 /// valid and invalid, plus anything the fuzzer found) and must exit 0.
@@ -8,15 +9,9 @@ func replayFuzzCorpus(_ target: String) throws -> (status: Int32, output: String
     while !FileManager.default.fileExists(atPath: directory.appendingPathComponent(target).path), directory.path != "/" {
         directory = directory.deletingLastPathComponent()
     }
-    let process = Process()
-    process.executableURL = directory.appendingPathComponent(target)
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return (process.terminationStatus, text)
+    // Not Foundation's Process, whose run() can crash in a parallel swift test.
+    let run = try ToolProcess.runProgram(at: directory.appendingPathComponent(target).path, [])
+    return (run.status, run.stdout + run.stderr)
 }
 
 @Suite struct FuzzCorpusReplayTests {
