@@ -406,7 +406,7 @@ def main():
         samples = soak.run()
         integrity = soak.integrity()
     finally:
-        if soak.__dict__.get("rivetd") and soak.rivetd.poll() is None:
+        if getattr(soak, "rivetd", None) and soak.rivetd.poll() is None:
             soak.rivetd.kill()
         network.remove()
         if args.keep:

@@ -172,24 +172,26 @@ public struct PrivateAvahi: Sendable {
         return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    /// Whether `pid`, read from `file`, is still the daemon this fixture started. The name alone
-    /// does not say so: PIDs wrap (at 32768 here), so an abandoned fixture's PID can come to name
-    /// the machine's own avahi-daemon or system bus. This fixture's avahi-daemon runs in a
-    /// network namespace of its own and its bus names the fixture's directory on its command
-    /// line; the machine's daemons do neither.
+    /// Whether `pid`, read from `file` ("avahi.pid" or "bus.pid"), is still the daemon this
+    /// fixture started. The name alone does not say so: PIDs wrap (at 32768 here), so an
+    /// abandoned fixture's PID can come to name the machine's own avahi-daemon or system bus.
     private func ours(_ pid: pid_t, _ file: String) -> Bool {
-        switch file {
-        case "avahi.pid":
-            guard alive(pid, "avahi-daemon"), let theirs = networkNamespace(of: "\(pid)"),
-                let mine = networkNamespace(of: "self")
-            else { return false }
-            return theirs != mine
-        default:
-            guard alive(pid, "dbus-daemon"),
-                let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
-            else { return false }
-            return String(decoding: commandLine, as: UTF8.self).contains("--config-file=\(directory)/bus.conf")
-        }
+        file == "avahi.pid" ? isOurDaemon(pid) : isOurBus(pid)
+    }
+
+    /// This fixture's avahi-daemon runs in a network namespace of its own; the machine's does not.
+    private func isOurDaemon(_ pid: pid_t) -> Bool {
+        guard alive(pid, "avahi-daemon"), let theirs = networkNamespace(of: "\(pid)"),
+            let mine = networkNamespace(of: "self")
+        else { return false }
+        return theirs != mine
+    }
+
+    /// This fixture's bus names the fixture's directory on its command line.
+    private func isOurBus(_ pid: pid_t) -> Bool {
+        guard alive(pid, "dbus-daemon"), let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
+        else { return false }
+        return String(decoding: commandLine, as: UTF8.self).contains("--config-file=\(directory)/bus.conf")
     }
 
     private func networkNamespace(of process: String) -> String? {
