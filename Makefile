@@ -57,8 +57,16 @@ build:
 
 # The tests include installing the release build into a temporary prefix, so build first.
 # They run one at a time: many check deadlines, which a loaded two-core machine would distort.
+# A failed run ends with its failing tests listed again, so the tail of a long log names them.
 check: build
-	$(SWIFT) test --no-parallel
+	@log="$${TMPDIR:-/tmp}/rivet-check.$$$$.log"; \
+	( $(SWIFT) test --no-parallel; echo "$$?" > "$$log.status" ) 2>&1 | tee "$$log"; \
+	status=$$(cat "$$log.status"); \
+	if [ "$$status" != 0 ]; then \
+		echo "== make check: the test run failed (status $$status); its failures:"; \
+		grep -a -E '✘|error:|fatal error|Fatal error|Crash|signal [0-9]+' "$$log" | grep -a -v '✘ Test run with' | head -60; \
+	fi; \
+	rm -f "$$log" "$$log.status"; exit "$$status"
 
 install:
 	@for tool in $(TOOLS); do \
