@@ -192,6 +192,38 @@ public struct EventStreamAssembler: Sendable {
                 eventBytes += count
                 if count > limits.maxLineBytes || eventBytes > limits.maxEventBytes { return eventStart }
                 if line[0] == UInt8(ascii: ":") { continue }
+                if count >= 8 {
+                    // The field names that matter, with their colon, read from the line's first
+                    // eight bytes at once (the first byte in the low bits).
+                    let word = UInt64(littleEndian: UnsafeRawPointer(line).loadUnaligned(as: UInt64.self))
+                    let colon: Int
+                    if word & 0xFF_FFFF_FFFF == Self.dataColon {
+                        colon = 4
+                    } else if word & 0xFF_FFFF == Self.idColon {
+                        colon = 2
+                    } else if word & 0xFFFF_FFFF_FFFF == Self.eventColon {
+                        colon = 5
+                    } else if word & 0xFFFF_FFFF_FFFF == Self.retryColon {
+                        return eventStart
+                    } else {
+                        colon = -1
+                    }
+                    if colon >= 0 {
+                        let space = word >> UInt64(8 * (colon + 1)) & 0xFF == 0x20 ? 1 : 0
+                        let valueStart = colon + 1 + space
+                        let value = UnsafeBufferPointer(start: line + valueStart, count: count - valueStart)
+                        switch colon {
+                        case 4:
+                            if data != nil { return eventStart }
+                            data = value
+                        case 5:
+                            type = value
+                        default:
+                            if !Self.containsNUL(value) { id = value }
+                        }
+                        continue
+                    }
+                }
                 var colon = 0
                 while colon < count, colon <= 5, line[colon] != UInt8(ascii: ":") { colon += 1 }
                 if colon > 5 { continue }
@@ -226,6 +258,12 @@ public struct EventStreamAssembler: Sendable {
         }
         return eventStart
     }
+
+    /// `data:`, `id:`, `event:` and `retry:` as little-endian words (first byte lowest).
+    private static let dataColon: UInt64 = 0x3A_61_74_61_64
+    private static let idColon: UInt64 = 0x3A_64_69
+    private static let eventColon: UInt64 = 0x3A_74_6E_65_76_65
+    private static let retryColon: UInt64 = 0x3A_79_72_74_65_72
 
     /// Ends the stream: an event without its blank line is discarded, its `id` included;
     /// ``lastEventID`` and ``reconnectionTime`` are kept for the next connection.
