@@ -146,6 +146,125 @@ public struct EventStreamAssembler: Sendable {
         }
     }
 
+    /// True when no field of an event is held: no data, no type, no `id` since the last
+    /// dispatch.
+    var isAtEventStart: Bool {
+        let fields = storage.fields.pointee
+        return fields.data.isEmpty && fields.type.isEmpty && !fields.idSeen
+    }
+
+    /// The fast path of ``EventStreamParser/appendBytes(_:onEvent:)``: takes whole events from
+    /// `base[start..<end]`, whose lines all end in LF, as the splitter and ``consumeUnique(_:onEvent:)``
+    /// would line by line, but without copying a field: `onEvent` gets the event's data and type
+    /// where they are in the input. Call it only when the splitter ``EventStreamLineSplitter/isAtEventStart``
+    /// and this assembler ``isAtEventStart``, after ``makeUnique()``.
+    ///
+    /// It stops at the start of the first event it does not take, leaving it to the line-by-line
+    /// path, which gives the same result: an event whose blank line is not before `end`, one
+    /// with a `retry` field or more than one `data` field, or one with a line or sum of lines
+    /// over `limits` (the line-by-line path throws the bound's error).
+    /// - Returns: the index where it stopped.
+    @inline(__always)
+    mutating func consumeWholeEvents(
+        _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, limits: EventStreamLimits,
+        onEvent: (_ type: UnsafeBufferPointer<UInt8>, _ data: UnsafeBufferPointer<UInt8>, _ id: UnsafeBufferPointer<UInt8>) -> Void
+    ) -> Int {
+        guard let base = bytes.baseAddress else { return start }
+        let fields = storage.fields
+        var eventStart = start
+        // The value of the last `id` field committed here, where it is in the input: copied to
+        // the committed ID buffer once, on return, not per event.
+        var committedHere: UnsafeBufferPointer<UInt8>?
+        defer { if let committedHere { fields.pointee.committedID.set(committedHere) } }
+        events: while eventStart < end {
+            var index = eventStart
+            var eventBytes = 0
+            var data: UnsafeBufferPointer<UInt8>?
+            var type = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
+            var id: UnsafeBufferPointer<UInt8>?
+            while true {
+                let lineEnd = EventStreamLineSplitter.findLF(in: bytes, from: index, to: end)
+                guard lineEnd < end else { return eventStart }
+                let line = base + index
+                let count = lineEnd - index
+                index = lineEnd + 1
+                if count == 0 { break }
+                eventBytes += count
+                if count > limits.maxLineBytes || eventBytes > limits.maxEventBytes { return eventStart }
+                if line[0] == UInt8(ascii: ":") { continue }
+                if count >= 8 {
+                    // The field names that matter, with their colon, read from the line's first
+                    // eight bytes at once (the first byte in the low bits).
+                    let word = UInt64(littleEndian: UnsafeRawPointer(line).loadUnaligned(as: UInt64.self))
+                    let colon: Int
+                    if word & 0xFF_FFFF_FFFF == Self.dataColon {
+                        colon = 4
+                    } else if word & 0xFF_FFFF == Self.idColon {
+                        colon = 2
+                    } else if word & 0xFFFF_FFFF_FFFF == Self.eventColon {
+                        colon = 5
+                    } else if word & 0xFFFF_FFFF_FFFF == Self.retryColon {
+                        return eventStart
+                    } else {
+                        colon = -1
+                    }
+                    if colon >= 0 {
+                        let space = word >> UInt64(8 * (colon + 1)) & 0xFF == 0x20 ? 1 : 0
+                        let valueStart = colon + 1 + space
+                        let value = UnsafeBufferPointer(start: line + valueStart, count: count - valueStart)
+                        switch colon {
+                        case 4:
+                            if data != nil { return eventStart }
+                            data = value
+                        case 5:
+                            type = value
+                        default:
+                            if !Self.containsNUL(value) { id = value }
+                        }
+                        continue
+                    }
+                }
+                var colon = 0
+                while colon < count, colon <= 5, line[colon] != UInt8(ascii: ":") { colon += 1 }
+                if colon > 5 { continue }
+                var valueStart = Swift.min(colon + 1, count)
+                if valueStart < count, line[valueStart] == UInt8(ascii: " ") { valueStart += 1 }
+                let value = UnsafeBufferPointer(start: line + valueStart, count: count - valueStart)
+                switch colon {
+                case 4 where Self.name(line, is: "data"):
+                    if data != nil { return eventStart }
+                    data = value
+                case 5 where Self.name(line, is: "event"):
+                    type = value
+                case 2 where Self.name(line, is: "id"):
+                    if !Self.containsNUL(value) { id = value }
+                case 5 where Self.name(line, is: "retry"):
+                    return eventStart
+                default:
+                    continue
+                }
+            }
+            // The blank line: what ``dispatch(_:_:)`` does with the fields gathered.
+            eventStart = index
+            if let id { committedHere = id }
+            guard let data else { continue events }
+            let committed = committedHere ?? fields.pointee.committedID.bytes
+            if type.isEmpty {
+                let message: StaticString = "message"
+                message.withUTF8Buffer { onEvent($0, data, committed) }
+            } else {
+                onEvent(type, data, committed)
+            }
+        }
+        return eventStart
+    }
+
+    /// `data:`, `id:`, `event:` and `retry:` as little-endian words (first byte lowest).
+    private static let dataColon: UInt64 = 0x3A_61_74_61_64
+    private static let idColon: UInt64 = 0x3A_64_69
+    private static let eventColon: UInt64 = 0x3A_74_6E_65_76_65
+    private static let retryColon: UInt64 = 0x3A_79_72_74_65_72
+
     /// Ends the stream: an event without its blank line is discarded, its `id` included;
     /// ``lastEventID`` and ``reconnectionTime`` are kept for the next connection.
     /// - Returns: true when an unfinished event was discarded.

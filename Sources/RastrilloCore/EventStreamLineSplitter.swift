@@ -79,13 +79,41 @@ public struct EventStreamLineSplitter: Sendable {
     ) throws(EventStreamError) {
         if let failure { throw failure }
         do throws(EventStreamError) {
-            try split(chunk, onLine: onLine)
+            _ = try split(chunk, stopAfterBlankLine: false, onLine: onLine)
         } catch {
             failure = error
             line = []
             bomMatched = 0
             throw error
         }
+    }
+
+    /// Splits `chunk` like ``appendBytes(_:onLine:)`` but, when `stopAfterBlankLine`, returns
+    /// right after the first blank line it hands out.
+    /// - Returns: how many bytes of `chunk` it consumed (all of them unless it stopped).
+    /// - Throws: as ``appendBytes(_:onLine:)``.
+    @inline(__always)
+    mutating func appendBytes(
+        _ chunk: UnsafeBufferPointer<UInt8>, stopAfterBlankLine: Bool, onLine: (UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(EventStreamError) -> Int {
+        if let failure { throw failure }
+        do throws(EventStreamError) {
+            return try split(chunk, stopAfterBlankLine: stopAfterBlankLine, onLine: onLine)
+        } catch {
+            failure = error
+            line = []
+            bomMatched = 0
+            throw error
+        }
+    }
+
+    /// True when the splitter stands at the start of a line that starts an event, with nothing
+    /// held: no failure, no unfinished line or byte order mark, no CR whose LF may follow, the
+    /// leading byte order mark settled, and no line bytes counted since the last blank line. A
+    /// caller may then take whole LF-ended lines itself (``EventStreamParser``'s fast path), as
+    /// long as it enforces ``limits`` the same way.
+    var isAtEventStart: Bool {
+        failure == nil && line.isEmpty && !afterCR && bomChecked && bomMatched == 0 && eventBytes == 0
     }
 
     /// Ends the stream: discards an unfinished line (the standard never applies bytes that no
@@ -100,8 +128,8 @@ public struct EventStreamLineSplitter: Sendable {
     }
 
     private mutating func split(
-        _ bytes: UnsafeBufferPointer<UInt8>, onLine: (UnsafeBufferPointer<UInt8>) -> Void
-    ) throws(EventStreamError) {
+        _ bytes: UnsafeBufferPointer<UInt8>, stopAfterBlankLine: Bool, onLine: (UnsafeBufferPointer<UInt8>) -> Void
+    ) throws(EventStreamError) -> Int {
         var index = 0
         let count = bytes.count
         // The first CR at or after `index` (or `count`): found once and reused while `index`
@@ -136,7 +164,7 @@ public struct EventStreamLineSplitter: Sendable {
             let piece = UnsafeBufferPointer(rebasing: bytes[index..<end])
             guard end < count else {
                 if !piece.isEmpty { try take(piece) }
-                return
+                return count
             }
             afterCR = bytes[end] == Self.cr
             index = end + 1
@@ -144,6 +172,7 @@ public struct EventStreamLineSplitter: Sendable {
                 // The whole line is in this chunk: hand it out without buffering it.
                 try check(piece.count)
                 emit(piece, onLine)
+                if stopAfterBlankLine, piece.isEmpty { return index }
             } else {
                 if !piece.isEmpty { try take(piece) }
                 var buffered: [UInt8] = []
@@ -155,13 +184,14 @@ public struct EventStreamLineSplitter: Sendable {
                 }
             }
         }
+        return count
     }
 
     /// The index of the first LF in `bytes[start..<end]`, or `end`. Short lines (blank lines
     /// above all) are common, so the first 16 bytes are searched inline, a word at a time, before
     /// handing the rest to memchr.
     @inline(__always)
-    private static func findLF(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
+    static func findLF(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
         guard let base = bytes.baseAddress else { return end }
         var index = start
         let inlineEnd = Swift.min(end, start + 16)
@@ -181,7 +211,7 @@ public struct EventStreamLineSplitter: Sendable {
     }
 
     /// The index of the first `byte` in `bytes[start..<end]`, or `end`.
-    private static func find(_ byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
+    static func find(_ byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
         guard start < end, let base = bytes.baseAddress else { return end }
         guard let found = memchr(base + start, Int32(byte), end - start) else { return end }
         return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))

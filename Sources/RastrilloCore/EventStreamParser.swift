@@ -47,8 +47,30 @@ public struct EventStreamParser: Sendable {
         onEvent: (_ type: UnsafeBufferPointer<UInt8>, _ data: UnsafeBufferPointer<UInt8>, _ id: UnsafeBufferPointer<UInt8>) -> Void
     ) throws(EventStreamError) {
         assembler.makeUnique()
+        let count = chunk.count
+        guard count > 0 else {
+            try splitter.appendBytes(chunk) { _ in }
+            return
+        }
+        // Whole events of LF-ended lines go through the assembler's fast path; the line-by-line
+        // path takes everything else (CRs, lines split across chunks, the byte order mark, an
+        // event it declines), up to the next blank line, where the fast path may resume.
+        var index = 0
+        // The first CR at or after `index` (or `count`), found once and reused while `index`
+        // stays before it.
+        var nextCR = -1
         try withUnsafeMutablePointer(to: &assembler) { assembler throws(EventStreamError) in
-            try splitter.appendBytes(chunk) { line in assembler.pointee.consumeUnique(line, onEvent: onEvent) }
+            while index < count {
+                if splitter.isAtEventStart, assembler.pointee.isAtEventStart {
+                    if nextCR < index { nextCR = EventStreamLineSplitter.find(0x0D, in: chunk, from: index, to: count) }
+                    index = assembler.pointee.consumeWholeEvents(
+                        chunk, from: index, to: nextCR, limits: splitter.limits, onEvent: onEvent)
+                    if index == count { return }
+                }
+                index += try splitter.appendBytes(
+                    UnsafeBufferPointer(rebasing: chunk[index...]), stopAfterBlankLine: true
+                ) { line in assembler.pointee.consumeUnique(line, onEvent: onEvent) }
+            }
         }
     }
 

@@ -244,8 +244,9 @@ enum JSONByteWriter {
 
     /// Escapes ASCII `bytes` (as ``appendEscaped(_:to:stopAtNonASCII:)`` does) to `start`, which
     /// has room for 6 bytes per input byte plus 16; returns the end, or nil at a byte that is not
-    /// ASCII. Bytes go in blocks copied as they are and kept when none needs escaping; the last
-    /// block of a field overlaps the one before rather than read past the field.
+    /// ASCII. Bytes go in blocks copied as they are and kept when none needs escaping, two
+    /// blocks to a test while both are plain; the last block of a field overlaps the one before
+    /// rather than read past the field.
     @inline(__always)
     private static func escapeASCII(
         _ bytes: UnsafeBufferPointer<UInt8>, to start: UnsafeMutablePointer<UInt8>
@@ -257,6 +258,17 @@ enum JSONByteWriter {
         var end = start
         // True while the output so far is the input copied as is, so a block may overlap it.
         var verbatim = true
+        // Thirty-two bytes at a time while both blocks need nothing: one test for the two.
+        while index + 32 <= count {
+            let first = UnsafeRawPointer(source + index).loadUnaligned(as: SIMD2<UInt64>.self)
+            let second = UnsafeRawPointer(source + index + 16).loadUnaligned(as: SIMD2<UInt64>.self)
+            let flags = attentionFlags(first) | attentionFlags(second)
+            guard flags[0] | flags[1] == 0 else { break }
+            UnsafeMutableRawPointer(end).storeBytes(of: first, as: SIMD2<UInt64>.self)
+            UnsafeMutableRawPointer(end + 16).storeBytes(of: second, as: SIMD2<UInt64>.self)
+            end += 32
+            index += 32
+        }
         while index < count {
             // The last block ends at the field's end, overlapping bytes already written.
             let blockStart = Swift.min(index, count - 16)
@@ -346,6 +358,14 @@ enum JSONByteWriter {
     /// or above 0x7F); the test of ``needsAttention(_:)`` on two words at once.
     @inline(__always)
     private static func isPlain(_ block: SIMD2<UInt64>) -> Bool {
+        let flags = attentionFlags(block)
+        return flags[0] | flags[1] == 0
+    }
+
+    /// The high bit of each of the sixteen bytes that needs escaping or decoding, as
+    /// ``isPlain(_:)`` tests them (any set bit means "not plain").
+    @inline(__always)
+    private static func attentionFlags(_ block: SIMD2<UInt64>) -> SIMD2<UInt64> {
         let ones = SIMD2<UInt64>(repeating: 0x0101_0101_0101_0101)
         let highs = SIMD2<UInt64>(repeating: 0x8080_8080_8080_8080)
         let quote = block ^ (ones &* 0x22)
@@ -353,8 +373,7 @@ enum JSONByteWriter {
         let below20 = (block &- ones &* 0x20) & ~block
         let isQuote = (quote &- ones) & ~quote
         let isBackslash = (backslash &- ones) & ~backslash
-        let flags = (below20 | isQuote | isBackslash | block) & highs
-        return flags[0] | flags[1] == 0
+        return (below20 | isQuote | isBackslash | block) & highs
     }
 
     /// Literal text, as is.

@@ -151,6 +151,77 @@ import Testing
         }
     }
 
+    /// LF-ended events of every shape the parser's fast path takes whole or declines (a second
+    /// `data` field, `retry`), after a first event (the byte order mark check keeps the first
+    /// line on the line-by-line path).
+    static let lfStream = Array(
+        ("data: first\n\n:comment\nid: 1\nevent: tick\ndata:  two spaces\nunknown: x\n\n"
+            + "id: x\u{0}y\ndata\n\nid\nevent:\ndata: empty id\n\nid: 2\n\nevent: a\nevent\ndata: b\n\n"
+            + "data: one\ndata: two\n\nretry: 40\ndata: r\n\nidd: 3\ndat: x\ndata: caf\u{E9}\n\n"
+            + "data: \"quoted\" \\ \t\n\n: only a comment\n\nid: 4\ndata: unfinished").utf8)
+
+    @Test func theFastPathGivesTheLineByLinePathsEventsAtEveryCut() throws {
+        var reference = EventStreamParser(lastEventID: "0")
+        var events: [ServerSentEvent] = []
+        try reference.append(Self.lfStream) { events.append($0) }
+        let discarded = reference.finish()
+        #expect(events.count == 9)
+        #expect(events[1] == ServerSentEvent(type: "tick", data: " two spaces", id: "1"))
+        #expect(events[3] == ServerSentEvent(type: "message", data: "empty id", id: ""))
+        #expect(events[5] == ServerSentEvent(type: "message", data: "one\ntwo", id: "2"))
+        #expect(reference.reconnectionTime == .milliseconds(40))
+        #expect(discarded)
+        for cut in 0...Self.lfStream.count {
+            for second in [cut, min(cut + 13, Self.lfStream.count)] {
+                let chunks = [
+                    Array(Self.lfStream[..<cut]), Array(Self.lfStream[cut..<second]), Array(Self.lfStream[second...]),
+                ]
+                let result = try parserBytePath(chunks)
+                #expect(result.events == events, "cuts at \(cut), \(second)")
+                #expect(result.parser.lastEventID == reference.lastEventID)
+                #expect(result.parser.reconnectionTime == reference.reconnectionTime)
+                #expect(result.discarded == discarded)
+            }
+        }
+    }
+
+    @Test func boundsHoldOnTheFastPath() throws {
+        let limits = try EventStreamLimits(maxLineBytes: 16, maxEventBytes: 24)
+        let first = Array("data:x\n\n".utf8)
+        let atBound = first + Array("data:56789abcdef\nevent:78\n\n".utf8)
+        let overLine = first + Array("data:56789abcdefg\n\n".utf8)
+        let overEvent = first + Array("data:56789abcdef\nevent:789\n\n".utf8)
+        for cut in 0...overEvent.count {
+            for (input, expected) in [(atBound, nil), (overLine, EventStreamError.lineTooLong), (overEvent, .eventTooLarge)] {
+                guard cut <= input.count else { continue }
+                var caught: EventStreamError?
+                var events: [ServerSentEvent] = []
+                var parser = EventStreamParser(limits: limits, lastEventID: "0")
+                do {
+                    for chunk in [Array(input[..<cut]), Array(input[cut...])] {
+                        try chunk.withUnsafeBufferPointer { buffer throws(EventStreamError) in
+                            try parser.appendBytes(buffer) { type, data, id in
+                                events.append(
+                                    ServerSentEvent(
+                                        type: String(decoding: type, as: UTF8.self),
+                                        data: String(decoding: data, as: UTF8.self), id: String(decoding: id, as: UTF8.self)))
+                            }
+                        }
+                    }
+                } catch {
+                    caught = error
+                }
+                #expect(caught == expected, "cut at \(cut) of \(input.count)")
+                let firstEvent = ServerSentEvent(data: "x", id: "0")
+                if expected == nil {
+                    #expect(events == [firstEvent, ServerSentEvent(type: "78", data: "56789abcdef", id: "0")])
+                } else {
+                    #expect(events == [firstEvent])
+                }
+            }
+        }
+    }
+
     @Test func linesOfEveryShortLengthSplitAtEveryChunkSize() throws {
         // Lines of 0 to 40 bytes around the inline search's 8- and 16-byte steps, with each
         // terminator, against lines known by construction.

@@ -52,9 +52,9 @@ import Testing
     }
 
     @Test func everyFieldLengthAndEscapePositionMatchesJSONEncoder() throws {
-        // Lengths around the 4-, 8- and 16-byte blocks, with one byte needing escape (or not
-        // ASCII) at every position.
-        for length in 0...40 {
+        // Lengths around the 4-, 8- and 16-byte blocks and the 32-byte steps (two of them and a
+        // tail), with one byte needing escape (or not ASCII) at every position.
+        for length in 0...72 {
             let plain = (0..<length).map { UInt8(0x41 + $0 % 26) }
             #expect(
                 eventLine(type: plain, data: plain, id: plain)
