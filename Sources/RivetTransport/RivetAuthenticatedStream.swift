@@ -344,7 +344,6 @@ struct ByteQueue {
 /// connection.
 package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore) -> String {
     let chunk = 16 * 1024
-    var buffer = [UInt8](repeating: 0, count: chunk)
     var socketWritable = true
     while true {
         var state = core.snapshot()
@@ -354,22 +353,24 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
             return "closed by the application"
         }
         if state.wantRead {
+            // The read buffer lives only while reading: an idle stream holds none.
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+            defer { buffer.deallocate() }
             var room = core.incomingRoom
             while room > 0 {
                 let count = min(room, chunk)
-                let result: Result<Int, TLSError> = buffer.withUnsafeMutableBytes { raw in
-                    do throws(TLSError) {
-                        return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[..<count]), deadline: .now))
-                    } catch {
-                        return .failure(error)
-                    }
+                let result: Result<Int, TLSError>
+                do throws(TLSError) {
+                    result = .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), deadline: .now))
+                } catch {
+                    result = .failure(error)
                 }
                 switch result {
                 case .success(0):
                     core.receivedCloseNotify()
                     room = 0
                 case .success(let read):
-                    buffer.withUnsafeBytes { core.received(UnsafeRawBufferPointer(rebasing: $0[..<read])) }
+                    core.received(UnsafeRawBufferPointer(rebasing: buffer[..<read]))
                     room -= read
                 case .failure(let error) where error == .timedOut:
                     room = 0
