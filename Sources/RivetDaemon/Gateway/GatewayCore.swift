@@ -364,7 +364,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             case .send(let frame, let id):
                 guard let link = links[id] else { continue }
                 if let bytes = encode(frame) {
-                    if link.enqueue(bytes, counted: true) { gateway.outgoingDrained(id, byteCount: bytes.count) }
+                    if link.enqueue(bytes, counted: true, core: self) { gateway.outgoingDrained(id, byteCount: bytes.count) }
                 } else {
                     perform(gateway.closeSession(id, reason: .protocolViolation))
                 }
