@@ -153,6 +153,10 @@ package final class StreamCore: @unchecked Sendable {
     private var closeRequested = false
     private var aborted = false
     private var finished = false
+    /// Held around every call into the TLS connection, by the I/O thread and by a writer that
+    /// sends directly; `connection` is read and written only under it.
+    let connectionLock = Monitor()
+    private var connection: TLSConnection?
     private var receiver: (@Sendable (RivetStreamInput) -> Void)?
     /// True once the receiver was given its final input.
     private var receiverEnded = false
@@ -194,6 +198,13 @@ package final class StreamCore: @unchecked Sendable {
             while offset < bytes.count {
                 if closeRequested || aborted || finished { return .failure(failure ?? .closed) }
                 if let failure { return .failure(failure) }
+                // Nothing queued and the I/O thread not in the connection: send what the socket
+                // takes now from this thread, sparing the I/O thread a wake-up; the rest (from
+                // where a half-sent record starts) is queued below.
+                if outgoing.isEmpty {
+                    offset += sendDirectly(bytes, from: offset)
+                    if offset == bytes.count { break }
+                }
                 let room = configuration.outgoingLimit - outgoing.count
                 let remaining = bytes.count - offset
                 if atomic ? room >= remaining : room > 0 {
@@ -214,6 +225,24 @@ package final class StreamCore: @unchecked Sendable {
             return .success(())
         }
         try result.get()
+    }
+
+    /// Sends from `bytes[offset...]` what the socket takes without waiting, if the connection
+    /// is free now; how many bytes went out. Call under the monitor with nothing queued.
+    private func sendDirectly(_ bytes: [UInt8], from offset: Int) -> Int {
+        connectionLock.withLockIfFree { () -> Int in
+            guard let connection else { return 0 }
+            return bytes.withUnsafeBytes { raw in
+                // A failure is final for the connection: the I/O thread meets it next.
+                (try? connection.writeAvailable(UnsafeRawBufferPointer(rebasing: raw[offset...]))) ?? 0
+            }
+        } ?? 0
+    }
+
+    /// Lets writers send on `connection` directly (under `connectionLock`) while the I/O
+    /// thread runs; nil ends that.
+    func attach(_ connection: TLSConnection?) {
+        connectionLock.withLock { self.connection = connection }
     }
 
     func flush(deadline: ContinuousClock.Instant) throws(RivetStreamError) {
@@ -404,17 +433,21 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
     let chunk = 16 * 1024
     var socketWritable = true
     var socketReadable = true
+    core.attach(connection)
+    // The connection is closed once this returns: no writer may touch it from then on.
+    defer { core.attach(nil) }
+    let lock = core.connectionLock
     while true {
         core.deliverKept()
         var state = core.snapshot()
         if state.aborted { return "the stream was aborted" }
         if state.closeRequested && state.outgoing == 0 {
-            try? connection.shutdown(deadline: .now + .seconds(1))
+            lock.withLock { try? connection.shutdown(deadline: .now + .seconds(1)) }
             return "closed by the application"
         }
         // Reading when poll did not report the socket readable only finds it empty, unless
         // OpenSSL already holds bytes.
-        if state.wantRead && (socketReadable || connection.hasBufferedBytes) {
+        if state.wantRead && (socketReadable || lock.withLock({ connection.hasBufferedBytes })) {
             // The read buffer lives only while reading: an idle stream holds none.
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
             defer { buffer.deallocate() }
@@ -422,10 +455,12 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
             while room > 0 {
                 let count = min(room, chunk)
                 let result: Result<Int, TLSError>
-                do throws(TLSError) {
-                    result = .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), deadline: .now))
-                } catch {
-                    result = .failure(error)
+                result = lock.withLock {
+                    do throws(TLSError) {
+                        return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), deadline: .now))
+                    } catch {
+                        return .failure(error)
+                    }
                 }
                 switch result {
                 case .success(0):
@@ -445,8 +480,15 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
         }
         if state.outgoing > 0 && socketWritable {
             let bytes = core.peekOutgoing(chunk)
+            let written: Result<Void, TLSError> = lock.withLock {
+                do throws(TLSError) {
+                    return .success(try connection.write(bytes, deadline: .now + core.configuration.writeTimeout))
+                } catch {
+                    return .failure(error)
+                }
+            }
             do throws(TLSError) {
-                try connection.write(bytes, deadline: .now + core.configuration.writeTimeout)
+                try written.get()
                 core.sent(bytes.count)
             } catch {
                 core.fail(.failed.with("the stream's connection failed: \(error.message)"))
@@ -456,7 +498,7 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
         state = core.snapshot()
         if state.aborted || (state.closeRequested && state.outgoing == 0) { continue }
         // Bytes OpenSSL already holds never make the socket readable: read them before waiting.
-        if state.wantRead && connection.hasBufferedBytes { continue }
+        if state.wantRead && lock.withLock({ connection.hasBufferedBytes }) { continue }
         var events: Int16 = 0
         if state.wantRead { events |= Int16(POLLIN) }
         if state.outgoing > 0 { events |= Int16(POLLOUT) }
