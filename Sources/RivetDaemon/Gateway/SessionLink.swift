@@ -39,6 +39,8 @@ final class SessionLink: @unchecked Sendable {
     /// How long one attempt to queue a frame into the stream waits before the writer checks
     /// whether the session is closing.
     static let writeSlice: Duration = .milliseconds(200)
+    /// Queued frames up to this many bytes together are flushed in one write.
+    static let flushBatchBytes = 64 * 1024
 
     init(id: RivetDeviceGatewaySession.ID, context: RivetSessionContext, stream: RivetAuthenticatedStream, hello: [UInt8]) {
         self.id = id
@@ -97,6 +99,55 @@ final class SessionLink: @unchecked Sendable {
         }
         if needWriter { startWriter(core: core) }
         return written
+    }
+
+    /// Queues encoded frame bytes for `flush` (which the caller runs once it released the core's
+    /// lock); false, and nothing queued, once the session is closing.
+    func enqueueForFlush(_ bytes: [UInt8], counted: Bool) -> Bool {
+        monitor.withLock {
+            guard !closing else { return false }
+            outbox.append(bytes, counted: counted)
+            return true
+        }
+    }
+
+    /// Moves the queued frames into the stream, in order, all of them in one write when they
+    /// fit, outside the core's lock; returns the bytes of the counted ones (for
+    /// `outgoingDrained`). When the stream has no room, a writer thread takes over. Does
+    /// nothing while a writer runs or before the start (they write the queue themselves).
+    func flush(core: GatewayCore) -> Int {
+        let (drained, needWriter): (Int, Bool) = monitor.withLock {
+            guard opened, !writerRunning, !closing, !outbox.isEmpty else { return (0, false) }
+            var counted = 0
+            // Several small frames go out as one write (one TLS record, one send).
+            if outbox.count > 1 && outbox.byteCount <= Self.flushBatchBytes {
+                let entries = outbox.queued
+                do throws(RivetStreamError) {
+                    try stream.write(Array(entries.map(\.bytes).joined()), deadline: .now)
+                    counted = entries.reduce(0) { $0 + ($1.counted ? $1.bytes.count : 0) }
+                    outbox.removeAll()
+                    return (counted, false)
+                } catch {
+                    // No room for all (nothing was queued): the writer waits for room.
+                    writerRunning = true
+                    return (0, true)
+                }
+            }
+            while let entry = outbox.firstEntry {
+                do throws(RivetStreamError) {
+                    try stream.write(entry.bytes, deadline: .now)
+                } catch {
+                    // No room (or a failed stream, which the writer finds): the writer waits.
+                    writerRunning = true
+                    return (counted, true)
+                }
+                outbox.removeFirst()
+                if entry.counted { counted += entry.bytes.count }
+            }
+            return (counted, false)
+        }
+        if needWriter { startWriter(core: core) }
+        return drained
     }
 
     /// Closes the session: drops the queue, writes `farewell` (best effort), closes the stream.
