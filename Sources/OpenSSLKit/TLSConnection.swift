@@ -199,6 +199,38 @@ public final class TLSConnection {
         }
     }
 
+    /// Encrypts and sends as much of `buffer` as the socket takes now, without waiting; returns
+    /// how many bytes went out in whole records. When that is less than `buffer.count`, OpenSSL
+    /// may hold the next record half sent: the next `write` must then start with the bytes
+    /// from the returned count on (at least 16 KiB of them, or all that remain), as
+    /// `SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER` allows at another address.
+    ///
+    /// Throws what `write(_:deadline:)` throws except `.timedOut`; any failure is final.
+    public func writeAvailable(_ buffer: UnsafeRawBufferPointer) throws(TLSError) -> Int {
+        let ssl = try requireEstablished()
+        if sentCloseNotify { throw TLSError.invalidState.with("cannot write after shutdown(deadline:) sent close_notify") }
+        var offset = 0
+        while offset < buffer.count {
+            ERR_clear_error()
+            socket.lastErrno = 0
+            let written = SSL_write(ssl, buffer.baseAddress! + offset, Int32(clamping: buffer.count - offset))
+            if written > 0 {
+                offset += Int(written)
+                continue
+            }
+            let reason = SSL_get_error(ssl, written)
+            if reason == SSL_ERROR_WANT_WRITE || reason == SSL_ERROR_WANT_READ {
+                ERR_clear_error()
+                return offset
+            }
+            let error = reason == SSL_ERROR_ZERO_RETURN
+                ? TLSError.closed.with("\(Phase.write.rawValue): the peer sent close_notify") : failure(reason, phase: .write)
+            state = .failed(error)
+            throw error
+        }
+        return offset
+    }
+
     /// Sends close_notify and half-closes the socket for writing; reading may continue until the
     /// peer's close_notify. Does not wait for the peer. Does nothing if the handshake never
     /// completed or close_notify was already sent.

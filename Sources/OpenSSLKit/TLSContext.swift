@@ -1,7 +1,8 @@
 internal import COpenSSL
 
 /// Creates an `SSL_CTX` that speaks TLS 1.3 only, with partial writes enabled (a write loop
-/// feeds it) and no session tickets (nothing is resumed; every handshake verifies the peer).
+/// feeds it) and no session tickets (nothing is resumed; every handshake verifies the peer); a
+/// server's connections release their buffers while idle.
 private func makeTLS13Context(server: Bool) throws(OpenSSLError) -> OpaquePointer {
     ERR_clear_error()
     guard let ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()) else {
@@ -14,7 +15,11 @@ private func makeTLS13Context(server: Bool) throws(OpenSSLError) -> OpaquePointe
         SSL_CTX_free(ctx)
         throw OpenSSLError.operationFailed.with("configuring the TLS 1.3 context failed")
     }
-    _ = copenssl_ssl_ctx_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER))
+    var mode = SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
+    // A server holds many idle connections: their read and write buffers (about 34 KiB each)
+    // go back to the allocator whenever they are empty, and are taken again per record.
+    if server { mode |= SSL_MODE_RELEASE_BUFFERS }
+    _ = copenssl_ssl_ctx_set_mode(ctx, Int(mode))
     return ctx
 }
 

@@ -104,6 +104,10 @@ public final class RivetDaemon: Sendable {
     ///   is stopped again.
     public func start() throws(RivetDaemonError) -> Started {
         signal(SIGPIPE, SIG_IGN)
+        // Every session has a thread, and glibc would give threads up to 8 allocation arenas
+        // per core, each keeping its own free memory: two arenas keep an idle session's memory
+        // about a quarter smaller (bench/rpc) at no cost in calls per second.
+        _ = setMallocOption(mallocArenaMax, 2)
         guard !configuration.backendCommand.isEmpty, !configuration.backendCommand[0].isEmpty else {
             throw RivetDaemonError.invalidConfiguration.with("the backend command is empty")
         }
@@ -379,3 +383,9 @@ private struct ControlHandler: Sendable {
         return scopes
     }
 }
+
+/// glibc's `mallopt` and its `M_ARENA_MAX` (malloc.h), which Swift's Glibc module does not
+/// export.
+@_silgen_name("mallopt")
+private func setMallocOption(_ parameter: Int32, _ value: Int32) -> Int32
+private let mallocArenaMax: Int32 = -8

@@ -649,6 +649,8 @@ struct ConnectionSession {
         if let reason = awaitFirstByte() { return reason }
         while closeReason == nil {
             if let (_, streamCore) = stream {
+                // The handshake and the registry query ran deep; the session mostly waits.
+                ThreadStack.releaseUnusedPages()
                 return runStreamIO(connection: connection, fd: record.fd, core: streamCore)
             }
             let event = nextEvent()

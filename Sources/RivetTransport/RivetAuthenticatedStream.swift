@@ -118,6 +118,26 @@ public final class RivetAuthenticatedStream: Sendable {
 
     /// True once the connection is closed and its I/O thread has finished.
     public var isClosed: Bool { core.isFinished }
+
+    /// Hands what arrives to `receiver` on the stream's I/O thread, in order, instead of keeping
+    /// it for `read` (which must then not be called): the bytes as they are decrypted, then
+    /// exactly one end (`finished` or `ended`). This spares a reader thread and a hand-off per
+    /// read. `receiver` runs on the thread that owns the connection, so it must never block
+    /// (queueing bytes with `write(_:deadline: .now)` is fine); while it runs nothing else is
+    /// read.
+    package func deliverIncoming(to receiver: @escaping @Sendable (RivetStreamInput) -> Void) {
+        core.setReceiver(receiver)
+    }
+}
+
+/// What a stream hands to the receiver given to `deliverIncoming(to:)`.
+package enum RivetStreamInput {
+    /// Decrypted bytes, valid only during the call.
+    case bytes(UnsafeRawBufferPointer)
+    /// The peer sent close_notify after everything before it was delivered. Final.
+    case finished
+    /// The connection failed, or the stream was closed or aborted on this side. Final.
+    case ended(RivetStreamError)
 }
 
 /// The state an authenticated stream's I/O thread shares with the application's threads.
@@ -133,6 +153,13 @@ package final class StreamCore: @unchecked Sendable {
     private var closeRequested = false
     private var aborted = false
     private var finished = false
+    /// Held around every call into the TLS connection, by the I/O thread and by a writer that
+    /// sends directly; `connection` is read and written only under it.
+    let connectionLock = Monitor()
+    private var connection: TLSConnection?
+    private var receiver: (@Sendable (RivetStreamInput) -> Void)?
+    /// True once the receiver was given its final input.
+    private var receiverEnded = false
 
     package init(configuration: RivetStreamConfiguration) throws(SocketFailure) {
         self.configuration = configuration
@@ -171,6 +198,13 @@ package final class StreamCore: @unchecked Sendable {
             while offset < bytes.count {
                 if closeRequested || aborted || finished { return .failure(failure ?? .closed) }
                 if let failure { return .failure(failure) }
+                // Nothing queued and the I/O thread not in the connection: send what the socket
+                // takes now from this thread, sparing the I/O thread a wake-up; the rest (from
+                // where a half-sent record starts) is queued below.
+                if outgoing.isEmpty {
+                    offset += sendDirectly(bytes, from: offset)
+                    if offset == bytes.count { break }
+                }
                 let room = configuration.outgoingLimit - outgoing.count
                 let remaining = bytes.count - offset
                 if atomic ? room >= remaining : room > 0 {
@@ -191,6 +225,24 @@ package final class StreamCore: @unchecked Sendable {
             return .success(())
         }
         try result.get()
+    }
+
+    /// Sends from `bytes[offset...]` what the socket takes without waiting, if the connection
+    /// is free now; how many bytes went out. Call under the monitor with nothing queued.
+    private func sendDirectly(_ bytes: [UInt8], from offset: Int) -> Int {
+        connectionLock.withLockIfFree { () -> Int in
+            guard let connection else { return 0 }
+            return bytes.withUnsafeBytes { raw in
+                // A failure is final for the connection: the I/O thread meets it next.
+                (try? connection.writeAvailable(UnsafeRawBufferPointer(rebasing: raw[offset...]))) ?? 0
+            }
+        } ?? 0
+    }
+
+    /// Lets writers send on `connection` directly (under `connectionLock`) while the I/O
+    /// thread runs; nil ends that.
+    func attach(_ connection: TLSConnection?) {
+        connectionLock.withLock { self.connection = connection }
     }
 
     func flush(deadline: ContinuousClock.Instant) throws(RivetStreamError) {
@@ -236,6 +288,19 @@ package final class StreamCore: @unchecked Sendable {
 
     var isFinished: Bool { monitor.withLock { finished } }
 
+    func setReceiver(_ receiver: @escaping @Sendable (RivetStreamInput) -> Void) {
+        monitor.withLock { self.receiver = receiver }
+        wake.wake()
+    }
+
+    /// The receiver, when it is owed its final input (which the caller then gives it). Call
+    /// under the monitor.
+    private func takeFinalReceiver() -> (@Sendable (RivetStreamInput) -> Void)? {
+        guard let receiver, !receiverEnded else { return nil }
+        receiverEnded = true
+        return receiver
+    }
+
     // MARK: I/O thread side
 
     struct Snapshot {
@@ -256,17 +321,32 @@ package final class StreamCore: @unchecked Sendable {
     var incomingRoom: Int { monitor.withLock { configuration.incomingLimit - incoming.count } }
 
     func received(_ bytes: UnsafeRawBufferPointer) {
-        monitor.withLock {
+        let deliverTo: (@Sendable (RivetStreamInput) -> Void)? = monitor.withLock {
+            if let receiver, !receiverEnded { return receiver }
             incoming.append(bytes)
             monitor.broadcast()
+            return nil
         }
+        deliverTo?(.bytes(bytes))
+    }
+
+    /// Hands bytes kept before a receiver was set to it (I/O thread).
+    func deliverKept() {
+        let kept: (@Sendable (RivetStreamInput) -> Void, [UInt8])? = monitor.withLock {
+            guard let receiver, !receiverEnded, !incoming.isEmpty else { return nil }
+            return (receiver, incoming.take(incoming.count))
+        }
+        if let (deliverTo, bytes) = kept { bytes.withUnsafeBytes { deliverTo(.bytes($0)) } }
     }
 
     func receivedCloseNotify() {
-        monitor.withLock {
+        deliverKept()
+        let deliverTo = monitor.withLock {
             peerFinished = true
             monitor.broadcast()
+            return takeFinalReceiver()
         }
+        deliverTo?(.finished)
     }
 
     func peekOutgoing(_ maxCount: Int) -> [UInt8] {
@@ -281,17 +361,24 @@ package final class StreamCore: @unchecked Sendable {
     }
 
     func fail(_ error: RivetStreamError) {
-        monitor.withLock {
+        let deliverTo = monitor.withLock {
             if failure == nil { failure = error }
             monitor.broadcast()
+            return takeFinalReceiver()
         }
+        deliverTo?(.ended(error))
     }
 
+    /// The connection is closed and its I/O is over; a receiver not yet told gets its end
+    /// (called on the thread that ran the I/O).
     package func markFinished() {
-        monitor.withLock {
+        deliverKept()
+        let (deliverTo, reason) = monitor.withLock {
             finished = true
             monitor.broadcast()
+            return (takeFinalReceiver(), failure ?? .closed)
         }
+        deliverTo?(.ended(reason))
     }
 }
 
@@ -344,22 +431,33 @@ struct ByteQueue {
 /// connection.
 package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore) -> String {
     let chunk = 16 * 1024
-    var buffer = [UInt8](repeating: 0, count: chunk)
     var socketWritable = true
+    var socketReadable = true
+    core.attach(connection)
+    // The connection is closed once this returns: no writer may touch it from then on.
+    defer { core.attach(nil) }
+    let lock = core.connectionLock
     while true {
+        core.deliverKept()
         var state = core.snapshot()
         if state.aborted { return "the stream was aborted" }
         if state.closeRequested && state.outgoing == 0 {
-            try? connection.shutdown(deadline: .now + .seconds(1))
+            lock.withLock { try? connection.shutdown(deadline: .now + .seconds(1)) }
             return "closed by the application"
         }
-        if state.wantRead {
+        // Reading when poll did not report the socket readable only finds it empty, unless
+        // OpenSSL already holds bytes.
+        if state.wantRead && (socketReadable || lock.withLock({ connection.hasBufferedBytes })) {
+            // The read buffer lives only while reading: an idle stream holds none.
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+            defer { buffer.deallocate() }
             var room = core.incomingRoom
             while room > 0 {
                 let count = min(room, chunk)
-                let result: Result<Int, TLSError> = buffer.withUnsafeMutableBytes { raw in
+                let result: Result<Int, TLSError>
+                result = lock.withLock {
                     do throws(TLSError) {
-                        return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: raw[..<count]), deadline: .now))
+                        return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), deadline: .now))
                     } catch {
                         return .failure(error)
                     }
@@ -369,9 +467,10 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
                     core.receivedCloseNotify()
                     room = 0
                 case .success(let read):
-                    buffer.withUnsafeBytes { core.received(UnsafeRawBufferPointer(rebasing: $0[..<read])) }
+                    core.received(UnsafeRawBufferPointer(rebasing: buffer[..<read]))
                     room -= read
                 case .failure(let error) where error == .timedOut:
+                    socketReadable = false
                     room = 0
                 case .failure(let error):
                     core.fail(.failed.with("the stream's connection failed: \(error.message)"))
@@ -381,8 +480,15 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
         }
         if state.outgoing > 0 && socketWritable {
             let bytes = core.peekOutgoing(chunk)
+            let written: Result<Void, TLSError> = lock.withLock {
+                do throws(TLSError) {
+                    return .success(try connection.write(bytes, deadline: .now + core.configuration.writeTimeout))
+                } catch {
+                    return .failure(error)
+                }
+            }
             do throws(TLSError) {
-                try connection.write(bytes, deadline: .now + core.configuration.writeTimeout)
+                try written.get()
                 core.sent(bytes.count)
             } catch {
                 core.fail(.failed.with("the stream's connection failed: \(error.message)"))
@@ -392,7 +498,7 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
         state = core.snapshot()
         if state.aborted || (state.closeRequested && state.outgoing == 0) { continue }
         // Bytes OpenSSL already holds never make the socket readable: read them before waiting.
-        if state.wantRead && connection.hasBufferedBytes { continue }
+        if state.wantRead && lock.withLock({ connection.hasBufferedBytes }) { continue }
         var events: Int16 = 0
         if state.wantRead { events |= Int16(POLLIN) }
         if state.outgoing > 0 { events |= Int16(POLLOUT) }
@@ -407,5 +513,6 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
         }
         if descriptors[1].revents != 0 { core.wake.drain() }
         socketWritable = descriptors[0].revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 || state.outgoing == 0
+        socketReadable = descriptors[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 || !state.wantRead
     }
 }

@@ -262,6 +262,7 @@ package final class WakePipe: Sendable {
     /// Empties the pipe.
     package func drain() {
         var buffer = [UInt8](repeating: 0, count: 64)
-        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) > 0 {}
+        // A read that returns less than it asked for emptied the pipe.
+        while buffer.withUnsafeMutableBytes({ read(readFD, $0.baseAddress, $0.count) }) == buffer.count {}
     }
 }

@@ -32,6 +32,14 @@ package final class Monitor: @unchecked Sendable {
         return try body()
     }
 
+    /// Runs `body` holding the mutex if it is free now; nil (without running it) if another
+    /// thread holds it.
+    package func withLockIfFree<T>(_ body: () throws -> T) rethrows -> T? {
+        guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
     /// Waits for `broadcast()` or `deadline` (nil waits without limit); call only inside
     /// `withLock`. Returns false once the deadline has passed. Wakes may be spurious: callers
     /// loop on their own condition.

@@ -41,8 +41,8 @@ struct BackendExit: Sendable, Equatable, CustomStringConvertible {
 
 /// What a backend process reports to its owner, each from one of its threads.
 struct BackendCallbacks: Sendable {
-    /// A frame decoded from the backend's stdout (after its hello).
-    let frame: @Sendable (UInt64, RVT1Frame) -> Void
+    /// The frames decoded from one read of the backend's stdout (after its hello), in order.
+    let frames: @Sendable (UInt64, [RVT1Frame]) -> Void
     /// The backend's stdout ended: cleanly (nil) or inside or across the RVT1 rules.
     let streamEnded: @Sendable (UInt64, RVT1Error?) -> Void
     /// One line the backend wrote to stderr.
@@ -265,15 +265,19 @@ final class BackendProcess: @unchecked Sendable {
                 break
             }
             decoder.append(buffer[0..<count])
+            // Every frame of one read goes to the core at once: one pass under its lock.
+            var frames: [RVT1Frame] = []
             while true {
                 do throws(RVT1Error) {
                     guard let frame = try decoder.next() else { break }
-                    callbacks.frame(generation, frame)
+                    frames.append(frame)
                 } catch {
                     failure = error
-                    break reading
+                    break
                 }
             }
+            if !frames.isEmpty { callbacks.frames(generation, frames) }
+            if failure != nil { break reading }
         }
         close(stdoutFD)
         callbacks.streamEnded(generation, failure)

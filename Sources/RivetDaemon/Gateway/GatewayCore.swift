@@ -33,6 +33,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     /// revocation is refused here, so no session outlives the revocation. (Revoked IDs never
     /// come back: a device pairing again gets a new one.)
     private var revokedDevices: Set<DeviceID> = []
+    /// While true, `perform` queues frames for sessions in their links and notes the links in
+    /// `toFlush`; the caller writes them into the streams once it has released the lock.
+    private var deferSends = false
+    private var toFlush: [SessionLink] = []
 
     private var backend: BackendProcess?
     private var backendGeneration: UInt64 = 0
@@ -138,7 +142,28 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     // MARK: Session threads
 
     func deviceFrame(_ frame: RVT1Frame, from id: RivetDeviceGatewaySession.ID) {
-        monitor.withLock { perform(gateway.receive(frame, from: id)) }
+        let flushing = monitor.withLock {
+            deferringSends { perform(gateway.receive(frame, from: id)) }
+        }
+        flush(flushing)
+    }
+
+    /// Runs `body` (under the lock) with sends deferred; returns the links to flush.
+    private func deferringSends(_ body: () -> Void) -> [SessionLink] {
+        deferSends = true
+        body()
+        deferSends = false
+        defer { toFlush.removeAll(keepingCapacity: true) }
+        return toFlush
+    }
+
+    /// Writes what `perform` queued in each link into its stream, outside the lock (a send
+    /// syscall under it would hold up every other session), and reports what went out.
+    private func flush(_ flushing: [SessionLink]) {
+        for link in flushing {
+            let drained = link.flush(core: self)
+            if drained > 0 { monitor.withLock { gateway.outgoingDrained(link.id, byteCount: drained) } }
+        }
     }
 
     /// The device's bytes broke RVT1: tell it the RVT1 code and close the session.
@@ -225,7 +250,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     private func spawnBackend() throws(RivetDaemonError) -> BackendProcess {
         backendGeneration += 1
         let callbacks = BackendCallbacks(
-            frame: { [weak self] generation, frame in self?.backendFrame(generation, frame) },
+            frames: { [weak self] generation, frames in self?.backendFrames(generation, frames) },
             streamEnded: { [weak self] generation, error in self?.backendStreamEnded(generation, error) },
             stderrLine: { [weak self] _, line in self?.log.info("backend: \(line)") },
             exited: { [weak self] generation, exit in self?.backendExited(generation, exit) })
@@ -237,11 +262,14 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
         return process
     }
 
-    private func backendFrame(_ generation: UInt64, _ frame: RVT1Frame) {
-        monitor.withLock {
-            guard backend?.generation == generation else { return }
-            perform(gateway.receiveFromBackend(frame))
+    private func backendFrames(_ generation: UInt64, _ frames: [RVT1Frame]) {
+        let flushing: [SessionLink] = monitor.withLock {
+            guard backend?.generation == generation else { return [] }
+            return deferringSends {
+                for frame in frames { perform(gateway.receiveFromBackend(frame)) }
+            }
         }
+        flush(flushing)
     }
 
     private func backendStreamEnded(_ generation: UInt64, _ error: RVT1Error?) {
@@ -364,7 +392,13 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             case .send(let frame, let id):
                 guard let link = links[id] else { continue }
                 if let bytes = encode(frame) {
-                    if link.enqueue(bytes, counted: true) { gateway.outgoingDrained(id, byteCount: bytes.count) }
+                    if deferSends {
+                        if link.enqueueForFlush(bytes, counted: true), !toFlush.contains(where: { $0 === link }) {
+                            toFlush.append(link)
+                        }
+                    } else if link.enqueue(bytes, counted: true, core: self) {
+                        gateway.outgoingDrained(id, byteCount: bytes.count)
+                    }
                 } else {
                     perform(gateway.closeSession(id, reason: .protocolViolation))
                 }

@@ -19,6 +19,8 @@ struct FrameQueue {
     var first: [UInt8]? { isEmpty ? nil : entries[head].bytes }
     /// The oldest frame.
     var firstEntry: Entry? { isEmpty ? nil : entries[head] }
+    /// Every queued frame, oldest first.
+    var queued: ArraySlice<Entry> { entries[head...] }
 
     mutating func append(_ bytes: [UInt8], counted: Bool = false) {
         entries.append(Entry(bytes: bytes, counted: counted))
