@@ -98,7 +98,9 @@ public final class AvahiPublisher: Sendable {
 
     /// Announces `service`, replacing what this publisher announced before. Returns once avahi
     /// accepted the service; the state then moves to `.established(name:)` (about 1 s on
-    /// loopback), or to `.collision` and a new name under `.rename`.
+    /// loopback), or to `.collision` and a new name under `.rename`. Replacing withdraws the old
+    /// records first, so a browser may see the instance removed and added again; to change only
+    /// the TXT record in place, use `updateTXT(_:)`.
     /// Throws `AvahiError.invalidTXT` for a TXT entry that is empty or over 255 bytes or a record
     /// over 1300 bytes; `.invalidArgument` for address records without a host name, more than
     /// `AvahiServiceDescription.maxHostAddresses` of them, or one on another interface than the

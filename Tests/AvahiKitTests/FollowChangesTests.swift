@@ -50,7 +50,7 @@ struct FollowChangesTests {
         }
     }
 
-    @Test("followChanges: a TXT update in place and a new port are reported as new resolutions, without removal")
+    @Test("followChanges: a TXT update in place is a new resolution without removal; a new port ends with the instance present at it")
     func reportsChanges() async throws {
         let fixture = try await Fixture(txt: [bytes("k=1")], followChanges: true)
         defer { fixture.close() }
@@ -67,7 +67,12 @@ struct FollowChangesTests {
         try fixture.publisher.publish(moved)
         let relocated = await fixture.resolved { $0.port == 4200 }
         #expect(relocated?.txt == moved.txt, "events: \(fixture.events.all)")
-        #expect(!fixture.events.all.contains(.removed(fixture.instance)), "events: \(fixture.events.all)")
+        // A new port re-registers the service: avahi sends goodbyes and announces it again after
+        // probing (about 1 s). A browser's cache keeps a goodbye's record for 1 s (RFC 6762
+        // §10.1), so on a loaded machine it may report the instance removed and added again;
+        // either way the last word on it is that it is present.
+        let membership = fixture.events.all.filter { $0 == .removed(fixture.instance) || $0 == .added(fixture.instance) }
+        #expect(membership.last == .added(fixture.instance), "events: \(fixture.events.all)")
 
         // The same record again is not a change: nothing new is reported.
         let before = fixture.resolutions.count
