@@ -1,8 +1,8 @@
 internal import COpenSSL
 
 /// Creates an `SSL_CTX` that speaks TLS 1.3 only, with partial writes enabled (a write loop
-/// feeds it) and no session tickets (nothing is resumed; every handshake verifies the peer); a
-/// server's connections release their buffers while idle.
+/// feeds it), read-ahead, and no session tickets (nothing is resumed; every handshake verifies
+/// the peer); a server's connections release their buffers while idle.
 private func makeTLS13Context(server: Bool) throws(OpenSSLError) -> OpaquePointer {
     ERR_clear_error()
     guard let ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method()) else {
@@ -20,6 +20,10 @@ private func makeTLS13Context(server: Bool) throws(OpenSSLError) -> OpaquePointe
     // go back to the allocator whenever they are empty, and are taken again per record.
     if server { mode |= SSL_MODE_RELEASE_BUFFERS }
     _ = copenssl_ssl_ctx_set_mode(ctx, Int(mode))
+    // Read ahead: one recv(2) takes a record's header and body (and whatever follows), where
+    // OpenSSL would otherwise read the 5-byte header and the body apart. What it reads stays in
+    // the connection's buffer (`hasBufferedBytes`).
+    _ = SSL_CTX_ctrl(ctx, SSL_CTRL_SET_READ_AHEAD, 1, nil)
     return ctx
 }
 

@@ -650,7 +650,7 @@ struct ConnectionSession {
         while closeReason == nil {
             if let (_, streamCore) = stream {
                 // The handshake and the registry query ran deep; the session mostly waits.
-                ThreadStack.releaseUnusedPages()
+                ThreadStack.releaseUnusedPages(margin: 4096)
                 return runStreamIO(connection: connection, fd: record.fd, core: streamCore)
             }
             let event = nextEvent()

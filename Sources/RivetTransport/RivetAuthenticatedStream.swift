@@ -469,6 +469,12 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
                 case .success(let read):
                     core.received(UnsafeRawBufferPointer(rebasing: buffer[..<read]))
                     room -= read
+                    // OpenSSL reads ahead: with nothing left in its buffer, the socket was
+                    // most likely emptied too, and poll tells for sure at no extra cost.
+                    if !lock.withLock({ connection.hasBufferedBytes }) {
+                        socketReadable = false
+                        room = 0
+                    }
                 case .failure(let error) where error == .timedOut:
                     socketReadable = false
                     room = 0
