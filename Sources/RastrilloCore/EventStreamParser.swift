@@ -61,14 +61,15 @@ public struct EventStreamParser: Sendable {
         var nextCR = -1
         try withUnsafeMutablePointer(to: &assembler) { assembler throws(EventStreamError) in
             while index < count {
+                if nextCR < index { nextCR = EventStreamLineSplitter.find(0x0D, in: chunk, from: index, to: count) }
                 if splitter.isAtEventStart, assembler.pointee.isAtEventStart {
-                    if nextCR < index { nextCR = EventStreamLineSplitter.find(0x0D, in: chunk, from: index, to: count) }
+                    // It stops before the line that holds `nextCR`, if not sooner.
                     index = assembler.pointee.consumeWholeEvents(
                         chunk, from: index, to: nextCR, limits: splitter.limits, onEvent: onEvent)
                     if index == count { return }
                 }
                 index += try splitter.appendBytes(
-                    UnsafeBufferPointer(rebasing: chunk[index...]), stopAfterBlankLine: true
+                    UnsafeBufferPointer(rebasing: chunk[index...]), stopAfterBlankLine: true, firstCR: nextCR - index
                 ) { line in assembler.pointee.consumeUnique(line, onEvent: onEvent) }
             }
         }
