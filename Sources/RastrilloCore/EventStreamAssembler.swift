@@ -156,13 +156,15 @@ public struct EventStreamAssembler: Sendable {
     /// The fast path of ``EventStreamParser/appendBytes(_:onEvent:)``: takes whole events from
     /// `base[start..<end]`, whose lines all end in LF, as the splitter and ``consumeUnique(_:onEvent:)``
     /// would line by line, but without copying a field: `onEvent` gets the event's data and type
-    /// where they are in the input. Call it only when the splitter ``EventStreamLineSplitter/isAtEventStart``
-    /// and this assembler ``isAtEventStart``, after ``makeUnique()``.
+    /// where they are in the input (the values of several `data` fields are joined in the data
+    /// buffer, as the line-by-line path joins them). Call it only when the splitter
+    /// ``EventStreamLineSplitter/isAtEventStart`` and this assembler ``isAtEventStart``, after
+    /// ``makeUnique()``.
     ///
     /// It stops at the start of the first event it does not take, leaving it to the line-by-line
     /// path, which gives the same result: an event whose blank line is not before `end`, one
-    /// with a `retry` field or more than one `data` field, or one with a line or sum of lines
-    /// over `limits` (the line-by-line path throws the bound's error).
+    /// with a `retry` field, or one with a line or sum of lines over `limits` (the line-by-line
+    /// path throws the bound's error).
     /// - Returns: the index where it stopped.
     @inline(__always)
     mutating func consumeWholeEvents(
@@ -178,19 +180,21 @@ public struct EventStreamAssembler: Sendable {
         defer { if let committedHere { fields.pointee.committedID.set(committedHere) } }
         events: while eventStart < end {
             var index = eventStart
+            // True once a second `data` field joined the values in the data buffer.
+            var joined = false
             var eventBytes = 0
             var data: UnsafeBufferPointer<UInt8>?
             var type = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
             var id: UnsafeBufferPointer<UInt8>?
             while true {
                 let lineEnd = EventStreamLineSplitter.findLF(in: bytes, from: index, to: end)
-                guard lineEnd < end else { return eventStart }
+                guard lineEnd < end else { return Self.decline(eventStart, fields) }
                 let line = base + index
                 let count = lineEnd - index
                 index = lineEnd + 1
                 if count == 0 { break }
                 eventBytes += count
-                if count > limits.maxLineBytes || eventBytes > limits.maxEventBytes { return eventStart }
+                if count > limits.maxLineBytes || eventBytes > limits.maxEventBytes { return Self.decline(eventStart, fields) }
                 if line[0] == UInt8(ascii: ":") { continue }
                 if count >= 8 {
                     // The field names that matter, with their colon, read from the line's first
@@ -204,7 +208,7 @@ public struct EventStreamAssembler: Sendable {
                     } else if word & 0xFFFF_FFFF_FFFF == Self.eventColon {
                         colon = 5
                     } else if word & 0xFFFF_FFFF_FFFF == Self.retryColon {
-                        return eventStart
+                        return Self.decline(eventStart, fields)
                     } else {
                         colon = -1
                     }
@@ -214,8 +218,11 @@ public struct EventStreamAssembler: Sendable {
                         let value = UnsafeBufferPointer(start: line + valueStart, count: count - valueStart)
                         switch colon {
                         case 4:
-                            if data != nil { return eventStart }
-                            data = value
+                            if let first = data {
+                                Self.join(first, value, into: fields, joined: &joined)
+                            } else {
+                                data = value
+                            }
                         case 5:
                             type = value
                         default:
@@ -232,14 +239,17 @@ public struct EventStreamAssembler: Sendable {
                 let value = UnsafeBufferPointer(start: line + valueStart, count: count - valueStart)
                 switch colon {
                 case 4 where Self.name(line, is: "data"):
-                    if data != nil { return eventStart }
-                    data = value
+                    if let first = data {
+                        Self.join(first, value, into: fields, joined: &joined)
+                    } else {
+                        data = value
+                    }
                 case 5 where Self.name(line, is: "event"):
                     type = value
                 case 2 where Self.name(line, is: "id"):
                     if !Self.containsNUL(value) { id = value }
                 case 5 where Self.name(line, is: "retry"):
-                    return eventStart
+                    return Self.decline(eventStart, fields)
                 default:
                     continue
                 }
@@ -247,7 +257,11 @@ public struct EventStreamAssembler: Sendable {
             // The blank line: what ``dispatch(_:_:)`` does with the fields gathered.
             eventStart = index
             if let id { committedHere = id }
-            guard let data else { continue events }
+            guard var data else { continue events }
+            if joined {
+                // Every value in the buffer ends with the LF it appended: drop the last one.
+                data = UnsafeBufferPointer(start: fields.pointee.data.bytes.baseAddress, count: fields.pointee.data.count - 1)
+            }
             let committed = committedHere ?? fields.pointee.committedID.bytes
             if type.isEmpty {
                 let message: StaticString = "message"
@@ -255,8 +269,31 @@ public struct EventStreamAssembler: Sendable {
             } else {
                 onEvent(type, data, committed)
             }
+            if joined { fields.pointee.data.clear(keepingUpTo: Self.keptCapacity) }
         }
         return eventStart
+    }
+
+    /// Declines the event at `eventStart` on the fast path: empties the data buffer, which a
+    /// second `data` field may have started and the line-by-line path must find empty.
+    @inline(__always)
+    private static func decline(_ eventStart: Int, _ fields: UnsafeMutablePointer<AssemblerFields>) -> Int {
+        fields.pointee.data.count = 0
+        return eventStart
+    }
+
+    /// Adds `value`, a second or later `data` value of an event, to the data buffer, with the
+    /// event's first value `first` before it when it is the second: each followed by an LF.
+    @inline(__always)
+    private static func join(
+        _ first: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>,
+        into fields: UnsafeMutablePointer<AssemblerFields>, joined: inout Bool
+    ) {
+        if !joined {
+            fields.pointee.data.append(first, then: 0x0A)
+            joined = true
+        }
+        fields.pointee.data.append(value, then: 0x0A)
     }
 
     /// `data:`, `id:`, `event:` and `retry:` as little-endian words (first byte lowest).

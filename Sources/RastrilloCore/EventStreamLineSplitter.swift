@@ -79,7 +79,7 @@ public struct EventStreamLineSplitter: Sendable {
     ) throws(EventStreamError) {
         if let failure { throw failure }
         do throws(EventStreamError) {
-            _ = try split(chunk, stopAfterBlankLine: false, onLine: onLine)
+            _ = try split(chunk, stopAfterBlankLine: false, firstCR: -1, onLine: onLine)
         } catch {
             failure = error
             line = []
@@ -89,16 +89,20 @@ public struct EventStreamLineSplitter: Sendable {
     }
 
     /// Splits `chunk` like ``appendBytes(_:onLine:)`` but, when `stopAfterBlankLine`, returns
-    /// right after the first blank line it hands out.
+    /// right after the first blank line it hands out. `firstCR` is the index of the first CR
+    /// in `chunk` (`chunk.count` when there is none) if the caller knows it, else -1: a caller
+    /// that stops after each event must pass it, or every call would search the rest of the
+    /// chunk for a CR again.
     /// - Returns: how many bytes of `chunk` it consumed (all of them unless it stopped).
     /// - Throws: as ``appendBytes(_:onLine:)``.
     @inline(__always)
     mutating func appendBytes(
-        _ chunk: UnsafeBufferPointer<UInt8>, stopAfterBlankLine: Bool, onLine: (UnsafeBufferPointer<UInt8>) -> Void
+        _ chunk: UnsafeBufferPointer<UInt8>, stopAfterBlankLine: Bool, firstCR: Int,
+        onLine: (UnsafeBufferPointer<UInt8>) -> Void
     ) throws(EventStreamError) -> Int {
         if let failure { throw failure }
         do throws(EventStreamError) {
-            return try split(chunk, stopAfterBlankLine: stopAfterBlankLine, onLine: onLine)
+            return try split(chunk, stopAfterBlankLine: stopAfterBlankLine, firstCR: firstCR, onLine: onLine)
         } catch {
             failure = error
             line = []
@@ -128,13 +132,14 @@ public struct EventStreamLineSplitter: Sendable {
     }
 
     private mutating func split(
-        _ bytes: UnsafeBufferPointer<UInt8>, stopAfterBlankLine: Bool, onLine: (UnsafeBufferPointer<UInt8>) -> Void
+        _ bytes: UnsafeBufferPointer<UInt8>, stopAfterBlankLine: Bool, firstCR: Int,
+        onLine: (UnsafeBufferPointer<UInt8>) -> Void
     ) throws(EventStreamError) -> Int {
         var index = 0
         let count = bytes.count
         // The first CR at or after `index` (or `count`): found once and reused while `index`
         // stays before it, so lines are located with memchr's vector search.
-        var nextCR = -1
+        var nextCR = firstCR
         while index < count {
             if afterCR {
                 afterCR = false

@@ -59,17 +59,27 @@ public struct EventStreamParser: Sendable {
         // The first CR at or after `index` (or `count`), found once and reused while `index`
         // stays before it.
         var nextCR = -1
+        // True once the line-by-line path took an event; true for the rest of the chunk once the
+        // fast path declined the event right after such an event: a stream whose events it
+        // declines (a `retry` field in each) is then not tried event by event.
+        var tookEventLineByLine = false
+        var restLineByLine = false
         try withUnsafeMutablePointer(to: &assembler) { assembler throws(EventStreamError) in
             while index < count {
-                if splitter.isAtEventStart, assembler.pointee.isAtEventStart {
-                    if nextCR < index { nextCR = EventStreamLineSplitter.find(0x0D, in: chunk, from: index, to: count) }
+                if nextCR < index { nextCR = EventStreamLineSplitter.find(0x0D, in: chunk, from: index, to: count) }
+                if !restLineByLine, splitter.isAtEventStart, assembler.pointee.isAtEventStart {
+                    // It stops before the line that holds `nextCR`, if not sooner.
+                    let start = index
                     index = assembler.pointee.consumeWholeEvents(
                         chunk, from: index, to: nextCR, limits: splitter.limits, onEvent: onEvent)
                     if index == count { return }
+                    restLineByLine = index == start && tookEventLineByLine
                 }
                 index += try splitter.appendBytes(
-                    UnsafeBufferPointer(rebasing: chunk[index...]), stopAfterBlankLine: true
+                    UnsafeBufferPointer(rebasing: chunk[index...]), stopAfterBlankLine: !restLineByLine,
+                    firstCR: nextCR - index
                 ) { line in assembler.pointee.consumeUnique(line, onEvent: onEvent) }
+                tookEventLineByLine = true
             }
         }
     }

@@ -151,25 +151,30 @@ import Testing
         }
     }
 
-    /// LF-ended events of every shape the parser's fast path takes whole or declines (a second
-    /// `data` field, `retry`), after a first event (the byte order mark check keeps the first
-    /// line on the line-by-line path).
+    /// LF-ended events of every shape the parser's fast path takes whole (several `data` fields
+    /// joined included) or declines (`retry`, also after joining `data` fields, and twice in a
+    /// row, which leaves the rest of the chunk to the line-by-line path), after a first event
+    /// (the byte order mark check keeps the first line on the line-by-line path).
     static let lfStream = Array(
         ("data: first\n\n:comment\nid: 1\nevent: tick\ndata:  two spaces\nunknown: x\n\n"
             + "id: x\u{0}y\ndata\n\nid\nevent:\ndata: empty id\n\nid: 2\n\nevent: a\nevent\ndata: b\n\n"
             + "data: one\ndata: two\n\nretry: 40\ndata: r\n\nidd: 3\ndat: x\ndata: caf\u{E9}\n\n"
-            + "data: \"quoted\" \\ \t\n\n: only a comment\n\nid: 4\ndata: unfinished").utf8)
+            + "data: \"quoted\" \\ \t\n\ndata: x\ndata:\ndata: z\n\ndata: p\ndata: q\nretry: 7\n\n"
+            + "retry: 8\ndata: s\n\ndata: after two declined\n\n: only a comment\n\nid: 4\ndata: unfinished").utf8)
 
     @Test func theFastPathGivesTheLineByLinePathsEventsAtEveryCut() throws {
         var reference = EventStreamParser(lastEventID: "0")
         var events: [ServerSentEvent] = []
         try reference.append(Self.lfStream) { events.append($0) }
         let discarded = reference.finish()
-        #expect(events.count == 9)
+        #expect(events.count == 13)
+        #expect(events[12] == ServerSentEvent(type: "message", data: "after two declined", id: "2"))
+        #expect(events[9] == ServerSentEvent(type: "message", data: "x\n\nz", id: "2"))
+        #expect(events[10] == ServerSentEvent(type: "message", data: "p\nq", id: "2"))
         #expect(events[1] == ServerSentEvent(type: "tick", data: " two spaces", id: "1"))
         #expect(events[3] == ServerSentEvent(type: "message", data: "empty id", id: ""))
         #expect(events[5] == ServerSentEvent(type: "message", data: "one\ntwo", id: "2"))
-        #expect(reference.reconnectionTime == .milliseconds(40))
+        #expect(reference.reconnectionTime == .milliseconds(8))
         #expect(discarded)
         for cut in 0...Self.lfStream.count {
             for second in [cut, min(cut + 13, Self.lfStream.count)] {
@@ -191,8 +196,15 @@ import Testing
         let atBound = first + Array("data:56789abcdef\nevent:78\n\n".utf8)
         let overLine = first + Array("data:56789abcdefg\n\n".utf8)
         let overEvent = first + Array("data:56789abcdef\nevent:789\n\n".utf8)
+        let joinedAtBound = first + Array("data:56789abcdef\ndata:567\n\n".utf8)
+        let joinedOverEvent = first + Array("data:56789abcdef\ndata:5678\n\n".utf8)
+        let cases: [([UInt8], EventStreamError?, ServerSentEvent?)] = [
+            (atBound, nil, ServerSentEvent(type: "78", data: "56789abcdef", id: "0")),
+            (joinedAtBound, nil, ServerSentEvent(data: "56789abcdef\n567", id: "0")),
+            (overLine, .lineTooLong, nil), (overEvent, .eventTooLarge, nil), (joinedOverEvent, .eventTooLarge, nil),
+        ]
         for cut in 0...overEvent.count {
-            for (input, expected) in [(atBound, nil), (overLine, EventStreamError.lineTooLong), (overEvent, .eventTooLarge)] {
+            for (input, expected, last) in cases {
                 guard cut <= input.count else { continue }
                 var caught: EventStreamError?
                 var events: [ServerSentEvent] = []
@@ -213,8 +225,8 @@ import Testing
                 }
                 #expect(caught == expected, "cut at \(cut) of \(input.count)")
                 let firstEvent = ServerSentEvent(data: "x", id: "0")
-                if expected == nil {
-                    #expect(events == [firstEvent, ServerSentEvent(type: "78", data: "56789abcdef", id: "0")])
+                if let last {
+                    #expect(events == [firstEvent, last])
                 } else {
                     #expect(events == [firstEvent])
                 }

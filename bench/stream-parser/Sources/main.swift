@@ -38,9 +38,26 @@ func measure(_ name: String, _ block: [UInt8], mebibytes: Int, chunk: Int) {
 }
 
 /// The byte path (`appendBytes`, events as bytes) on bench/stream's stream: 100-byte events of
-/// an `id` and a `data` line, in 256 KiB chunks (rastrillo-stream's receive buffer).
+/// an `id` and a `data` line, in 256 KiB chunks (rastrillo-stream's receive buffer); then two
+/// shapes of 100-byte events the parser's fast path treats differently: two `data` lines of 36
+/// bytes each (joined), and a `retry` line (left to the line-by-line path).
 func measureBytePath(mebibytes: Int) {
-    let event = Array("id: 00000000\ndata: ".utf8) + Array(repeating: UInt8(ascii: "x"), count: 79) + [0x0A, 0x0A]
+    let x = UInt8(ascii: "x")
+    measureBytePath(
+        "100-byte events, LF, 256 KiB chunks, byte path",
+        Array("id: 00000000\ndata: ".utf8) + Array(repeating: x, count: 79) + [0x0A, 0x0A], mebibytes: mebibytes)
+    measureBytePath(
+        "100-byte events of two data lines, byte path",
+        Array("id: 00000000\ndata: ".utf8) + Array(repeating: x, count: 36) + Array("\ndata: ".utf8)
+            + Array(repeating: x, count: 36) + [0x0A, 0x0A], dataPerEvent: 73, mebibytes: mebibytes)
+    measureBytePath(
+        "100-byte events with a retry line, byte path",
+        Array("retry: 1000\ndata: ".utf8) + Array(repeating: x, count: 80) + [0x0A, 0x0A], dataPerEvent: 80,
+        mebibytes: mebibytes)
+}
+
+func measureBytePath(_ name: String, _ event: [UInt8], dataPerEvent: Int = 79, mebibytes: Int) {
+    precondition(event.count == 100)
     var block: [UInt8] = []
     while block.count < 1 << 20 { block += event }
     var parser = EventStreamParser()
@@ -64,11 +81,11 @@ func measureBytePath(mebibytes: Int) {
             }
         }
     }
-    precondition(dataBytes == events * 79)
+    precondition(dataBytes == events * dataPerEvent)
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let mebibytesFed = Double(repetitions * block.count) / Double(1 << 20)
     print(
-        "100-byte events, LF, 256 KiB chunks, byte path: \(Int(mebibytesFed / seconds)) MiB/s,"
+        "\(name): \(Int(mebibytesFed / seconds)) MiB/s,"
             + " \(Int(Double(events) / seconds)) events/s (\(Int(mebibytesFed)) MiB in \(String(Int(seconds * 1000))) ms)")
 }
 
