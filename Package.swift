@@ -2,6 +2,27 @@
 // Rivet & Rastrillo for Linux: a toolkit of small command-line programs over shared libraries.
 import PackageDescription
 
+/// How rastrillo-fetch and rastrillo-download link, for start-up time (bench/fetch) and resident
+/// memory (bench/download): the shim directory links libstdc++ statically when the Swift runtime
+/// is static (see Sources/rastrillo-fetch/StaticLibStdCxx/libstdc++.so), so libstdc++.so is
+/// neither loaded nor relocated nor resident; lld (shipped with the toolchain) packs the image's
+/// relative relocations (DT_RELR, glibc 2.36 and later), so the loader reads a few kilobytes of
+/// them instead of hundreds. The executables stay position-independent, and lld keeps read-only
+/// data out of the executable segment, where the kernel's fault-around would map it with the code.
+/// lld also places the functions the tools run first, in the order bench/link-order recorded
+/// (LinkOrder/symbols.order), so the kernel maps fewer and fuller 64 KiB windows of code.
+var leanToolLinking: [LinkerSetting] {
+    let directory = "\(Context.packageDirectory)/Sources/rastrillo-fetch"
+    return [
+        .unsafeFlags([
+            "-L\(directory)/StaticLibStdCxx",
+            "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+            "-Xlinker", "--symbol-ordering-file=\(directory)/LinkOrder/symbols.order",
+            "-Xlinker", "--no-warn-symbol-ordering",
+        ])
+    ]
+}
+
 let package = Package(
     name: "RivetRastrillo",
     // What other packages may depend on; the tools' executables are products of their own.
@@ -66,23 +87,13 @@ let package = Package(
         .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "SystemKit"]),
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
-            exclude: ["StaticLibStdCxx"],
-            // Start-up cost (bench/fetch): the shim directory links libstdc++ statically when the
-            // Swift runtime is static (see StaticLibStdCxx/libstdc++.so); lld (shipped with the
-            // toolchain) packs the image's relative relocations (DT_RELR, glibc 2.36 and later),
-            // so the loader reads a few kilobytes of them instead of hundreds. The executable stays
-            // position-independent, and lld keeps read-only data out of the executable segment.
-            linkerSettings: [
-                .unsafeFlags([
-                    "-L\(Context.packageDirectory)/Sources/rastrillo-fetch/StaticLibStdCxx",
-                    "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-                ])
-            ]),
+            exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-stream",
             dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "SystemKit", "ToolSpecs"]),
         .executableTarget(
-            name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"]),
+            name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+            linkerSettings: leanToolLinking),
 
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
