@@ -2,7 +2,7 @@
 // Rivet & Rastrillo for Linux: a toolkit of small command-line programs over shared libraries.
 import PackageDescription
 
-/// How rastrillo-fetch and rastrillo-download link, for start-up time (bench/fetch) and resident
+/// How the three HTTP tools link, for start-up time (bench/fetch) and resident
 /// memory (bench/download): the shim directory links libstdc++ statically when the Swift runtime
 /// is static (see Sources/rastrillo-fetch/StaticLibStdCxx/libstdc++.so), so libstdc++.so is
 /// neither loaded nor relocated nor resident; lld (shipped with the toolchain) packs the image's
@@ -90,7 +90,8 @@ let package = Package(
             exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-stream",
-            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "SystemKit", "ToolSpecs"]),
+            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "SystemKit", "ToolSpecs"],
+            linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
             linkerSettings: leanToolLinking),
