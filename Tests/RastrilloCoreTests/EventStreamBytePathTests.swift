@@ -92,6 +92,23 @@ import Testing
 
     /// Events from `chunks` through the parser's byte path, with the parser after `finish()`
     /// and what that discarded.
+    /// Feeds `stream` to the byte path in three pieces, cut at every offset and again `second`
+    /// bytes later (or not), and expects the line-by-line `reference`'s events and state.
+    func expectEveryCut(
+        of stream: [UInt8], second offset: Int, gives events: [ServerSentEvent], as reference: EventStreamParser,
+        discarded: Bool
+    ) throws {
+        for cut in 0...stream.count {
+            for second in [cut, min(cut + offset, stream.count)] {
+                let result = try parserBytePath([Array(stream[..<cut]), Array(stream[cut..<second]), Array(stream[second...])])
+                #expect(result.events == events, "cuts at \(cut), \(second)")
+                #expect(result.parser.lastEventID == reference.lastEventID)
+                #expect(result.parser.reconnectionTime == reference.reconnectionTime)
+                #expect(result.discarded == discarded)
+            }
+        }
+    }
+
     func parserBytePath(_ chunks: [[UInt8]], limits: EventStreamLimits = .standard, lastEventID: String = "0")
         throws(EventStreamError) -> (events: [ServerSentEvent], parser: EventStreamParser, discarded: Bool)
     {
@@ -118,16 +135,7 @@ import Testing
         let discarded = reference.finish()
         #expect(events.count == 5)
         #expect(discarded)
-        for cut in 0...Self.stream.count {
-            for second in [cut, min(cut + 7, Self.stream.count)] {
-                let chunks = [Array(Self.stream[..<cut]), Array(Self.stream[cut..<second]), Array(Self.stream[second...])]
-                let result = try parserBytePath(chunks)
-                #expect(result.events == events, "cuts at \(cut), \(second)")
-                #expect(result.parser.lastEventID == reference.lastEventID)
-                #expect(result.parser.reconnectionTime == reference.reconnectionTime)
-                #expect(result.discarded == discarded)
-            }
-        }
+        try expectEveryCut(of: Self.stream, second: 7, gives: events, as: reference, discarded: discarded)
     }
 
     @Test func boundsHoldOnTheParsersBytePath() throws {
@@ -176,18 +184,7 @@ import Testing
         #expect(events[5] == ServerSentEvent(type: "message", data: "one\ntwo", id: "2"))
         #expect(reference.reconnectionTime == .milliseconds(8))
         #expect(discarded)
-        for cut in 0...Self.lfStream.count {
-            for second in [cut, min(cut + 13, Self.lfStream.count)] {
-                let chunks = [
-                    Array(Self.lfStream[..<cut]), Array(Self.lfStream[cut..<second]), Array(Self.lfStream[second...]),
-                ]
-                let result = try parserBytePath(chunks)
-                #expect(result.events == events, "cuts at \(cut), \(second)")
-                #expect(result.parser.lastEventID == reference.lastEventID)
-                #expect(result.parser.reconnectionTime == reference.reconnectionTime)
-                #expect(result.discarded == discarded)
-            }
-        }
+        try expectEveryCut(of: Self.lfStream, second: 13, gives: events, as: reference, discarded: discarded)
     }
 
     @Test func boundsHoldOnTheFastPath() throws {
