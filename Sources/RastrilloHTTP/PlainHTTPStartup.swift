@@ -1,7 +1,7 @@
 import OpenSSLKit
 
 extension NativeHTTP {
-    /// For a process whose only traffic is this client's requests (a one-request tool): when
+    /// For a process whose only traffic is requests to this client's origin (the HTTP tools): when
     /// the origin is plain `http`, initialises OpenSSL without the start-up work only TLS uses
     /// (`OpenSSLStartup.initializeWithoutTLS()`), which libcurl would otherwise do before the
     /// first transfer. A client never follows a redirect or uses a proxy, so its requests to an

@@ -13,9 +13,6 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(Fa
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
         bar = progress
         let http = client.client()
-        // This one download is the process's only traffic: over plain http, libcurl's start-up
-        // need not set up TLS (bench/download's resident memory).
-        http.skipTLSStartupIfPlain()
         let result = try await http.download(
             client.target, to: destination, headers: client.headers,
             timeout: arguments.integer("timeout").map { .seconds($0) }, computeSHA256: json,

@@ -21,9 +21,6 @@ ToolRunner.main(
             maxBytes: arguments.integer("max-bytes") ?? NativeHTTP.defaultMaxBytes,
             timeout: arguments.integer("timeout").map { .seconds($0) })
         let http = client.client(interruptDescriptor: ToolRunner.interruptDescriptor)
-        // This one request is the process's only traffic: over plain http, libcurl's start-up
-        // need not set up TLS (bench/fetch).
-        http.skipTLSStartupIfPlain()
         let response = try await http.responseDetails(request)
         if arguments.flag("fail") && !response.isSuccess {
             // As curl -f: nothing on stdout, so `rastrillo-fetch -f URL | jq` sees only a success.
