@@ -165,13 +165,26 @@ public final class RivetListener: Sendable {
     ///   - pairing: the pairing host, or nil to refuse every `PairBegin` with `windowClosed`.
     ///   - authenticator: checks resuming devices.
     ///   - handler: receives authenticated streams.
-    public init(
+    public convenience init(
         configuration: Configuration = Configuration(), identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
         authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler
     ) {
+        self.init(
+            configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler,
+            sessionLoop: nil)
+    }
+
+    /// A listener whose sessions run on `sessionLoop`, a started loop its caller owns (and stops
+    /// after `stop()`), so the caller may watch its own descriptors on the same thread; nil
+    /// makes the listener a loop of its own.
+    package init(
+        configuration: Configuration = Configuration(), identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
+        authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler, sessionLoop: StreamEventLoop?
+    ) {
         precondition(configuration.maximumPendingConnections > 0 && configuration.maximumPendingConnectionsPerAddress > 0)
         core = ListenerCore(
-            configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler)
+            configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler,
+            sessionLoop: sessionLoop)
     }
 
     /// Binds `host` and `port` (see `bind`), starts the accept thread, and returns the bound port.
@@ -277,8 +290,10 @@ final class ListenerCore: @unchecked Sendable {
     /// Sessions on the session loop whose end (`sessionEnded` included) has not yet returned.
     private var loopSessions = 0
     /// Drives every authenticated session's connection (made by `bind`, its thread started by
-    /// `startAccepting`, stopped by `stop` once every session ended).
+    /// `startAccepting`, stopped by `stop` once every session ended), unless the creator gave
+    /// one it owns.
     private var sessionLoop: StreamEventLoop?
+    private let givenLoop: StreamEventLoop?
     private var records: [UInt64: ConnectionRecord] = [:]
     private var nextID: UInt64 = 1
     private(set) var boundPortValue: UInt16?
@@ -287,8 +302,9 @@ final class ListenerCore: @unchecked Sendable {
 
     init(
         configuration: RivetListener.Configuration, identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
-        authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler
+        authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler, sessionLoop: StreamEventLoop?
     ) {
+        self.givenLoop = sessionLoop
         self.configuration = configuration
         self.identity = identity
         self.pairing = pairing
@@ -326,7 +342,11 @@ final class ListenerCore: @unchecked Sendable {
         let wake: WakePipe
         do { wake = try WakePipe() } catch { throw RivetListenerError.from(error) }
         let loop: StreamEventLoop
-        do { loop = try StreamEventLoop() } catch { throw RivetListenerError.io(error.errno).with("creating the session loop failed: \(error)") }
+        if let givenLoop {
+            loop = givenLoop
+        } else {
+            do { loop = try StreamEventLoop() } catch { throw RivetListenerError.io(error.errno).with("creating the session loop failed: \(error)") }
+        }
         let result: Result<UInt16, RivetListenerError> = monitor.withLock {
             guard runState == .created else {
                 return .failure(.alreadyStarted.with("the listener was already started; create a new one to listen again"))
@@ -354,7 +374,9 @@ final class ListenerCore: @unchecked Sendable {
             return sessionLoop
         }
         guard let loop else { return }
-        do { try loop.start(name: "rivet.sessions") } catch { fatalError("RivetListener: cannot start the session loop: \(error)") }
+        if givenLoop == nil {
+            do { try loop.start(name: "rivet.sessions") } catch { fatalError("RivetListener: cannot start the session loop: \(error)") }
+        }
         spawn { self.acceptLoop() }
     }
 
@@ -387,7 +409,7 @@ final class ListenerCore: @unchecked Sendable {
             return sessionLoop
         }
         // Every session has ended: nothing is left on the loop.
-        loop?.stop()
+        if givenLoop == nil { loop?.stop() }
     }
 
     private var isStopping: Bool { runState != .running }

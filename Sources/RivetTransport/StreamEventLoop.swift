@@ -20,6 +20,8 @@ package final class StreamEventLoop: @unchecked Sendable {
     private let poll: EventPoll
     private let monitor = Monitor()
     private var scheduled: [StreamLoopWaker] = []
+    /// Watches to add (true) or remove (false) on the loop thread, in order.
+    private var watchChanges: [(StreamLoopWatch, Bool)] = []
     /// True while the loop thread is not blocked in epoll_wait (it looks at `scheduled` before
     /// it blocks again), so a wake-up needs no eventfd write.
     private var awake = true
@@ -30,6 +32,8 @@ package final class StreamEventLoop: @unchecked Sendable {
     private var active: [UInt64: StreamLoopWaker] = [:]
     /// Of those, the ones with a write deadline (loop thread only).
     private var timed: [UInt64: StreamLoopWaker] = [:]
+    /// Descriptors watched for readability, by token (loop thread only).
+    private var watches: [UInt64: StreamLoopWatch] = [:]
 
     /// - Throws: `SystemError` when epoll or the eventfd cannot be made.
     package init() throws(SystemError) {
@@ -76,6 +80,36 @@ package final class StreamEventLoop: @unchecked Sendable {
         schedule(waker)
     }
 
+    /// Watches `fd` (non-blocking) for readability: `readable` runs on the loop thread each time
+    /// it is readable, until it returns false or `unwatch` is called; `removed` then runs there
+    /// once, after `fd` left epoll (the callee closes it), also when the loop stops.
+    package func watch(
+        _ fd: Int32, readable: @escaping @Sendable () -> Bool, removed: @escaping @Sendable () -> Void
+    ) -> StreamLoopWatch {
+        let token = monitor.withLock { () -> UInt64 in
+            nextToken += 1
+            return nextToken
+        }
+        let watch = StreamLoopWatch(token: token, fd: fd, readable: readable, removed: removed)
+        changeWatch(watch, add: true)
+        return watch
+    }
+
+    /// Ends a watch (its `removed` runs on the loop thread). Any thread; once is enough.
+    package func unwatch(_ watch: StreamLoopWatch) {
+        changeWatch(watch, add: false)
+    }
+
+    private func changeWatch(_ watch: StreamLoopWatch, add: Bool) {
+        let signal: Bool = monitor.withLock {
+            watchChanges.append((watch, add))
+            if awake { return false }
+            awake = true
+            return true
+        }
+        if signal { poll.wake() }
+    }
+
     /// Asks the loop thread to step `waker`'s stream soon.
     fileprivate func schedule(_ waker: StreamLoopWaker) {
         let signal: Bool = monitor.withLock {
@@ -97,17 +131,21 @@ package final class StreamEventLoop: @unchecked Sendable {
         var events: [EventPoll.Event] = []
         events.reserveCapacity(64)
         while true {
-            let (batch, stop) = monitor.withLock { () -> ([StreamLoopWaker], Bool) in
+            let (batch, changes, stop) = monitor.withLock { () -> ([StreamLoopWaker], [(StreamLoopWatch, Bool)], Bool) in
                 let batch = scheduled
                 scheduled.removeAll(keepingCapacity: true)
                 for waker in batch { waker.isScheduled = false }
-                return (batch, stopping)
+                defer { watchChanges.removeAll() }
+                return (batch, watchChanges, stopping)
             }
             if stop { break }
+            for (watch, add) in changes {
+                if add { addWatch(watch) } else { removeWatch(watch) }
+            }
             for waker in batch { service(waker, ready: nil, scratch: scratch) }
             // Block only when nothing was scheduled meanwhile.
             let block: Bool = monitor.withLock {
-                if !scheduled.isEmpty || stopping { return false }
+                if !scheduled.isEmpty || !watchChanges.isEmpty || stopping { return false }
                 awake = false
                 return true
             }
@@ -119,7 +157,11 @@ package final class StreamEventLoop: @unchecked Sendable {
                 continue
             }
             for event in events {
-                if let waker = active[event.token] { service(waker, ready: event.events, scratch: scratch) }
+                if let waker = active[event.token] {
+                    service(waker, ready: event.events, scratch: scratch)
+                } else if let watch = watches[event.token], !watch.readable() {
+                    removeWatch(watch)
+                }
             }
             if !timed.isEmpty {
                 let now = ContinuousClock.now
@@ -129,6 +171,30 @@ package final class StreamEventLoop: @unchecked Sendable {
             }
         }
         endAll("the session loop stopped")
+        // Watches added or removed after the last round are ended too.
+        let late = monitor.withLock { () -> [(StreamLoopWatch, Bool)] in
+            defer { watchChanges.removeAll() }
+            return watchChanges
+        }
+        for (watch, add) in late where add { addWatch(watch) }
+        for watch in Array(watches.values) { removeWatch(watch) }
+    }
+
+    private func addWatch(_ watch: StreamLoopWatch) {
+        guard !watch.ended, watches[watch.token] == nil else { return }
+        if poll.add(watch.fd, events: EventPoll.readable, token: watch.token) == nil {
+            watches[watch.token] = watch
+        } else {
+            watch.ended = true
+            watch.removed()
+        }
+    }
+
+    private func removeWatch(_ watch: StreamLoopWatch) {
+        guard !watch.ended else { return }
+        watch.ended = true
+        if watches.removeValue(forKey: watch.token) != nil { poll.remove(watch.fd) }
+        watch.removed()
     }
 
     private func earliestDeadline() -> ContinuousClock.Instant? {
@@ -241,4 +307,21 @@ package final class StreamLoopWaker: StreamWaker, @unchecked Sendable {
     }
 
     package func wake() { loop.schedule(self) }
+}
+
+/// A descriptor a `StreamEventLoop` watches for readability (see `watch`).
+// @unchecked Sendable: `ended` is touched only by the loop thread.
+package final class StreamLoopWatch: @unchecked Sendable {
+    let token: UInt64
+    let fd: Int32
+    let readable: @Sendable () -> Bool
+    let removed: @Sendable () -> Void
+    var ended = false
+
+    init(token: UInt64, fd: Int32, readable: @escaping @Sendable () -> Bool, removed: @escaping @Sendable () -> Void) {
+        self.token = token
+        self.fd = fd
+        self.readable = readable
+        self.removed = removed
+    }
 }

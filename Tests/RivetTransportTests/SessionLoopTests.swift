@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetServer
 import RivetTransport
+import SystemKit
 import TestSupport
 import Testing
 
@@ -123,5 +124,46 @@ import Glibc
         // A late wake-up of a stream whose loop has stopped does nothing.
         for pair in pairs { pair.server.close() }
         #expect(server.handler.endedCount == count)
+    }
+}
+
+/// Descriptors other than sessions' on the loop (rivetd reads its backend's stdout there).
+@Suite struct SessionLoopWatchTests {
+    @Test func aWatchedDescriptorIsReadOnTheLoopAndRemovedExactlyOnce() async throws {
+        let loop = try StreamEventLoop()
+        try loop.start(name: "test.loop")
+        let first = try PipeEnds(nonBlockingRead: true)
+        let second = try PipeEnds(nonBlockingRead: true)
+        defer {
+            close(first.writeEnd)
+            close(second.writeEnd)
+        }
+        let received = Locked<[UInt8]>([])
+        let removals = Locked<[String]>([])
+        func reader(_ fd: Int32) -> @Sendable () -> Bool {
+            {
+                var buffer = [UInt8](repeating: 0, count: 64)
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count > 0 { received.withLock { $0 += buffer[..<count] } }
+                // End of file ends the watch; an empty pipe keeps it.
+                return count > 0 || (count < 0 && errno == EAGAIN)
+            }
+        }
+        let watch = loop.watch(first.readEnd, readable: reader(first.readEnd)) {
+            close(first.readEnd)
+            removals.withLock { $0.append("first") }
+        }
+        _ = loop.watch(second.readEnd, readable: reader(second.readEnd)) {
+            close(second.readEnd)
+            removals.withLock { $0.append("second") }
+        }
+        _ = [UInt8]([1, 2, 3]).withUnsafeBytes { write(first.writeEnd, $0.baseAddress, 3) }
+        #expect(await eventually { received.withLock { $0 } == [1, 2, 3] })
+        loop.unwatch(watch)
+        loop.unwatch(watch)
+        #expect(await eventually { removals.withLock { $0 } == ["first"] })
+        // Stopping the loop ends the watch still on it, once.
+        loop.stop()
+        #expect(removals.withLock { $0 } == ["first", "second"])
     }
 }
