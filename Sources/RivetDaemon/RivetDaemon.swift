@@ -104,9 +104,9 @@ public final class RivetDaemon: Sendable {
     ///   is stopped again.
     public func start() throws(RivetDaemonError) -> Started {
         signal(SIGPIPE, SIG_IGN)
-        // Every session has a thread, and glibc would give threads up to 8 allocation arenas
-        // per core, each keeping its own free memory: with two, an idle session costs about a
-        // fifth less (bench/rpc).
+        // Every connection has a thread until its session starts, and glibc would give threads
+        // up to 8 allocation arenas per core, each keeping its own free memory: with two, an
+        // idle session costs about a fifth less (bench/rpc).
         _ = setMallocOption(mallocArenaMax, 2)
         guard !configuration.backendCommand.isEmpty, !configuration.backendCommand[0].isEmpty else {
             throw RivetDaemonError.invalidConfiguration.with("the backend command is empty")
@@ -135,17 +135,27 @@ public final class RivetDaemon: Sendable {
             throw RivetDaemonError.registryFailed.with("cannot draw the authenticator's random bytes: \(error)")
         }
         let log = self.log
+        // One thread drives every session's connection and reads the backend's stdout.
+        let loop: StreamEventLoop
+        do {
+            loop = try StreamEventLoop()
+            try loop.start(name: "rivet.sessions")
+        } catch {
+            store.close()
+            throw RivetDaemonError.listenFailed.with("cannot start the session loop: \(error)")
+        }
         let desk = PairingDesk(
             serverFingerprint: identity.fingerprint, store: store, applicationID: configuration.applicationID,
             discoverySecret: discoverySecret, log: log)
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, backendCommand: configuration.backendCommand,
-            applicationID: configuration.applicationID, log: log, tick: { desk.tick() })
+            applicationID: configuration.applicationID, log: log, sessionLoop: loop, tick: { desk.tick() })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
         let control = ControlServer(path: configuration.controlSocketPath, log: log) { handler.handle($0) }
         do {
             try control.start()
         } catch {
+            loop.stop()
             store.close()
             throw error
         }
@@ -155,12 +165,13 @@ public final class RivetDaemon: Sendable {
         listenerConfiguration.events = { event in Self.logListenerEvent(event, log) }
         let listener = RivetListener(
             configuration: listenerConfiguration, identity: identity, pairing: desk, authenticator: authenticator,
-            handler: core)
+            handler: core, sessionLoop: loop)
         let port: UInt16
         do {
             port = try listener.bind(host: configuration.listenHost, port: configuration.listenPort)
         } catch {
             control.stop()
+            loop.stop()
             store.close()
             throw RivetDaemonError.listenFailed.with(
                 "cannot listen on \(joinHostPort(configuration.listenHost, configuration.listenPort)): \(error.message)")
@@ -171,12 +182,15 @@ public final class RivetDaemon: Sendable {
         } catch {
             listener.stop()
             control.stop()
+            loop.stop()
             store.close()
             throw error
         }
         listener.startAccepting()
         parts.set(
-            Running(listener: listener, control: control, core: core, desk: desk, store: store, advertising: advertising))
+            Running(
+                listener: listener, control: control, core: core, desk: desk, store: store, advertising: advertising,
+                sessionLoop: loop))
         log.info("control socket at \(configuration.controlSocketPath)")
         log.info("server fingerprint \(identity.fingerprint.hex)")
         let named = host == configuration.listenHost ? "" : " (\(configuration.listenHost))"
@@ -201,6 +215,8 @@ public final class RivetDaemon: Sendable {
         running.listener.stop()
         running.control.stop()
         running.core.stopBackend(deadline: .now + .seconds(7))
+        // Last: the loop also read the backend's stdout.
+        running.sessionLoop.stop()
         running.store.close()
         log.info("stopped")
     }
@@ -293,6 +309,7 @@ private struct Running: Sendable {
     let desk: PairingDesk
     let store: RivetDevicePairingStore
     let advertising: DaemonAdvertising?
+    let sessionLoop: StreamEventLoop
 }
 
 /// Holds the running parts; `take` hands them to exactly one `stop`.

@@ -25,9 +25,11 @@ public struct RivetSessionContext: Sendable, Equatable {
 /// For every device that authenticates, the listener calls `admit` before sending `Accept`.
 /// For each admitted device it then calls `sessionStarted` once `Accept` is out (not if sending
 /// it failed), and `sessionEnded` exactly once when the connection is gone, whatever the reason
-/// (either side closed, the connection failed, the listener stopped). All three are called on
-/// the connection's own thread, which afterwards runs the stream's I/O, so they must return
-/// promptly: start your own thread or task to serve the stream.
+/// (either side closed, the connection failed, the listener stopped). `admit` and
+/// `sessionStarted` are called on the connection's own thread, which then hands the connection
+/// to the listener's session loop; `sessionEnded` of a started session is called on that loop,
+/// which drives every session. All must return promptly and never block: start your own thread
+/// or task to serve the stream.
 public protocol RivetSessionHandler: Sendable {
     /// Whether to admit one more session for this device (false sends `Reject(serverBusy)`).
     /// The gateway enforces its session limit here.
@@ -163,13 +165,26 @@ public final class RivetListener: Sendable {
     ///   - pairing: the pairing host, or nil to refuse every `PairBegin` with `windowClosed`.
     ///   - authenticator: checks resuming devices.
     ///   - handler: receives authenticated streams.
-    public init(
+    public convenience init(
         configuration: Configuration = Configuration(), identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
         authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler
     ) {
+        self.init(
+            configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler,
+            sessionLoop: nil)
+    }
+
+    /// A listener whose sessions run on `sessionLoop`, a started loop its caller owns (and stops
+    /// after `stop()`), so the caller may watch its own descriptors on the same thread; nil
+    /// makes the listener a loop of its own.
+    package init(
+        configuration: Configuration = Configuration(), identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
+        authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler, sessionLoop: StreamEventLoop?
+    ) {
         precondition(configuration.maximumPendingConnections > 0 && configuration.maximumPendingConnectionsPerAddress > 0)
         core = ListenerCore(
-            configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler)
+            configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler,
+            sessionLoop: sessionLoop)
     }
 
     /// Binds `host` and `port` (see `bind`), starts the accept thread, and returns the bound port.
@@ -272,6 +287,13 @@ final class ListenerCore: @unchecked Sendable {
     private var acceptWake: WakePipe?
     private var acceptThreadRunning = false
     private var connectionThreads = 0
+    /// Sessions on the session loop whose end (`sessionEnded` included) has not yet returned.
+    private var loopSessions = 0
+    /// Drives every authenticated session's connection (made by `bind`, its thread started by
+    /// `startAccepting`, stopped by `stop` once every session ended), unless the creator gave
+    /// one it owns.
+    private var sessionLoop: StreamEventLoop?
+    private let givenLoop: StreamEventLoop?
     private var records: [UInt64: ConnectionRecord] = [:]
     private var nextID: UInt64 = 1
     private(set) var boundPortValue: UInt16?
@@ -280,8 +302,9 @@ final class ListenerCore: @unchecked Sendable {
 
     init(
         configuration: RivetListener.Configuration, identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
-        authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler
+        authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler, sessionLoop: StreamEventLoop?
     ) {
+        self.givenLoop = sessionLoop
         self.configuration = configuration
         self.identity = identity
         self.pairing = pairing
@@ -318,6 +341,12 @@ final class ListenerCore: @unchecked Sendable {
     func bind(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
         let wake: WakePipe
         do { wake = try WakePipe() } catch { throw RivetListenerError.from(error) }
+        let loop: StreamEventLoop
+        if let givenLoop {
+            loop = givenLoop
+        } else {
+            do { loop = try StreamEventLoop() } catch { throw RivetListenerError.io(error.errno).with("creating the session loop failed: \(error)") }
+        }
         let result: Result<UInt16, RivetListenerError> = monitor.withLock {
             guard runState == .created else {
                 return .failure(.alreadyStarted.with("the listener was already started; create a new one to listen again"))
@@ -327,6 +356,7 @@ final class ListenerCore: @unchecked Sendable {
             case .success(let (fd, boundHost, bound)):
                 listenFD = fd
                 acceptWake = wake
+                sessionLoop = loop
                 boundHostValue = boundHost
                 boundPortValue = bound
                 runState = .bound
@@ -337,13 +367,17 @@ final class ListenerCore: @unchecked Sendable {
     }
 
     func startAccepting() {
-        let start = monitor.withLock { () -> Bool in
-            guard runState == .bound else { return false }
+        let loop = monitor.withLock { () -> StreamEventLoop? in
+            guard runState == .bound else { return nil }
             runState = .running
             acceptThreadRunning = true
-            return true
+            return sessionLoop
         }
-        if start { spawn { self.acceptLoop() } }
+        guard let loop else { return }
+        if givenLoop == nil {
+            do { try loop.start(name: "rivet.sessions") } catch { fatalError("RivetListener: cannot start the session loop: \(error)") }
+        }
+        spawn { self.acceptLoop() }
     }
 
     func stop() {
@@ -368,10 +402,14 @@ final class ListenerCore: @unchecked Sendable {
         }
         for stream in sessions { stream.abort("the listener stopped") }
         acceptWake?.wake()
-        monitor.withLock {
-            while acceptThreadRunning || connectionThreads > 0 { monitor.wait(until: nil) }
+        let loop: StreamEventLoop? = monitor.withLock {
+            while acceptThreadRunning || connectionThreads > 0 || loopSessions > 0 { monitor.wait(until: nil) }
             if runState == .stopping { runState = .stopped }
+            defer { sessionLoop = nil }
+            return sessionLoop
         }
+        // Every session has ended: nothing is left on the loop.
+        if givenLoop == nil { loop?.stop() }
     }
 
     private var isStopping: Bool { runState != .running }
@@ -544,12 +582,18 @@ final class ListenerCore: @unchecked Sendable {
         }
     }
 
-    /// Closes the connection under the monitor and forgets the record; the thread then ends.
-    private func finish(_ record: ConnectionRecord, connection: TLSConnection?) {
+    /// Closes the connection under the monitor and forgets the record.
+    private func close(_ record: ConnectionRecord, connection: TLSConnection?) {
         monitor.withLock {
             connection?.close()
             record.socketOpen = false
             records[record.id] = nil
+        }
+    }
+
+    /// A connection thread is about to end (after its `sessionEnded`, if one was owed).
+    private func connectionThreadEnded() {
+        monitor.withLock {
             connectionThreads -= 1
             monitor.broadcast()
         }
@@ -570,19 +614,49 @@ final class ListenerCore: @unchecked Sendable {
         case .success(let made): connection = made
         case .failure(let error):
             emit(.closed(connection: record.id, peer: record.peer, reason: "TLS setup failed: \(error.message)"))
-            finish(record, connection: nil)
+            close(record, connection: nil)
+            connectionThreadEnded()
             return
         }
         var session = ConnectionSession(core: self, record: record, connection: connection)
         let reason = session.run()
-        finish(record, connection: connection)
-        session.streamCore?.markFinished()
+        if let (streamCore, waker) = session.loopStream, let context = session.admitted {
+            handOff(record, connection: connection, streamCore: streamCore, waker: waker, context: context)
+            return
+        }
+        close(record, connection: connection)
         if let ended = session.admitted {
             emit(.sessionEnded(connection: record.id, device: ended.device.deviceID, reason: reason))
             handler.sessionEnded(ended)
         } else {
             emit(.closed(connection: record.id, peer: record.peer, reason: reason))
         }
+        connectionThreadEnded()
+    }
+
+    /// Moves an accepted session's connection to the session loop; the connection thread then
+    /// ends. The loop closes the connection and reports the end (`sessionEnded`) on its thread.
+    private func handOff(
+        _ record: ConnectionRecord, connection: TLSConnection, streamCore: StreamCore, waker: StreamLoopWaker,
+        context: RivetSessionContext
+    ) {
+        monitor.withLock { loopSessions += 1 }
+        waker.loop.adopt(waker, connection: connection, fd: record.fd, core: streamCore) { connection, reason in
+            self.close(record, connection: connection)
+            streamCore.markFinished()
+            self.emit(.sessionEnded(connection: record.id, device: context.device.deviceID, reason: reason))
+            self.handler.sessionEnded(context)
+            self.monitor.withLock {
+                self.loopSessions -= 1
+                self.monitor.broadcast()
+            }
+        }
+        connectionThreadEnded()
+    }
+
+    /// The loop that drives session streams (nil once the listener stopped).
+    func loopWaker() -> StreamLoopWaker? {
+        monitor.withLock { sessionLoop?.makeWaker() }
     }
 
     /// True when the device's "last seen" time is due to be written (and notes that it is).
@@ -624,10 +698,8 @@ struct ConnectionSession {
     var admitted: RivetSessionContext?
     private var stepDeadline: ContinuousClock.Instant = .now
     private var closeReason: String?
-    private var stream: (RivetAuthenticatedStream, StreamCore)?
-
-    /// The stream's shared state once the session started.
-    var streamCore: StreamCore? { stream?.1 }
+    /// The stream's shared state and its place on the session loop, once the session started.
+    private(set) var loopStream: (StreamCore, StreamLoopWaker)?
 
     init(core: ListenerCore, record: ConnectionRecord, connection: TLSConnection) {
         self.core = core
@@ -638,7 +710,8 @@ struct ConnectionSession {
     private var configuration: RivetListener.Configuration { core.configuration }
     private var pairingConnectionID: RivetPairingConnectionID { RivetPairingConnectionID(record.id) }
 
-    /// Runs the connection to its end and returns why it ended.
+    /// Runs the preface; returns why the connection ended, or (with `loopStream` set) that the
+    /// session started and its connection goes to the session loop.
     mutating func run() -> String {
         do throws(TLSError) {
             try connection.handshake(deadline: record.acceptedAt + configuration.handshakeTimeout)
@@ -648,11 +721,7 @@ struct ConnectionSession {
         stepDeadline = .now + configuration.prefaceTimeout
         if let reason = awaitFirstByte() { return reason }
         while closeReason == nil {
-            if let (_, streamCore) = stream {
-                // The handshake and the registry query ran deep; the session mostly waits.
-                ThreadStack.releaseUnusedPages(margin: 4096)
-                return runStreamIO(connection: connection, fd: record.fd, core: streamCore)
-            }
+            if loopStream != nil { return "handed to the session loop" }
             let event = nextEvent()
             perform(machine.handle(event))
         }
@@ -759,18 +828,16 @@ struct ConnectionSession {
                     closeReason = "internal: stream without admission"
                     return
                 }
-                let streamCore: StreamCore
-                do {
-                    streamCore = try StreamCore(configuration: configuration.stream)
-                } catch {
-                    closeReason = "creating the stream failed: \(error.message)"
+                guard let waker = core.loopWaker() else {
+                    closeReason = "the listener stopped"
                     return
                 }
+                let streamCore = StreamCore(configuration: configuration.stream, waker: waker)
                 let stream = RivetAuthenticatedStream(core: streamCore)
                 core.enterSession(record, stream: streamCore)
                 core.emit(.sessionStarted(connection: record.id, device: context.device.deviceID))
                 core.handler.sessionStarted(context, stream: stream)
-                self.stream = (stream, streamCore)
+                loopStream = (streamCore, waker)
                 return
             case .pairingConnectionEnded:
                 endPairing()

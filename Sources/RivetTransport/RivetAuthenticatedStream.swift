@@ -63,12 +63,13 @@ public struct RivetStreamError: Error, Equatable, Sendable, CustomStringConverti
 
 /// The stream after RVD1 acceptance: RVT1 bytes in both directions over the TLS connection.
 ///
-/// Full duplex and thread-safe: one I/O thread owns the TLS connection (OpenSSL forbids using
-/// one `SSL` from two threads at once) and is the only code that calls into it. It polls the
-/// socket and a wake-up pipe, moves received bytes into a bounded incoming buffer and queued
-/// bytes out of a bounded outgoing queue. `read` and `write` only touch those buffers under a
-/// lock, so any number of threads may call them; a typical owner runs one reader thread and one
-/// writer thread. A `write` of at most `outgoingLimit` bytes is queued whole, so concurrent
+/// Full duplex and thread-safe: one driver owns the TLS connection (OpenSSL forbids using one
+/// `SSL` from two threads at once): the stream's own I/O thread on the companion's side, the
+/// listener's session loop on the server's. It waits for the socket and the stream's wake-ups,
+/// moves received bytes into a bounded incoming buffer and queued bytes out of a bounded
+/// outgoing queue. `read` and `write` touch those buffers under a lock (a `write` that finds
+/// nothing queued may send at once under the connection's lock), so any number of threads may
+/// call them; a typical owner runs one reader thread and one writer thread. A `write` of at most `outgoingLimit` bytes is queued whole, so concurrent
 /// writers never interleave it; a longer one is queued piece by piece as room appears.
 public final class RivetAuthenticatedStream: Sendable {
     package let core: StreamCore
@@ -103,23 +104,23 @@ public final class RivetAuthenticatedStream: Sendable {
         try core.flush(deadline: deadline)
     }
 
-    /// Closes the stream: the I/O thread sends what is queued (each chunk bounded by the write
+    /// Closes the stream: the driver sends what is queued (each chunk bounded by the write
     /// timeout), then TLS close_notify, and closes the connection. Returns at once; later reads
     /// and writes throw `.closed`. Safe to call more than once and from any thread.
     public func close() {
         core.requestClose()
     }
 
-    /// Waits until the connection is closed and its I/O thread has finished. Returns false if
+    /// Waits until the connection is closed and its driver has finished with it. Returns false if
     /// that did not happen by `deadline`.
     public func waitUntilClosed(deadline: ContinuousClock.Instant) -> Bool {
         core.waitUntilFinished(deadline: deadline)
     }
 
-    /// True once the connection is closed and its I/O thread has finished.
+    /// True once the connection is closed and its driver has finished with it.
     public var isClosed: Bool { core.isFinished }
 
-    /// Hands what arrives to `receiver` on the stream's I/O thread, in order, instead of keeping
+    /// Hands what arrives to `receiver` on the thread that drives the stream, in order, instead of keeping
     /// it for `read` (which must then not be called): the bytes as they are decrypted, then
     /// exactly one end (`finished` or `ended`). This spares a reader thread and a hand-off per
     /// read. `receiver` runs on the thread that owns the connection, so it must never block
@@ -140,11 +141,22 @@ package enum RivetStreamInput {
     case ended(RivetStreamError)
 }
 
-/// The state an authenticated stream's I/O thread shares with the application's threads.
+/// Wakes the code that drives a stream's connection when the application side changed
+/// something it waits for (bytes queued, room made, close or abort requested). Never blocks.
+package protocol StreamWaker: AnyObject, Sendable {
+    func wake()
+}
+
+extension WakePipe: StreamWaker {}
+
+/// The state an authenticated stream's driver shares with the application's threads.
 // @unchecked Sendable: every mutable field is read and written only inside `monitor.withLock`.
 package final class StreamCore: @unchecked Sendable {
     let configuration: RivetStreamConfiguration
-    let wake: WakePipe
+    /// Wakes whatever drives the connection (its I/O thread or the event loop).
+    let waker: any StreamWaker
+    /// The wake-up pipe of a stream driven by a thread of its own (`runStreamIO`).
+    let threadWake: WakePipe?
     private let monitor = Monitor()
     private var incoming = ByteQueue()
     private var outgoing = ByteQueue()
@@ -153,7 +165,7 @@ package final class StreamCore: @unchecked Sendable {
     private var closeRequested = false
     private var aborted = false
     private var finished = false
-    /// Held around every call into the TLS connection, by the I/O thread and by a writer that
+    /// Held around every call into the TLS connection, by the driver and by a writer that
     /// sends directly; `connection` is read and written only under it.
     let connectionLock = Monitor()
     private var connection: TLSConnection?
@@ -161,9 +173,19 @@ package final class StreamCore: @unchecked Sendable {
     /// True once the receiver was given its final input.
     private var receiverEnded = false
 
+    /// A stream whose connection a thread of its own drives (`runStreamIO`).
     package init(configuration: RivetStreamConfiguration) throws(SocketFailure) {
         self.configuration = configuration
-        self.wake = try WakePipe()
+        let pipe = try WakePipe()
+        self.threadWake = pipe
+        self.waker = pipe
+    }
+
+    /// A stream whose connection an event loop drives; `waker` schedules it there.
+    package init(configuration: RivetStreamConfiguration, waker: any StreamWaker) {
+        self.configuration = configuration
+        self.threadWake = nil
+        self.waker = waker
     }
 
     // MARK: Application side
@@ -175,7 +197,7 @@ package final class StreamCore: @unchecked Sendable {
                 if !incoming.isEmpty {
                     let wasFull = incoming.count >= configuration.incomingLimit
                     let bytes = incoming.take(maxCount)
-                    if wasFull { wake.wake() }
+                    if wasFull { waker.wake() }
                     return .success(bytes)
                 }
                 if peerFinished { return .success([]) }
@@ -198,8 +220,8 @@ package final class StreamCore: @unchecked Sendable {
             while offset < bytes.count {
                 if closeRequested || aborted || finished { return .failure(failure ?? .closed) }
                 if let failure { return .failure(failure) }
-                // Nothing queued and the I/O thread not in the connection: send what the socket
-                // takes now from this thread, sparing the I/O thread a wake-up; the rest (from
+                // Nothing queued and the driver not in the connection: send what the socket
+                // takes now from this thread, sparing the driver a wake-up; the rest (from
                 // where a half-sent record starts) is queued below.
                 if outgoing.isEmpty {
                     offset += sendDirectly(bytes, from: offset)
@@ -211,7 +233,7 @@ package final class StreamCore: @unchecked Sendable {
                     let count = min(room, remaining)
                     outgoing.append(bytes[offset..<offset + count])
                     offset += count
-                    wake.wake()
+                    waker.wake()
                     continue
                 }
                 if !monitor.wait(until: deadline) {
@@ -233,7 +255,7 @@ package final class StreamCore: @unchecked Sendable {
         connectionLock.withLockIfFree { () -> Int in
             guard let connection else { return 0 }
             return bytes.withUnsafeBytes { raw in
-                // A failure is final for the connection: the I/O thread meets it next.
+                // A failure is final for the connection: the driver meets it next.
                 (try? connection.writeAvailable(UnsafeRawBufferPointer(rebasing: raw[offset...]))) ?? 0
             }
         } ?? 0
@@ -264,7 +286,7 @@ package final class StreamCore: @unchecked Sendable {
             closeRequested = true
             monitor.broadcast()
         }
-        wake.wake()
+        waker.wake()
     }
 
     /// Ends the stream at once without sending what is queued (the listener is stopping).
@@ -274,7 +296,7 @@ package final class StreamCore: @unchecked Sendable {
             if failure == nil { failure = .closed.with(reason) }
             monitor.broadcast()
         }
-        wake.wake()
+        waker.wake()
     }
 
     func waitUntilFinished(deadline: ContinuousClock.Instant) -> Bool {
@@ -290,7 +312,7 @@ package final class StreamCore: @unchecked Sendable {
 
     func setReceiver(_ receiver: @escaping @Sendable (RivetStreamInput) -> Void) {
         monitor.withLock { self.receiver = receiver }
-        wake.wake()
+        waker.wake()
     }
 
     /// The receiver, when it is owed its final input (which the caller then gives it). Call
@@ -330,7 +352,7 @@ package final class StreamCore: @unchecked Sendable {
         deliverTo?(.bytes(bytes))
     }
 
-    /// Hands bytes kept before a receiver was set to it (I/O thread).
+    /// Hands bytes kept before a receiver was set to it (driver).
     func deliverKept() {
         let kept: (@Sendable (RivetStreamInput) -> Void, [UInt8])? = monitor.withLock {
             guard let receiver, !receiverEnded, !incoming.isEmpty else { return nil }
@@ -426,99 +448,193 @@ struct ByteQueue {
     }
 }
 
-/// Runs an authenticated stream's I/O until it ends: the calling thread becomes the only user
-/// of `connection` (whose socket is `fd`). Returns how it ended; the caller closes the
-/// connection.
-package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore) -> String {
-    let chunk = 16 * 1024
-    var socketWritable = true
-    var socketReadable = true
-    core.attach(connection)
-    // The connection is closed once this returns: no writer may touch it from then on.
-    defer { core.attach(nil) }
-    let lock = core.connectionLock
-    while true {
-        core.deliverKept()
-        var state = core.snapshot()
-        if state.aborted { return "the stream was aborted" }
-        if state.closeRequested && state.outgoing == 0 {
-            lock.withLock { try? connection.shutdown(deadline: .now + .seconds(1)) }
-            return "closed by the application"
-        }
-        // Reading when poll did not report the socket readable only finds it empty, unless
-        // OpenSSL already holds bytes.
-        if state.wantRead && (socketReadable || lock.withLock({ connection.hasBufferedBytes })) {
-            // The read buffer lives only while reading: an idle stream holds none.
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
-            defer { buffer.deallocate() }
-            var room = core.incomingRoom
-            while room > 0 {
-                let count = min(room, chunk)
-                let result: Result<Int, TLSError>
-                result = lock.withLock {
-                    do throws(TLSError) {
-                        return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), deadline: .now))
-                    } catch {
-                        return .failure(error)
-                    }
-                }
-                switch result {
-                case .success(0):
-                    core.receivedCloseNotify()
-                    room = 0
-                case .success(let read):
-                    core.received(UnsafeRawBufferPointer(rebasing: buffer[..<read]))
-                    room -= read
-                    // OpenSSL reads ahead: with nothing left in its buffer, the socket was
-                    // most likely emptied too, and poll tells for sure at no extra cost.
-                    if !lock.withLock({ connection.hasBufferedBytes }) {
-                        socketReadable = false
-                        room = 0
-                    }
-                case .failure(let error) where error == .timedOut:
-                    socketReadable = false
-                    room = 0
-                case .failure(let error):
-                    core.fail(.failed.with("the stream's connection failed: \(error.message)"))
-                    return "read failed: \(error.message)"
-                }
+/// Drives one authenticated stream's connection, a step at a time, for whichever thread owns
+/// it: the stream's own I/O thread (`runStreamIO`) or an event loop (`StreamEventLoop`). Only
+/// that thread calls `step`; writers may still send directly under `core.connectionLock`.
+package final class StreamDriver {
+    /// How a step ended: the stream is over, or the driver waits for the socket (and the
+    /// stream's waker), until `deadline` if one is set.
+    package enum Step {
+        case ended(String)
+        case wait(read: Bool, write: Bool, deadline: ContinuousClock.Instant?)
+    }
+
+    let connection: TLSConnection
+    package let fd: Int32
+    package let core: StreamCore
+    /// Whether the socket may have bytes to read / room to write (as the last wait reported;
+    /// true when the wait did not watch for it).
+    package var socketReadable = true
+    package var socketWritable = true
+    /// When queued bytes that make no progress fail the stream (the write timeout).
+    private var stallDeadline: ContinuousClock.Instant?
+    private static let chunk = 16 * 1024
+
+    /// Takes over `connection` (whose socket is `fd`) for `core`: writers may send on it
+    /// directly from now on.
+    package init(connection: TLSConnection, fd: Int32, core: StreamCore) {
+        self.connection = connection
+        self.fd = fd
+        self.core = core
+        core.attach(connection)
+    }
+
+    /// Ends direct sends: call once the stream ended, before the connection is closed.
+    package func detach() -> TLSConnection {
+        core.attach(nil)
+        return connection
+    }
+
+    /// Sets the readiness flags from what a wait for `watched` reported (`ready`: poll's or
+    /// epoll's bits, nil when the wait ended for another reason).
+    package func noteReadiness(readable: Bool, writable: Bool, watchedRead: Bool, watchedWrite: Bool) {
+        socketReadable = readable || !watchedRead
+        socketWritable = writable || !watchedWrite
+    }
+
+    /// Moves what can be moved without waiting: delivers or buffers what OpenSSL and the socket
+    /// have, sends queued bytes while the socket takes them, handles close and abort, and
+    /// fails the stream once queued bytes made no progress for the write timeout. `scratch`
+    /// (16 KiB) receives reads; nil takes a buffer for the burst. `shutdownWait` bounds sending
+    /// close_notify.
+    package func step(scratch: UnsafeMutableRawBufferPointer?, shutdownWait: Duration) -> Step {
+        let lock = core.connectionLock
+        while true {
+            core.deliverKept()
+            var state = core.snapshot()
+            if state.aborted { return .ended("the stream was aborted") }
+            if state.closeRequested && state.outgoing == 0 {
+                lock.withLock { try? connection.shutdown(deadline: .now + shutdownWait) }
+                return .ended("closed by the application")
             }
+            // Reading when the socket was not reported readable only finds it empty, unless
+            // OpenSSL already holds bytes.
+            if state.wantRead && (socketReadable || lock.withLock({ connection.hasBufferedBytes })) {
+                if let reason = readBurst(scratch: scratch) { return .ended(reason) }
+            }
+            if state.outgoing > 0 && socketWritable {
+                if let reason = writeQueued() { return .ended(reason) }
+            }
+            state = core.snapshot()
+            if state.aborted || (state.closeRequested && state.outgoing == 0) { continue }
+            // Bytes OpenSSL already holds never make the socket readable: read them before waiting.
+            if state.wantRead && lock.withLock({ connection.hasBufferedBytes }) { continue }
+            if state.outgoing == 0 {
+                stallDeadline = nil
+            } else if let deadline = stallDeadline {
+                if ContinuousClock.now >= deadline {
+                    let message = "TLS write made no progress within \(core.configuration.writeTimeout)"
+                    core.fail(.failed.with("the stream's connection failed: \(message)"))
+                    return .ended("write failed: \(message)")
+                }
+            } else {
+                stallDeadline = .now + core.configuration.writeTimeout
+            }
+            return .wait(read: state.wantRead, write: state.outgoing > 0, deadline: stallDeadline)
         }
-        if state.outgoing > 0 && socketWritable {
-            let bytes = core.peekOutgoing(chunk)
-            let written: Result<Void, TLSError> = lock.withLock {
+    }
+
+    /// Reads while OpenSSL or the socket has bytes and the incoming side has room; a reason
+    /// when the connection failed.
+    private func readBurst(scratch: UnsafeMutableRawBufferPointer?) -> String? {
+        let lock = core.connectionLock
+        // The read buffer lives only while reading: an idle stream holds none.
+        let buffer = scratch ?? UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunk, alignment: 16)
+        defer { if scratch == nil { buffer.deallocate() } }
+        var room = core.incomingRoom
+        while room > 0 {
+            let count = min(room, buffer.count)
+            let result: Result<Int, TLSError> = lock.withLock {
                 do throws(TLSError) {
-                    return .success(try connection.write(bytes, deadline: .now + core.configuration.writeTimeout))
+                    return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), deadline: .now))
                 } catch {
                     return .failure(error)
                 }
             }
-            do throws(TLSError) {
-                try written.get()
-                core.sent(bytes.count)
-            } catch {
+            switch result {
+            case .success(0):
+                core.receivedCloseNotify()
+                room = 0
+            case .success(let read):
+                core.received(UnsafeRawBufferPointer(rebasing: buffer[..<read]))
+                room -= read
+                // OpenSSL reads ahead: with nothing left in its buffer, the socket was most
+                // likely emptied too, and the next wait tells for sure at no extra cost.
+                if !lock.withLock({ connection.hasBufferedBytes }) {
+                    socketReadable = false
+                    room = 0
+                }
+            case .failure(let error) where error == .timedOut:
+                socketReadable = false
+                room = 0
+            case .failure(let error):
+                core.fail(.failed.with("the stream's connection failed: \(error.message)"))
+                return "read failed: \(error.message)"
+            }
+        }
+        return nil
+    }
+
+    /// Sends queued bytes while the socket takes them; a reason when the connection failed.
+    private func writeQueued() -> String? {
+        while true {
+            let bytes = core.peekOutgoing(Self.chunk)
+            if bytes.isEmpty { return nil }
+            // A record OpenSSL holds half sent is retried with the same bytes: the queue's
+            // front stays where that record starts.
+            let written: Result<Int, TLSError> = core.connectionLock.withLock {
+                bytes.withUnsafeBytes { raw in
+                    do throws(TLSError) { return .success(try connection.writeAvailable(raw)) } catch { return .failure(error) }
+                }
+            }
+            switch written {
+            case .success(let count):
+                if count > 0 {
+                    core.sent(count)
+                    stallDeadline = nil
+                }
+                if count < bytes.count {
+                    socketWritable = false
+                    return nil
+                }
+            case .failure(let error):
                 core.fail(.failed.with("the stream's connection failed: \(error.message)"))
                 return "write failed: \(error.message)"
             }
         }
-        state = core.snapshot()
-        if state.aborted || (state.closeRequested && state.outgoing == 0) { continue }
-        // Bytes OpenSSL already holds never make the socket readable: read them before waiting.
-        if state.wantRead && lock.withLock({ connection.hasBufferedBytes }) { continue }
-        var events: Int16 = 0
-        if state.wantRead { events |= Int16(POLLIN) }
-        if state.outgoing > 0 { events |= Int16(POLLOUT) }
-        var descriptors = [
-            pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
-            pollfd(fd: core.wake.readFD, events: Int16(POLLIN), revents: 0),
-        ]
-        let ready = retryingInterrupts { poll(&descriptors, 2, -1) }
-        if ready < 0 {
-            core.fail(.failed.with("poll on the stream failed: \(String(cString: strerror(errno)))"))
-            return "poll failed"
+    }
+}
+
+/// Runs an authenticated stream's I/O until it ends: the calling thread becomes the only user
+/// of `connection` (whose socket is `fd`). Returns how it ended; the caller closes the
+/// connection. `core` must have been made with `init(configuration:)` (a wake-up pipe).
+package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore) -> String {
+    guard let wake = core.threadWake else { preconditionFailure("runStreamIO needs a stream with a wake-up pipe") }
+    let driver = StreamDriver(connection: connection, fd: fd, core: core)
+    // The connection is closed once this returns: no writer may touch it from then on.
+    defer { _ = driver.detach() }
+    while true {
+        switch driver.step(scratch: nil, shutdownWait: .seconds(1)) {
+        case .ended(let reason):
+            return reason
+        case .wait(let read, let write, let deadline):
+            var events: Int16 = 0
+            if read { events |= Int16(POLLIN) }
+            if write { events |= Int16(POLLOUT) }
+            var descriptors = [
+                pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
+                pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
+            ]
+            let ready = retryingInterrupts { poll(&descriptors, 2, pollTimeout(until: deadline)) }
+            if ready < 0 {
+                core.fail(.failed.with("poll on the stream failed: \(String(cString: strerror(errno)))"))
+                return "poll failed"
+            }
+            if descriptors[1].revents != 0 { wake.drain() }
+            let revents = descriptors[0].revents
+            driver.noteReadiness(
+                readable: revents & Int16(POLLIN | POLLERR | POLLHUP) != 0,
+                writable: revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0, watchedRead: read, watchedWrite: write)
         }
-        if descriptors[1].revents != 0 { core.wake.drain() }
-        socketWritable = descriptors[0].revents & Int16(POLLOUT | POLLERR | POLLHUP) != 0 || state.outgoing == 0
-        socketReadable = descriptors[0].revents & Int16(POLLIN | POLLERR | POLLHUP) != 0 || !state.wantRead
     }
 }

@@ -20,8 +20,13 @@ func openSession(_ server: TestServer, configuration: RivetClientConfiguration =
     let credential = try server.registerDevice()
     let port = server.port
     let session = try await onThread { try RivetClientConnector(configuration: configuration).resume(credential, host: "127.0.0.1", port: port) }
-    let index = server.handler.startedCount - 1
-    let (_, serverStream) = try await server.handler.stream(max(index, 0))
+    // The server's side of this device's session: `sessionStarted` may come after the client
+    // read `Accept`, so the newest session is not necessarily this one.
+    let handler = server.handler
+    guard await eventually({ handler.started.withLock { $0.contains { $0.0.device.deviceID == credential.deviceID } } }) else {
+        throw TestFailure("the session never started on the server")
+    }
+    let serverStream = handler.started.withLock { $0.first { $0.0.device.deviceID == credential.deviceID }!.1 }
     return (session.stream, serverStream)
 }
 

@@ -319,6 +319,33 @@ import ToolTestSupport
         }
     }
 
+    @Test("eight idle sessions hold no thread of their own: one session loop drives them all")
+    func idleSessionsHoldNoThreads() async throws {
+        try await withDaemon(try Home()) { daemon in
+            let credential = try daemon.pairDirectly(name: "Idle", scopes: ["viewer"])
+            func threads() throws -> [String] {
+                let task = "/proc/\(daemon.process.pid)/task"
+                return try FileManager.default.contentsOfDirectory(atPath: task).compactMap {
+                    try? String(contentsOfFile: "\(task)/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+                }
+            }
+            var sessions = [try await daemon.raw(credential)]
+            #expect(try await sessions[0].call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
+            let withOne = try threads()
+            for _ in 1..<8 { sessions.append(try await daemon.raw(credential)) }
+            for (index, session) in sessions.enumerated() {
+                #expect(try await session.call(UInt64(10 + index), "current-score", #"{"game-id":"a"}"#).kind == .result)
+            }
+            // The connection threads that ran the handshakes have ended.
+            try await eventually("the connection threads to end") { try threads().filter { $0 == "rivet.listener" }.count == 1 }
+            let withEight = try threads()
+            #expect(withEight.filter { $0 == "rivet.sessions" }.count == 1)
+            // Seven more sessions, no more threads (one of slack for a pool thread coming or going).
+            #expect(withEight.count <= withOne.count + 1, "threads with one session: \(withOne), with eight: \(withEight)")
+            for session in sessions { session.close() }
+        }
+    }
+
     @Test("the 64th pending call is forwarded and the 65th refused with rivet.busy")
     func sixtyFifthPendingCall() async throws {
         try await withDaemon(try Home()) { daemon in

@@ -75,14 +75,23 @@ final class BackendProcess: @unchecked Sendable {
     private var closingInput = false
     private var stopReading = false
     private var reaped = false
+    /// The session loop's watch of stdout (set once at spawn).
+    private var stdoutWatch: StreamLoopWatch?
+    private let loop: StreamEventLoop
+    // Read and decode stdout: touched only on the loop thread.
+    private var stdoutDecoder: RVT1StreamDecoder
+    private var stdoutBuffer = [UInt8](repeating: 0, count: 64 * 1024)
+    private var stdoutFailure: RVT1Error?
 
     /// The longest stderr line passed on whole; longer ones are cut into pieces this long.
     static let maximumStderrLine = 4096
 
     private init(
         generation: UInt64, pid: pid_t, stdinFD: Int32, stdoutFD: Int32, stderrFD: Int32, limits: RVT1Limits,
-        callbacks: BackendCallbacks
+        callbacks: BackendCallbacks, loop: StreamEventLoop
     ) {
+        self.loop = loop
+        self.stdoutDecoder = RVT1StreamDecoder(limits: limits)
         self.generation = generation
         self.pid = pid
         self.stdinFD = stdinFD
@@ -93,10 +102,13 @@ final class BackendProcess: @unchecked Sendable {
     }
 
     /// Starts `command` (looked up in `PATH` when it has no slash) and its threads; the first
-    /// bytes queued for stdin are `hello`.
+    /// bytes queued for stdin are `hello`. Its stdout is read on `loop` (the listener's session
+    /// loop, a started one), so the frames it answers go out to devices from the same thread
+    /// that reads their calls, with no hand-off between threads.
     /// - Throws: ``RivetDaemonError/backendFailed`` naming the command and the system's reason.
     static func spawn(
-        command: [String], generation: UInt64, hello: [UInt8], limits: RVT1Limits, callbacks: BackendCallbacks
+        command: [String], generation: UInt64, hello: [UInt8], limits: RVT1Limits, callbacks: BackendCallbacks,
+        loop: StreamEventLoop
     ) throws(RivetDaemonError) -> BackendProcess {
         precondition(!command.isEmpty, "a backend command needs a program")
         var descriptors: [Int32] = []
@@ -150,12 +162,14 @@ final class BackendProcess: @unchecked Sendable {
                 "cannot start the backend `\(command[0])`: \(String(cString: strerror(result)))")
         }
         _ = fcntl(input.write, F_SETFL, fcntl(input.write, F_GETFL) | O_NONBLOCK)
+        _ = fcntl(output.read, F_SETFL, fcntl(output.read, F_GETFL) | O_NONBLOCK)
         let process = BackendProcess(
             generation: generation, pid: pid, stdinFD: input.write, stdoutFD: output.read, stderrFD: errors.read,
-            limits: limits, callbacks: callbacks)
+            limits: limits, callbacks: callbacks, loop: loop)
         process.outbox.append(hello)
         startThread("rivetd.backend.stdin") { process.writeLoop() }
-        startThread("rivetd.backend.stdout") { process.readLoop() }
+        let watch = loop.watch(output.read, readable: { process.readStdout() }, removed: { process.stdoutEnded() })
+        process.monitor.withLock { process.stdoutWatch = watch }
         startThread("rivetd.backend.stderr") { process.stderrLoop() }
         startThread("rivetd.backend.wait") { process.waitLoop() }
         return process
@@ -207,7 +221,11 @@ final class BackendProcess: @unchecked Sendable {
     /// Stops the readers of stdout and stderr (they otherwise run until end of file, which a
     /// grandchild holding the pipes can delay forever).
     func stopReaders() {
-        monitor.withLock { stopReading = true }
+        let watch: StreamLoopWatch? = monitor.withLock {
+            stopReading = true
+            return stdoutWatch
+        }
+        if let watch { loop.unwatch(watch) }
     }
 
     /// Bytes queued for stdin and not yet written.
@@ -255,32 +273,41 @@ final class BackendProcess: @unchecked Sendable {
         return true
     }
 
-    private func readLoop() {
-        var decoder = RVT1StreamDecoder(limits: limits)
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var failure: RVT1Error?
-        reading: while let count = readChunk(stdoutFD, &buffer) {
-            if count == 0 {
-                do throws(RVT1Error) { try decoder.finish() } catch { failure = error }
-                break
+    /// Reads what stdout holds (on the session loop) and hands every frame of it to the core in
+    /// one call; false once stdout ended, broke RVT1 or reading was stopped.
+    private func readStdout() -> Bool {
+        if monitor.withLock({ stopReading }) { return false }
+        var frames: [RVT1Frame] = []
+        defer { if !frames.isEmpty { callbacks.frames(generation, frames) } }
+        // A few reads at most, so one busy backend does not hold up the sessions' own reads.
+        for _ in 0..<4 {
+            let count = stdoutBuffer.withUnsafeMutableBytes { raw in
+                retryingInterrupts { Glibc.read(stdoutFD, raw.baseAddress, raw.count) }
             }
-            decoder.append(buffer[0..<count])
-            // Every frame of one read goes to the core at once: one pass under its lock.
-            var frames: [RVT1Frame] = []
+            if count < 0 { return errno == EAGAIN }
+            if count == 0 {
+                do throws(RVT1Error) { try stdoutDecoder.finish() } catch { stdoutFailure = error }
+                return false
+            }
+            stdoutDecoder.append(stdoutBuffer[0..<count])
             while true {
                 do throws(RVT1Error) {
-                    guard let frame = try decoder.next() else { break }
+                    guard let frame = try stdoutDecoder.next() else { break }
                     frames.append(frame)
                 } catch {
-                    failure = error
-                    break
+                    stdoutFailure = error
+                    return false
                 }
             }
-            if !frames.isEmpty { callbacks.frames(generation, frames) }
-            if failure != nil { break reading }
+            if count < stdoutBuffer.count { return true }
         }
+        return true
+    }
+
+    /// Stdout left the loop: closes it and reports how it ended (on the session loop).
+    private func stdoutEnded() {
         close(stdoutFD)
-        callbacks.streamEnded(generation, failure)
+        callbacks.streamEnded(generation, stdoutFailure)
     }
 
     private func stderrLoop() {

@@ -57,14 +57,17 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     private let encoder: RVT1Encoder
     private let hello: [UInt8]
     private let tick: @Sendable () -> Void
+    /// The listener's session loop, which also reads the backend's stdout.
+    private let sessionLoop: StreamEventLoop
 
     /// How long a backend gets to exit after its stdin closed, then after SIGTERM.
     static let backendGrace: Duration = .seconds(2)
 
     init(
         policy: RivetDeviceGatewayPolicy, limits: RivetDeviceGatewayLimits, backendCommand: [String],
-        applicationID: RivetApplicationID, log: RivetDaemonLog, tick: @escaping @Sendable () -> Void
+        applicationID: RivetApplicationID, log: RivetDaemonLog, sessionLoop: StreamEventLoop, tick: @escaping @Sendable () -> Void
     ) {
+        self.sessionLoop = sessionLoop
         gateway = RivetDeviceGateway(policy: policy, limits: limits)
         self.backendCommand = backendCommand
         self.applicationID = applicationID
@@ -256,7 +259,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             exited: { [weak self] generation, exit in self?.backendExited(generation, exit) })
         let process = try BackendProcess.spawn(
             command: backendCommand, generation: backendGeneration, hello: hello, limits: frameLimits,
-            callbacks: callbacks)
+            callbacks: callbacks, loop: sessionLoop)
         backend = process
         backoff.opened(at: ContinuousClock.now - origin)
         return process

@@ -250,9 +250,10 @@ final class SessionLink: @unchecked Sendable {
     }
 }
 
-/// Decodes the device's RVT1 bytes on the stream's I/O thread and hands each frame to the core;
+/// Decodes the device's RVT1 bytes on the thread that drives the stream (the listener's
+/// session loop) and hands each frame to the core;
 /// after the device broke RVT1 it ignores the rest.
-// @unchecked Sendable: used only from the stream's I/O thread, one call at a time.
+// @unchecked Sendable: used only from the thread that drives the stream, one call at a time.
 private final class DeviceReader: @unchecked Sendable {
     private var decoder: RVT1StreamDecoder
     private var done = false
