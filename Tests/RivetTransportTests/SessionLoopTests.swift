@@ -57,15 +57,19 @@ import Glibc
         var small = RivetClientConfiguration()
         small.stream = RivetStreamConfiguration(incomingLimit: 16 * 1024, outgoingLimit: 64 * 1024)
         // The client's application never reads: its stream stops reading at 16 KiB, then the
-        // sockets fill.
+        // sockets fill. Loopback's receive buffer can grow to tens of MiB (tcp_rmem), so each
+        // write is a whole queue's worth, and the wait is long enough for a slow machine (under
+        // the thread sanitizer, with the other suites running, 16 KiB writes did not fill it in
+        // 30 s).
         let (stuckClient, stuckServer) = try await openSession(server, configuration: small)
         let (liveClient, liveServer) = try await openSession(server)
         let (firstRefusal, failure) = try await onThread { () -> (ContinuousClock.Instant?, RivetStreamError?) in
             var firstRefusal: ContinuousClock.Instant?
-            let end = deadline(.seconds(30))
+            let end = deadline(.seconds(90))
+            let chunk = pattern(64 * 1024, seed: 9)
             while ContinuousClock.now < end {
                 do throws(RivetStreamError) {
-                    try stuckServer.write(pattern(16 * 1024, seed: 9), deadline: deadline(.milliseconds(50)))
+                    try stuckServer.write(chunk, deadline: deadline(.milliseconds(50)))
                 } catch where error == .timedOut {
                     if firstRefusal == nil { firstRefusal = .now }
                 } catch {
