@@ -159,7 +159,7 @@ package final class StreamEventLoop: @unchecked Sendable {
             for event in events {
                 if let waker = active[event.token] {
                     service(waker, ready: event.events, scratch: scratch)
-                } else if let watch = watches[event.token], !watch.readable() {
+                } else if let watch = watches[event.token], !(watch.readable?() ?? false) {
                     removeWatch(watch)
                 }
             }
@@ -185,16 +185,14 @@ package final class StreamEventLoop: @unchecked Sendable {
         if poll.add(watch.fd, events: EventPoll.readable, token: watch.token) == nil {
             watches[watch.token] = watch
         } else {
-            watch.ended = true
-            watch.removed()
+            watch.finish()
         }
     }
 
     private func removeWatch(_ watch: StreamLoopWatch) {
         guard !watch.ended else { return }
-        watch.ended = true
         if watches.removeValue(forKey: watch.token) != nil { poll.remove(watch.fd) }
-        watch.removed()
+        watch.finish()
     }
 
     private func earliestDeadline() -> ContinuousClock.Instant? {
@@ -310,12 +308,12 @@ package final class StreamLoopWaker: StreamWaker, @unchecked Sendable {
 }
 
 /// A descriptor a `StreamEventLoop` watches for readability (see `watch`).
-// @unchecked Sendable: `ended` is touched only by the loop thread.
+// @unchecked Sendable: `ended` and the two callbacks are touched only by the loop thread.
 package final class StreamLoopWatch: @unchecked Sendable {
     let token: UInt64
     let fd: Int32
-    let readable: @Sendable () -> Bool
-    let removed: @Sendable () -> Void
+    private(set) var readable: (@Sendable () -> Bool)?
+    private var removed: (@Sendable () -> Void)?
     var ended = false
 
     init(token: UInt64, fd: Int32, readable: @escaping @Sendable () -> Bool, removed: @escaping @Sendable () -> Void) {
@@ -323,5 +321,15 @@ package final class StreamLoopWatch: @unchecked Sendable {
         self.fd = fd
         self.readable = readable
         self.removed = removed
+    }
+
+    /// Ends the watch: runs `removed` once, then lets go of both callbacks, so an owner that
+    /// keeps its watch (and whose callbacks capture that owner) is not kept alive by it.
+    func finish() {
+        ended = true
+        let last = removed
+        readable = nil
+        removed = nil
+        last?()
     }
 }
