@@ -91,6 +91,16 @@ def stop(process):
         process.wait()
 
 
+def idle_memory_per_session(bins, state, port, pid, sessions=8):
+    """rivetd's RSS growth (KiB) per session while SESSIONS idle sessions are open."""
+    base = rss_kib(pid)
+    holder = hold(bins, state, port, sessions)
+    time.sleep(0.5)
+    per_session = (rss_kib(pid) - base) / sessions
+    stop(holder)
+    return per_session
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=5)
@@ -115,11 +125,7 @@ def main():
     daemon, port = start_rivetd(bins, home, state)
     try:
         time.sleep(0.5)
-        base = rss_kib(daemon.pid)
-        holder = hold(bins, state, port, 8)
-        time.sleep(0.5)
-        per_session = (rss_kib(daemon.pid) - base) / 8
-        stop(holder)
+        per_session = idle_memory_per_session(bins, state, port, daemon.pid)
         time.sleep(0.5)
         for sessions in (1, 8):
             results[("rivetd", sessions)] = load(bins, state, port, sessions, args.seconds)
@@ -133,11 +139,7 @@ def main():
         time.sleep(0.5)
         stop(hold(bins, state, port, 1))
         time.sleep(0.5)
-        base = rss_kib(daemon.pid)
-        holder = hold(bins, state, port, 8)
-        time.sleep(0.5)
-        per_session_warm = (rss_kib(daemon.pid) - base) / 8
-        stop(holder)
+        per_session_warm = idle_memory_per_session(bins, state, port, daemon.pid)
     finally:
         daemon.terminate()
         daemon.wait(timeout=20)
