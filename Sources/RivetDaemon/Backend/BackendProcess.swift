@@ -68,7 +68,6 @@ final class BackendProcess: @unchecked Sendable {
     private let stdinFD: Int32
     private let stdoutFD: Int32
     private let stderrFD: Int32
-    private let limits: RVT1Limits
     private let callbacks: BackendCallbacks
     private let monitor = Monitor()
     private var outbox = FrameQueue()
@@ -97,7 +96,6 @@ final class BackendProcess: @unchecked Sendable {
         self.stdinFD = stdinFD
         self.stdoutFD = stdoutFD
         self.stderrFD = stderrFD
-        self.limits = limits
         self.callbacks = callbacks
     }
 
