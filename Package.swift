@@ -46,6 +46,9 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CQRencode", path: "Sources/CQRencode", pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]),
 
         // MARK: The system layer: descriptors, EINTR, pipes, private files, hex (Glibc only, no
         // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
