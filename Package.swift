@@ -60,6 +60,7 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "SystemKit"]),
         .target(name: "AvahiKit", dependencies: ["CAvahi", "SystemKit"]),
         .target(name: "CurlKit", dependencies: ["CCurl", "SystemKit", "ThreadSupport"]),
+        .target(name: "QRCodeKit", dependencies: ["CQRencode"]),
 
         // MARK: Command-line kit shared by every tool
         // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
@@ -208,6 +209,7 @@ let package = Package(
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
+        .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
