@@ -1,4 +1,4 @@
-import CQRencode
+internal import CQRencode
 import Glibc
 
 /// A QR code's modules: a square of dark and light cells, encoded by libqrencode.

@@ -85,43 +85,49 @@ enum Layering {
     static let curl: Set<String> = ["CurlKit", "CCurl"]
     static let avahi: Set<String> = ["AvahiKit", "CAvahi"]
     static let openssl: Set<String> = ["OpenSSLKit", "COpenSSL"]
-    /// The Swift wrapper of each C module.
-    static let wrapper = ["CSQLite": "SQLiteKit", "CCurl": "CurlKit", "CAvahi": "AvahiKit", "COpenSSL": "OpenSSLKit"]
+    static let qrencode: Set<String> = ["QRCodeKit", "CQRencode"]
+    /// The Swift wrapper of each C module: the only module that names it as a dependency.
+    static let wrapper = [
+        "CSQLite": "SQLiteKit", "CCurl": "CurlKit", "CAvahi": "AvahiKit", "COpenSSL": "OpenSSLKit", "CQRencode": "QRCodeKit",
+    ]
 
     /// Pure modules (no socket, file, database or clock of their own), and a few that are not
     /// but stay clear of some layers, and what each must not reach (a name ending in `*`
     /// stands for every module it starts). Pairing values, the RVD1 machines and the gateway
     /// machine hash and draw random bytes through OpenSSLKit, so they may reach it; nothing
-    /// pure reaches SQLite, curl or Avahi.
+    /// pure reaches SQLite, curl, Avahi or libqrencode.
     static let forbidden: [String: Set<String>] = [
-        "RivetWire": sqlite.union(curl).union(avahi).union(openssl),
-        "RivetDevice": sqlite.union(curl).union(avahi).union(openssl),
-        "RivetSchema": sqlite.union(curl).union(avahi).union(openssl),
-        "Backoff": sqlite.union(curl).union(avahi).union(openssl),
-        "SystemKit": sqlite.union(curl).union(avahi).union(openssl),
-        "ThreadSupport": sqlite.union(curl).union(avahi).union(openssl),
-        "RivetPairing": sqlite.union(curl).union(avahi),
-        "RivetSession": sqlite.union(curl).union(avahi),
-        "RivetGateway": sqlite.union(curl).union(avahi),
+        "RivetWire": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
+        "RivetDevice": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
+        "RivetSchema": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
+        "Backoff": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
+        "SystemKit": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
+        "ThreadSupport": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
+        "RivetPairing": sqlite.union(curl).union(avahi).union(qrencode),
+        "RivetSession": sqlite.union(curl).union(avahi).union(qrencode),
+        "RivetGateway": sqlite.union(curl).union(avahi).union(qrencode),
         // Not pure (a Unix socket), but the control protocol and its client need no registry.
-        "RivetControl": sqlite.union(curl).union(avahi),
+        "RivetControl": sqlite.union(curl).union(avahi).union(qrencode),
         // Not pure either (sockets, TLS), but a companion and the client transport it connects
         // with hold a credential, not the desktop's registry.
-        "RivetTransport": sqlite.union(curl).union(avahi),
-        "RivetCompanion": sqlite.union(curl).union(avahi),
+        "RivetTransport": sqlite.union(curl).union(avahi).union(qrencode),
+        "RivetCompanion": sqlite.union(curl).union(avahi).union(qrencode),
         // Rastrillo, top to bottom: the tools, their CLI kit, the Foundation-facing product and
         // the test transport over RastrilloHTTP (the libcurl client) over RastrilloCore (pure:
         // origins, errors, the event-stream parser, connectivity, reconnect). None reaches
         // SQLite, Avahi or a Rivet module; no layer reaches one above it.
-        "RastrilloCore": sqlite.union(curl).union(avahi).union(openssl).union(rivet)
+        "RastrilloCore": sqlite.union(curl).union(avahi).union(openssl).union(qrencode).union(rivet)
             .union(["RastrilloHTTP", "Rastrillo", "RastrilloCLI", "RastrilloTestSupport"]),
-        "RastrilloHTTP": sqlite.union(avahi).union(rivet).union(["Rastrillo", "RastrilloCLI", "RastrilloTestSupport"]),
-        "Rastrillo": sqlite.union(avahi).union(rivet).union(["RastrilloCLI", "RastrilloTestSupport"]),
-        "RastrilloTestSupport": sqlite.union(avahi).union(rivet).union(["RastrilloCLI"]),
-        "RastrilloCLI": sqlite.union(avahi).union(rivet),
-        "rastrillo-fetch": sqlite.union(avahi).union(rivet),
-        "rastrillo-stream": sqlite.union(avahi).union(rivet),
-        "rastrillo-download": sqlite.union(avahi).union(rivet),
+        "RastrilloHTTP": sqlite.union(avahi).union(qrencode).union(rivet).union(["Rastrillo", "RastrilloCLI", "RastrilloTestSupport"]),
+        "Rastrillo": sqlite.union(avahi).union(qrencode).union(rivet).union(["RastrilloCLI", "RastrilloTestSupport"]),
+        "RastrilloTestSupport": sqlite.union(avahi).union(qrencode).union(rivet).union(["RastrilloCLI"]),
+        "RastrilloCLI": sqlite.union(avahi).union(qrencode).union(rivet),
+        "rastrillo-fetch": sqlite.union(avahi).union(qrencode).union(rivet),
+        "rastrillo-stream": sqlite.union(avahi).union(qrencode).union(rivet),
+        "rastrillo-download": sqlite.union(avahi).union(qrencode).union(rivet),
+        // The QR code wrapper draws a text: it reaches no other C library and no Rivet or
+        // Rastrillo module (rivet-pair reaches it, not the other way round).
+        "QRCodeKit": sqlite.union(curl).union(avahi).union(openssl).union(rivet).union(["Rastrillo*"]),
     ]
 
     /// Every module whose name starts with `Rivet` (the device side), for the Rastrillo
@@ -142,6 +148,11 @@ enum Layering {
         var found: [String] = []
         for name in forbidden.keys.sorted() where graph.modules[name] == nil {
             found.append("\(name) is not a module of the package (renamed? update Layering.forbidden)")
+        }
+        for module in graph.modules.values.sorted(by: { $0.name < $1.name }) {
+            for dependency in module.dependencies.sorted() where wrapper[dependency].map({ $0 != module.name }) ?? false {
+                found.append("\(module.name) depends on \(dependency), which only its wrapper \(wrapper[dependency]!) may")
+            }
         }
         if graph.modules[daemon] == nil {
             found.append("\(daemon) is not a module of the package (renamed? update Layering.daemon)")
@@ -226,6 +237,35 @@ func swiftExecutable() throws -> String {
         #expect(graph.modules[Layering.daemonExecutable] != nil)
         let violations = Layering.violations(in: graph)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    @Test func aCModuleOutsideItsWrapperIsReported() {
+        let graph = ModuleGraph(
+            Layering.forbidden.keys.map { ModuleGraph.Module(name: $0, kind: "library", dependencies: []) } + [
+                .init(name: "RivetDaemon", kind: "library", dependencies: []),
+                .init(name: "QRCodeKit", kind: "library", dependencies: ["CQRencode"]),
+                .init(name: "CQRencode", kind: "system-target", dependencies: []),
+                .init(name: "rivet-pair", kind: "executable", dependencies: ["QRCodeKit", "CQRencode"]),
+            ])
+        #expect(Layering.violations(in: graph) == ["rivet-pair depends on CQRencode, which only its wrapper QRCodeKit may"])
+    }
+
+    @Test func aPureModuleOrTheWrapperReachingQRCodeKitIsReported() {
+        let graph = ModuleGraph(
+            Layering.forbidden.keys.filter { $0 != "RivetPairing" && $0 != "QRCodeKit" }.map {
+                ModuleGraph.Module(name: $0, kind: "library", dependencies: [])
+            } + [
+                .init(name: "RivetDaemon", kind: "library", dependencies: []),
+                .init(name: "RivetPairing", kind: "library", dependencies: ["QRCodeKit"]),
+                .init(name: "QRCodeKit", kind: "library", dependencies: ["CQRencode", "OpenSSLKit"]),
+                .init(name: "CQRencode", kind: "system-target", dependencies: []),
+                .init(name: "OpenSSLKit", kind: "library", dependencies: []),
+            ])
+        #expect(
+            Layering.violations(in: graph) == [
+                "pure module QRCodeKit depends on OpenSSLKit: QRCodeKit → OpenSSLKit",
+                "pure module RivetPairing depends on QRCodeKit: RivetPairing → QRCodeKit",
+            ])
     }
 
     @Test func anExecutableReachingTheDaemonThroughALibraryIsReported() {

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// What only the system layer may write: SystemKit owns EINTR, pipes and hex digits;
-/// ThreadSupport owns starting a thread. Comment lines are not code and are skipped.
+/// ThreadSupport owns starting a thread; and what only a C library's wrapper may write: its
+/// `import` (`Layering.wrapper`). Comment lines are not code and are skipped.
 enum SystemLayer {
     struct Rule {
         let what: String
@@ -19,7 +20,12 @@ enum SystemLayer {
         rule(
             "a Foundation Thread (use ThreadSupport)", #"(?<![A-Za-z0-9_.])Thread\s*(\(|\{)|Thread\.detachNewThread"#,
             owner: "ThreadSupport"),
-    ]
+    ] + wrapperImports
+
+    /// An `import` of each C module, which only its wrapper may write.
+    private static let wrapperImports = Layering.wrapper.sorted(by: { $0.key < $1.key }).map { module, wrapper in
+        rule("an import of \(module) (only \(wrapper) wraps it)", #"\bimport\s+\#(module)\b"#, owner: wrapper)
+    }
 
     private static func rule(_ what: String, _ pattern: String, owner: String) -> Rule {
         Rule(what: what, pattern: try! NSRegularExpression(pattern: pattern), owner: owner)
@@ -61,7 +67,7 @@ enum SystemLayer {
 }
 
 @Suite struct SystemLayerTests {
-    @Test func onlyTheSystemLayerRetriesEINTRMakesPipesHexOrThreads() throws {
+    @Test func onlyTheSystemLayerRetriesEINTRMakesPipesHexOrThreadsAndOnlyWrappersImportC() throws {
         let files = try SystemLayer.sources()
         #expect(files.count > 100)
         let violations = SystemLayer.violations(in: files)
@@ -75,12 +81,15 @@ enum SystemLayer {
             ("A/Hex.swift", #"let digits = Array("0123456789abcdef".utf8)"#),
             ("A/Raw.swift", "let code = pthread_create(&thread, nil, body, nil)"),
             ("A/Thread.swift", "Thread { work() }.start()"),
+            ("A/Draw.swift", "internal import CQRencode"),
+            ("QRCodeKit/QRCode.swift", "internal import CQRencode"),
             ("A/Fine.swift", "// EINTR in a comment\nstartThread(\"x\") { }\nlet p = PipeEnds()\nwake.pipe(x)"),
             ("SystemKit/Retry.swift", "if result == -1 && errno == EINTR { continue }"),
             ("ThreadSupport/Start.swift", "pthread_create(&thread, &attributes, body, work)"),
         ]
         #expect(
             SystemLayer.violations(in: files) == [
+                "A/Draw.swift:1: an import of CQRencode (only QRCodeKit wraps it)",
                 "A/Hex.swift:1: a hex digit table (use SystemKit's Hex)",
                 "A/Loop.swift:1: an EINTR check (use SystemKit's retryingInterrupts)",
                 "A/Pipe.swift:1: a pipe made by hand (use SystemKit's PipeEnds)",
