@@ -107,8 +107,8 @@ public struct RivetControlError: Error, Equatable, Sendable, CustomStringConvert
 
 /// One request of the control protocol (`docs/protocol.md (control part)`).
 public enum RivetControlRequest: Sendable, Equatable {
-    /// Opens the pairing window.
-    case open
+    /// Opens the pairing window: for pairing by code, or with `link` for pairing by link.
+    case open(link: RivetControlLinkRequest? = nil)
     /// Shows the window and the pending attempt.
     case pending
     /// Confirms the pending attempt and grants `scopes`; `code` is the six digits the device
@@ -143,6 +143,8 @@ public enum RivetControlRequest: Sendable, Equatable {
             return ["op": "confirm", "code": code.map { .string($0) } ?? .null, "scopes": .array(scopes.map { .string($0) })]
         case .revoke(let id):
             return ["op": "revoke", "device_id": .string(id.hex)]
+        case .open(let link?):
+            return ["op": "open", "link": true, "link_host": link.host.map { .string($0) } ?? .null]
         default:
             return ["op": .string(operation)]
         }
@@ -157,7 +159,17 @@ public enum RivetControlRequest: Sendable, Equatable {
             throw RivetControlError.malformedRequest.with("the request has no string member `op`")
         }
         switch operation {
-        case "open": self = .open
+        case "open":
+            switch json["link"] {
+            case nil, .null?, .bool(false)?: self = .open()
+            case .bool(true)?:
+                switch json["link_host"] {
+                case nil, .null?: self = .open(link: RivetControlLinkRequest(host: nil))
+                case .string(let host)?: self = .open(link: RivetControlLinkRequest(host: host))
+                default: throw RivetControlError.malformedRequest.with("`link_host` must be a string or null")
+                }
+            default: throw RivetControlError.malformedRequest.with("`link` must be true or false")
+            }
         case "pending": self = .pending
         case "reject": self = .reject
         case "cancel": self = .cancel
@@ -198,6 +210,15 @@ public enum RivetControlRequest: Sendable, Equatable {
                 "unknown operation; the operations are open, pending, confirm, reject, cancel, sessions, revoke")
         }
     }
+}
+
+/// What `open` asks for when the window is to pair by link.
+public struct RivetControlLinkRequest: Sendable, Equatable {
+    /// The host to put in the link, or nil for the address rivetd listens on.
+    public let host: String?
+
+    /// A link request naming `host`, or rivetd's own address.
+    public init(host: String?) { self.host = host }
 }
 
 /// A session as `rivet-pair --sessions` shows it.

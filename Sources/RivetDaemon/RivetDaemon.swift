@@ -177,6 +177,7 @@ public final class RivetDaemon: Sendable {
                 "cannot listen on \(joinHostPort(configuration.listenHost, configuration.listenPort)): \(error.message)")
         }
         let host = listener.host ?? configuration.listenHost
+        desk.listening(host: host, port: port)
         do {
             try core.startBackend()
         } catch {
@@ -338,9 +339,12 @@ private struct ControlHandler: Sendable {
 
     private func answer(_ request: RivetControlRequest) throws(RivetControlError) -> RivetControlJSON {
         switch request {
-        case .open:
+        case .open(nil):
             let left = try desk.open()
             return ["ok": true, "seconds_left": .integer(Int64(left.components.seconds))]
+        case .open(let request?):
+            let (left, link) = try desk.openForLink(host: request.host)
+            return ["ok": true, "seconds_left": .integer(Int64(left.components.seconds)), "link": .string(link.text)]
         case .pending:
             // The schema's scopes ride along, so `rivet-pair --confirm` can refuse a misspelt
             // --scope before it waits for a device.

@@ -31,6 +31,9 @@ public struct RivetDevicePairingCoordinator: Sendable {
         case tooManyFailures
         /// A device paired; one device per opening.
         case paired
+        /// A device proved it holds the window's link, then did not pair (a person rejected it,
+        /// it left, or it failed later): a link works once.
+        case linkUsed
     }
 
     /// The desktop person's confirmation of the displayed code.
@@ -44,8 +47,11 @@ public struct RivetDevicePairingCoordinator: Sendable {
 
     /// Everything the coordinator reacts to.
     public enum Input: Sendable {
-        /// The desktop opens a window.
+        /// The desktop opens a window for pairing by code.
         case open
+        /// The desktop opens a window for pairing by link: a fresh token is drawn, and only a
+        /// device that proves it holds the token may pair in this window.
+        case openForLink
         /// A device's `PairBegin` arrived on `connection`. `knownDevice` is the registry's record
         /// for the message's `existingDeviceID`, looked up by the caller (`nil` if absent); it is
         /// used only when its ID and application ID match the message, otherwise the device is
@@ -53,6 +59,10 @@ public struct RivetDevicePairingCoordinator: Sendable {
         case begin(RivetDevicePairBegin, from: RivetPairingConnectionID, knownDevice: RivetDevicePairedDevice?)
         /// A device's `PairReveal` arrived.
         case reveal(RivetDevicePairReveal, from: RivetPairingConnectionID)
+        /// A device's `PairLinkBegin` arrived (RVD2); `knownDevice` as for `begin`.
+        case beginLink(RivetDevicePairLinkBegin, from: RivetPairingConnectionID, knownDevice: RivetDevicePairedDevice?)
+        /// A device's `PairLinkProof` arrived (RVD2).
+        case linkProof(RivetPairingLinkProof, from: RivetPairingConnectionID)
         /// The device's person confirmed the code (`PairConfirm`).
         case deviceConfirm(from: RivetPairingConnectionID)
         /// The device's person rejected the code (`PairReject`).
@@ -73,6 +83,9 @@ public struct RivetDevicePairingCoordinator: Sendable {
     public enum Action: Equatable, Sendable {
         /// A window opened; it closes after this long.
         case windowOpened(timeLeft: Duration)
+        /// The window opened for pairing by link has this token: put it in the link shown to the
+        /// desktop's person, and nowhere else.
+        case linkIssued(RivetPairingToken)
         /// Send `PairServerNonce` to the device on this connection.
         case sendServerNonce(RivetPairingConnectionID, RivetDevicePairServerNonce)
         /// Show (or update) the pending attempt on the desktop.
@@ -120,19 +133,38 @@ public struct RivetDevicePairingCoordinator: Sendable {
         var closesAt: Duration
         var failures = 0
         var attempt: Attempt?
+        /// `nil` for a window that pairs by code.
+        var link: Link?
+    }
+
+    /// The token of a window that pairs by link, until a device proves it holds it.
+    private enum Link: Sendable {
+        case unused(RivetPairingToken)
+        case used
     }
 
     private struct Attempt: Sendable {
         let connection: RivetPairingConnectionID
-        let begin: RivetDevicePairBegin
+        let applicationID: RivetApplicationID
+        let deviceName: RivetDeviceName
+        let opening: Opening
         let replacing: RivetDevicePairedDevice?
         let serverNonce: Nonce
         var step: Step
     }
 
+    /// How the device's nonce is checked: a commitment opened by `PairReveal` (pairing by code),
+    /// or `Nc` sent in `PairLinkBegin` and bound by the proof (pairing by link).
+    private enum Opening: Sendable {
+        case commitment(RivetDevicePairingCommitment)
+        case link(clientNonce: Nonce)
+    }
+
     private enum Step: Sendable {
+        /// Waiting for `PairReveal` (by code) or `PairLinkProof` (by link).
         case awaitingReveal
-        case awaitingConfirmation(code: ConfirmationCode, deviceConfirmed: Bool, grantedScopes: Set<RivetDeviceScope>?)
+        /// `code` is nil for an attempt by link, whose device has proved the token instead.
+        case awaitingConfirmation(code: ConfirmationCode?, deviceConfirmed: Bool, grantedScopes: Set<RivetDeviceScope>?)
     }
 
     /// A closed coordinator for the server whose SPKI fingerprint is `serverFingerprint` and
@@ -172,6 +204,12 @@ public struct RivetDevicePairingCoordinator: Sendable {
         return left > .zero ? left : nil
     }
 
+    /// True while the open window pairs by link (`openForLink`).
+    public var windowPairsByLink: Bool {
+        guard case .open(let window) = phase else { return false }
+        return window.link != nil
+    }
+
     /// The active attempt as the desktop should show it now, or `nil` when there is none (or the
     /// window has reached its end).
     public func pendingAttempt() -> RivetDevicePairingPendingAttempt? {
@@ -187,9 +225,18 @@ public struct RivetDevicePairingCoordinator: Sendable {
         let now = clock.monotonicNow()
         expireIfDue(at: now, &step)
         switch input {
-        case .open: open(at: now, &step)
-        case .begin(let message, let connection, let known): begin(message, connection, known, &step)
+        case .open: open(at: now, link: false, &step)
+        case .openForLink: open(at: now, link: true, &step)
+        case .begin(let message, let connection, let known):
+            begin(
+                connection, applicationID: message.applicationID, deviceName: message.deviceName,
+                existingDeviceID: message.existingDeviceID, opening: .commitment(message.commitment), known, &step)
+        case .beginLink(let message, let connection, let known):
+            begin(
+                connection, applicationID: message.applicationID, deviceName: message.deviceName,
+                existingDeviceID: message.existingDeviceID, opening: .link(clientNonce: message.clientNonce), known, &step)
         case .reveal(let message, let connection): reveal(message, connection, &step)
+        case .linkProof(let proof, let connection): linkProof(proof, connection, &step)
         case .deviceConfirm(let connection): deviceConfirm(connection, &step)
         case .deviceReject(let connection):
             if attempt(of: connection, &step) != nil { fail(.rejectedByDevice, &step) }
@@ -208,22 +255,46 @@ public struct RivetDevicePairingCoordinator: Sendable {
 
     // MARK: Inputs
 
-    private mutating func open(at now: Duration, _ step: inout StepOutput) {
+    private mutating func open(at now: Duration, link: Bool, _ step: inout StepOutput) {
         if case .open = phase {
             step.refuse(.desktop, .windowAlreadyOpen)
             return
         }
-        phase = .open(Window(closesAt: now + Self.windowDuration))
+        var token: RivetPairingToken?
+        if link {
+            do {
+                token = try RivetPairingToken.random(using: randomness)
+            } catch {
+                step.refuse(.desktop, .randomnessUnavailable)
+                return
+            }
+        }
+        phase = .open(Window(closesAt: now + Self.windowDuration, link: token.map { .unused($0) }))
         step.actions.append(.windowOpened(timeLeft: Self.windowDuration))
+        if let token { step.actions.append(.linkIssued(token)) }
     }
 
     private mutating func begin(
-        _ message: RivetDevicePairBegin, _ connection: RivetPairingConnectionID,
-        _ known: RivetDevicePairedDevice?, _ step: inout StepOutput
+        _ connection: RivetPairingConnectionID, applicationID: RivetApplicationID, deviceName: RivetDeviceName,
+        existingDeviceID: DeviceID?, opening: Opening, _ known: RivetDevicePairedDevice?, _ step: inout StepOutput
     ) {
         guard case .open(var window) = phase else {
             step.refuse(.device(connection), .windowClosed)
             return
+        }
+        // A window pairs either by code or by link, never both: in a window opened for a link,
+        // a device without the link cannot even start an attempt.
+        switch (opening, window.link) {
+        case (.commitment, .some):
+            step.refuse(.device(connection), .linkRequired)
+            return
+        case (.link, nil):
+            step.refuse(.device(connection), .linkNotOpen)
+            return
+        case (.link, .used?):
+            step.refuse(.device(connection), .windowClosed)
+            return
+        default: break
         }
         if let active = window.attempt {
             if active.connection == connection {
@@ -242,12 +313,11 @@ public struct RivetDevicePairingCoordinator: Sendable {
             return
         }
         let replacing = known.flatMap { known in
-            known.deviceID == message.existingDeviceID && known.applicationID == message.applicationID
-                ? known : nil
+            known.deviceID == existingDeviceID && known.applicationID == applicationID ? known : nil
         }
         window.attempt = Attempt(
-            connection: connection, begin: message, replacing: replacing, serverNonce: serverNonce,
-            step: .awaitingReveal)
+            connection: connection, applicationID: applicationID, deviceName: deviceName, opening: opening,
+            replacing: replacing, serverNonce: serverNonce, step: .awaitingReveal)
         phase = .open(window)
         step.actions.append(.sendServerNonce(connection, RivetDevicePairServerNonce(nonce: serverNonce)))
     }
@@ -256,16 +326,16 @@ public struct RivetDevicePairingCoordinator: Sendable {
         _ message: RivetDevicePairReveal, _ connection: RivetPairingConnectionID, _ step: inout StepOutput
     ) {
         guard var attempt = attempt(of: connection, &step), case .open(var window) = phase else { return }
-        guard case .awaitingReveal = attempt.step else {
+        guard case .awaitingReveal = attempt.step, case .commitment(let commitment) = attempt.opening else {
             fail(.unexpectedMessage, &step)
             return
         }
-        guard attempt.begin.commitment.opens(to: message.nonce) else {
+        guard commitment.opens(to: message.nonce) else {
             fail(.commitmentMismatch, &step)
             return
         }
         let code = RivetDevicePairingTranscript(
-            applicationID: attempt.begin.applicationID, serverFingerprint: serverFingerprint,
+            applicationID: attempt.applicationID, serverFingerprint: serverFingerprint,
             clientNonce: message.nonce, serverNonce: attempt.serverNonce
         ).code
         attempt.step = .awaitingConfirmation(code: code, deviceConfirmed: false, grantedScopes: nil)
@@ -274,9 +344,35 @@ public struct RivetDevicePairingCoordinator: Sendable {
         showAttempt(&step)
     }
 
+    /// Checks the device's proof of the window's token; a valid proof uses the link up (whatever
+    /// happens next) and stands for the device's confirmation.
+    private mutating func linkProof(
+        _ proof: RivetPairingLinkProof, _ connection: RivetPairingConnectionID, _ step: inout StepOutput
+    ) {
+        guard var attempt = attempt(of: connection, &step), case .open(var window) = phase else { return }
+        guard case .awaitingReveal = attempt.step, case .link(let clientNonce) = attempt.opening,
+            case .unused(let token)? = window.link
+        else {
+            fail(.unexpectedMessage, &step)
+            return
+        }
+        let expected = RivetPairingLinkProof(
+            token: token, applicationID: attempt.applicationID, serverFingerprint: serverFingerprint,
+            clientNonce: clientNonce, serverNonce: attempt.serverNonce)
+        guard expected == proof else {
+            fail(.linkProofMismatch, &step)
+            return
+        }
+        attempt.step = .awaitingConfirmation(code: nil, deviceConfirmed: true, grantedScopes: nil)
+        window.attempt = attempt
+        window.link = .used
+        phase = .open(window)
+        showAttempt(&step)
+    }
+
     private mutating func deviceConfirm(_ connection: RivetPairingConnectionID, _ step: inout StepOutput) {
         guard var attempt = attempt(of: connection, &step), case .open(var window) = phase else { return }
-        guard case .awaitingConfirmation(let code, false, let scopes) = attempt.step else {
+        guard case .awaitingConfirmation(let code?, false, let scopes) = attempt.step else {
             fail(.unexpectedMessage, &step)
             return
         }
@@ -302,10 +398,16 @@ public struct RivetDevicePairingCoordinator: Sendable {
             step.refuse(.desktop, .alreadyConfirmed)
             return
         }
-        if case .typedCode(let typed) = confirmation, !code.matches(typed: typed) {
-            step.refuse(.desktop, .codeMismatch)
-            fail(.codeMismatch, &step)
-            return
+        if case .typedCode(let typed) = confirmation {
+            guard let code else {
+                step.refuse(.desktop, .noCodeForLink)
+                return
+            }
+            guard code.matches(typed: typed) else {
+                step.refuse(.desktop, .codeMismatch)
+                fail(.codeMismatch, &step)
+                return
+            }
         }
         attempt.step = .awaitingConfirmation(code: code, deviceConfirmed: deviceConfirmed, grantedScopes: scopes)
         window.attempt = attempt
@@ -369,7 +471,10 @@ public struct RivetDevicePairingCoordinator: Sendable {
         window.failures += 1
         window.attempt = nil
         step.endAttempt(attempt.connection, reason)
-        if window.failures >= Self.failureLimit {
+        if case .used? = window.link {
+            phase = .closed(.linkUsed)
+            step.actions.append(.windowClosed(.linkUsed))
+        } else if window.failures >= Self.failureLimit {
             phase = .closed(.tooManyFailures)
             step.actions.append(.windowClosed(.tooManyFailures))
         } else {
@@ -392,7 +497,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
             return
         }
         let record = RivetDevicePairedDevice(
-            deviceID: deviceID, displayName: attempt.begin.deviceName, applicationID: attempt.begin.applicationID,
+            deviceID: deviceID, displayName: attempt.deviceName, applicationID: attempt.applicationID,
             serverFingerprint: serverFingerprint, scopes: scopes,
             created: attempt.replacing?.created ?? clock.wallClockNow(), lastSeen: attempt.replacing?.lastSeen)
         let completion = RivetDevicePairingCompletion(
@@ -417,11 +522,13 @@ public struct RivetDevicePairingCoordinator: Sendable {
             deviceConfirmed = device
             desktopConfirmed = scopes != nil
         }
+        var byLink = false
+        if case .link = attempt.opening { byLink = true }
         return RivetDevicePairingPendingAttempt(
-            connection: attempt.connection, deviceName: attempt.begin.deviceName,
-            applicationID: attempt.begin.applicationID, replacing: attempt.replacing, code: code,
+            connection: attempt.connection, deviceName: attempt.deviceName,
+            applicationID: attempt.applicationID, replacing: attempt.replacing, code: code,
             deviceConfirmed: deviceConfirmed, desktopConfirmed: desktopConfirmed, timeLeft: timeLeft,
-            failures: window.failures)
+            failures: window.failures, byLink: byLink)
     }
 
     /// Actions of one input, with each connection told at most once that its attempt is over.
@@ -451,7 +558,8 @@ public struct RivetDevicePairingPendingAttempt: Equatable, Sendable {
     public let applicationID: RivetApplicationID
     /// The registry record this attempt will replace when confirmed (a re-pairing), or `nil`.
     public let replacing: RivetDevicePairedDevice?
-    /// The code to compare with the device's screen; `nil` until the device revealed `Nc`.
+    /// The code to compare with the device's screen; `nil` until the device revealed `Nc`, and
+    /// always for an attempt by link.
     public let code: ConfirmationCode?
     /// True once the device's person confirmed.
     public let deviceConfirmed: Bool
@@ -461,6 +569,9 @@ public struct RivetDevicePairingPendingAttempt: Equatable, Sendable {
     public let timeLeft: Duration
     /// Failures counted in this window so far (the window closes at 5).
     public let failures: Int
+    /// True when the device pairs by link: once it proved the token, `deviceConfirmed` is true
+    /// and there is no code.
+    public let byLink: Bool
 }
 
 /// A finished pairing: what to store and what to send. Its text forms never show the credential.

@@ -9,6 +9,7 @@ public struct RivetDevicePairingRefusal: Error, Equatable, Sendable, CustomStrin
         case commitmentMismatch, codeMismatch, codeNotReady, alreadyConfirmed
         case rejectedByDevice, rejectedByDesktop, connectionLost, cancelled, windowExpired
         case tooManyFailures, randomnessUnavailable
+        case linkRequired, linkNotOpen, linkProofMismatch, noCodeForLink
     }
 
     private let code: Code
@@ -66,6 +67,21 @@ public struct RivetDevicePairingRefusal: Error, Equatable, Sendable, CustomStrin
     /// No random bytes could be drawn for a nonce, credential or device ID.
     public static let randomnessUnavailable = Self(
         .randomnessUnavailable, "the server could not draw random bytes; the attempt ended")
+
+    /// A device asked to pair by code while the window is open for pairing by link only.
+    public static let linkRequired = Self(
+        .linkRequired,
+        "this pairing window admits only the device that holds its link (QR code); pairing by code was refused")
+    /// A device asked to pair by link while the window is open for pairing by code.
+    public static let linkNotOpen = Self(
+        .linkNotOpen, "no pairing window for a link is open; open one with rivet-pair --open --qr")
+    /// The device's proof does not match the window's token and this connection.
+    public static let linkProofMismatch = Self(
+        .linkProofMismatch,
+        "the device's proof does not match this window's link (a wrong or old link, or a proof taken from another connection); the attempt ended")
+    /// The desktop typed a code for an attempt by link, which has none.
+    public static let noCodeForLink = Self(
+        .noCodeForLink, "this device pairs by link and has no code; confirm it without --code")
 
     /// Compares the kind only, never the message.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }

@@ -129,6 +129,18 @@ public final class RivetPairingService: RivetPairingHost {
         try apply(.open)
     }
 
+    /// Opens a pairing window (300 s) for pairing by link and returns its one-time token, for
+    /// the link shown to the desktop's person. Only a device that proves it holds the token can
+    /// pair in this window.
+    /// - Throws: `RivetDevicePairingRefusal.windowAlreadyOpen`, `.randomnessUnavailable`.
+    public func openWindowForLink() throws(RivetDevicePairingRefusal) -> RivetPairingToken {
+        guard let token = try apply(.openForLink) else { throw RivetDevicePairingRefusal.randomnessUnavailable }
+        return token
+    }
+
+    /// True while the open window pairs by link.
+    public var windowPairsByLink: Bool { coordinator.withLock { $0.windowPairsByLink } }
+
     /// The desktop's person confirms the pending attempt and grants `scopes`.
     /// - Throws: the coordinator's refusal (`windowClosed`, `noAttempt`, `codeNotReady`,
     ///   `alreadyConfirmed`, `codeMismatch`).
@@ -166,7 +178,13 @@ public final class RivetPairingService: RivetPairingHost {
             names.withLock { $0[connection] = begin.deviceName }
             let known = begin.existingDeviceID.flatMap { id in try? store.device(id) }
             input = .begin(begin, from: connection, knownDevice: known)
+        case .linkBegin(let begin):
+            channels.withLock { $0[connection] = channel }
+            names.withLock { $0[connection] = begin.deviceName }
+            let known = begin.existingDeviceID.flatMap { id in try? store.device(id) }
+            input = .beginLink(begin, from: connection, knownDevice: known)
         case .reveal(let reveal): input = .reveal(reveal, from: connection)
+        case .linkProof(let proof): input = .linkProof(proof, from: connection)
         case .confirm: input = .deviceConfirm(from: connection)
         case .reject: input = .deviceReject(from: connection)
         }
@@ -182,15 +200,19 @@ public final class RivetPairingService: RivetPairingHost {
     }
 
     /// Applies one input and performs its actions; throws the refusal addressed to the desktop.
-    private func apply(_ input: RivetDevicePairingCoordinator.Input) throws(RivetDevicePairingRefusal) {
+    /// Returns the token of a window opened for a link (it goes to no event and no log).
+    @discardableResult
+    private func apply(_ input: RivetDevicePairingCoordinator.Input) throws(RivetDevicePairingRefusal) -> RivetPairingToken? {
         let (actions, failures) = coordinator.withLock { coordinator in
             let actions = coordinator.handle(input)
             return (actions, Self.failures(coordinator.state))
         }
         var desktopRefusal: RivetDevicePairingRefusal?
+        var token: RivetPairingToken?
         for action in actions {
             switch action {
             case .windowOpened(let timeLeft): desktopEvents(.windowOpened(timeLeft: timeLeft))
+            case .linkIssued(let issued): token = issued
             case .sendServerNonce(let connection, let nonce): channel(connection)?.reply(.serverNonce(nonce))
             case .showAttempt(let attempt): desktopEvents(.attempt(attempt))
             case .complete(let completion):
@@ -221,6 +243,7 @@ public final class RivetPairingService: RivetPairingHost {
             }
         }
         if let desktopRefusal { throw desktopRefusal }
+        return token
     }
 
     /// The failures counted in the window (the limit once they closed it).

@@ -12,6 +12,13 @@ public enum RVD1 {
     public static let magic: [UInt8] = Array("RVD1".utf8)
     /// The protocol version the magic's last byte carries (`1`).
     public static let version = 1
+    /// `"RVD2"` (`52 56 44 32`): the magic of a client that pairs by link. Version 2 is version 1
+    /// plus `PairLinkBegin`, `PairLinkProof` and the reject reason `linkRefused`; a client sends
+    /// it only to pair by link, so servers that speak only version 1 answer it with
+    /// `Reject(versionUnsupported)` and every other client is unaffected.
+    public static let linkMagic: [UInt8] = Array("RVD2".utf8)
+    /// The versions this implementation speaks (1 and 2).
+    public static let versions: ClosedRange<Int> = 1...2
     /// The bytes of a message header: type (1) and length (4).
     public static let headerLength = 5
     /// No body may be longer than this (4096 bytes); each type's own limit is smaller.
@@ -38,11 +45,23 @@ public enum RVD1MessageType: UInt8, Sendable, CaseIterable {
     case accept = 0x08
     /// S→C: the preface failed for the given reason; the server closes the connection.
     case reject = 0x09
+    /// C→S, first message only, RVD2: begin pairing by link (with `Nc`).
+    case pairLinkBegin = 0x0A
+    /// C→S, RVD2: the proof that the device holds the link's token, bound to this connection.
+    case pairLinkProof = 0x0B
+
+    /// The first version that defines this type: under an earlier magic it is undefined.
+    public var version: Int {
+        switch self {
+        case .pairLinkBegin, .pairLinkProof: 2
+        default: 1
+        }
+    }
 
     /// Which side may send this type.
     public var direction: RVD1Direction {
         switch self {
-        case .resume, .pairBegin, .pairReveal, .pairConfirm, .pairReject: .clientToServer
+        case .resume, .pairBegin, .pairReveal, .pairConfirm, .pairReject, .pairLinkBegin, .pairLinkProof: .clientToServer
         case .pairServerNonce, .pairAccepted, .accept, .reject: .serverToClient
         }
     }
@@ -52,7 +71,9 @@ public enum RVD1MessageType: UInt8, Sendable, CaseIterable {
         switch self {
         case .resume: 1 + 1 + DeviceID.byteCount + PairingCredential.byteCount
         case .pairBegin: 1 + 1 + 1 + 1 + 1 + RivetDevicePairingCommitment.byteCount
+        case .pairLinkBegin: 1 + 1 + 1 + 1 + 1 + Nonce.byteCount
         case .pairServerNonce, .pairReveal: Nonce.byteCount
+        case .pairLinkProof: RivetPairingLinkProof.byteCount
         case .pairConfirm, .pairReject, .accept: 0
         case .pairAccepted: DeviceID.byteCount + PairingCredential.byteCount + RivetDiscoverySecret.byteCount
         case .reject: 1
@@ -67,6 +88,9 @@ public enum RVD1MessageType: UInt8, Sendable, CaseIterable {
         case .pairBegin:
             1 + RivetApplicationID.maximumByteCount + 1 + RivetDeviceName.maximumByteCount + 1 + DeviceID.byteCount
                 + RivetDevicePairingCommitment.byteCount
+        case .pairLinkBegin:
+            1 + RivetApplicationID.maximumByteCount + 1 + RivetDeviceName.maximumByteCount + 1 + DeviceID.byteCount
+                + Nonce.byteCount
         default: minimumBodyLength
         }
     }
@@ -113,17 +137,21 @@ public struct RVD1RejectReason: Hashable, Sendable, CustomStringConvertible {
     public static let serverBusy = Self(rawValue: 9)
     /// 10: the server failed internally (for example its registry); try again later.
     public static let serverError = Self(rawValue: 10)
+    /// 11 (RVD2 only): the device's proof does not match the window's link; the attempt ended
+    /// and counts as a failure.
+    public static let linkRefused = Self(rawValue: 11)
 
     /// The reasons this version names, in wire order.
     public static let known: [Self] = [
         .authenticationFailed, .versionUnsupported, .malformed, .windowClosed, .attemptInProgress,
-        .rejectedByPerson, .tooManyFailures, .pairingFailed, .serverBusy, .serverError,
+        .rejectedByPerson, .tooManyFailures, .pairingFailed, .serverBusy, .serverError, .linkRefused,
     ]
 
     /// The reason a pairing refusal is sent with.
     public init(_ refusal: RivetDevicePairingRefusal) {
         switch refusal {
-        case .windowClosed, .windowExpired, .cancelled: self = .windowClosed
+        case .windowClosed, .windowExpired, .cancelled, .linkRequired, .linkNotOpen: self = .windowClosed
+        case .linkProofMismatch: self = .linkRefused
         case .attemptInProgress: self = .attemptInProgress
         case .rejectedByDevice, .rejectedByDesktop, .codeMismatch: self = .rejectedByPerson
         case .tooManyFailures: self = .tooManyFailures
@@ -144,6 +172,7 @@ public struct RVD1RejectReason: Hashable, Sendable, CustomStringConvertible {
         case 8: "pairingFailed"
         case 9: "serverBusy"
         case 10: "serverError"
+        case 11: "linkRefused"
         default: "reason \(rawValue)"
         }
     }
@@ -161,6 +190,7 @@ public struct RVD1RejectReason: Hashable, Sendable, CustomStringConvertible {
         case 8: "the pairing attempt failed; try again"
         case 9: "the server admits no further session right now; try again later"
         case 10: "the server failed internally; try again later"
+        case 11: "the desktop did not accept this link's proof (a wrong or old link); open a new window with rivet-pair --open --qr"
         default: "the server refused with an unknown reason (\(rawValue))"
         }
     }

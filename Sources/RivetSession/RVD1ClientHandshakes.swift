@@ -137,3 +137,97 @@ public struct RVD1ClientPairing: Sendable {
         return outcome
     }
 }
+
+/// The client's side of pairing by link (RVD2) as a pure state machine, over a connection that
+/// is pinned to the link's fingerprint before any of these bytes is sent.
+///
+/// 1. `start()` → bytes of the magic `RVD2` and `PairLinkBegin` (drawing `Nc`).
+/// 2. `receive(.pairServerNonce)` → `.send(bytes)`: `PairLinkProof` over this connection's nonces.
+/// 3. `receive(.pairAccepted)` → `.paired(credential)`, pinned to the link's fingerprint.
+/// A `Reject` at any step → `.rejected`; anything else out of order → `.failed`.
+public struct RVD1ClientLinkPairing: Sendable {
+    /// What a server message led to.
+    public enum Outcome: Sendable, Equatable {
+        /// Send these bytes (`PairLinkProof`), then wait for the desktop's answer.
+        case send([UInt8])
+        /// Pairing succeeded: store this credential.
+        case paired(RivetCompanionCredential)
+        /// The server ended the attempt with this reason.
+        case rejected(RVD1RejectReason)
+        /// The server broke the protocol; the exchange is over.
+        case failed(RVD1Error)
+    }
+
+    private enum Phase: Sendable {
+        case ready, begun(Nonce), proved, over
+    }
+
+    /// The link this device pairs by.
+    public let link: RivetPairingLink
+    /// The name this device shows.
+    public let deviceName: RivetDeviceName
+    /// The ID from an earlier pairing when re-pairing, or `nil`.
+    public let existingDeviceID: DeviceID?
+    private let randomness: any RivetPairingRandomness
+    private var phase: Phase = .ready
+
+    /// A machine that will pair by `link`.
+    public init(
+        link: RivetPairingLink, deviceName: RivetDeviceName, existingDeviceID: DeviceID?,
+        randomness: any RivetPairingRandomness = RivetSystemRandomness()
+    ) {
+        self.link = link
+        self.deviceName = deviceName
+        self.existingDeviceID = existingDeviceID
+        self.randomness = randomness
+    }
+
+    /// The client's preface: `RVD2` and `PairLinkBegin` with a fresh `Nc`.
+    /// - Throws: `RivetDevicePairingClientError.randomnessUnavailable`, or `.unexpectedMessage`
+    ///   when called twice.
+    public mutating func start() throws(RivetDevicePairingClientError) -> [UInt8] {
+        guard case .ready = phase else { throw RivetDevicePairingClientError.unexpectedMessage }
+        let nonce: Nonce
+        do {
+            nonce = try Nonce.random(using: randomness)
+        } catch {
+            phase = .over
+            throw RivetDevicePairingClientError.randomnessUnavailable
+        }
+        phase = .begun(nonce)
+        let begin = RivetDevicePairLinkBegin(
+            applicationID: link.applicationID, deviceName: deviceName, existingDeviceID: existingDeviceID, clientNonce: nonce)
+        return RVD1.linkMagic + RVD1Message.pairLinkBegin(begin).encoded
+    }
+
+    /// Applies the server's message.
+    public mutating func receive(_ message: RVD1Message) -> Outcome {
+        switch (phase, message) {
+        case (.begun(let clientNonce), .pairServerNonce(let serverNonce)):
+            phase = .proved
+            let proof = RivetPairingLinkProof(
+                token: link.token, applicationID: link.applicationID, serverFingerprint: link.serverFingerprint,
+                clientNonce: clientNonce, serverNonce: serverNonce.nonce)
+            return .send(RVD1Message.pairLinkProof(proof).encoded)
+        case (.proved, .pairAccepted(let accepted)):
+            phase = .over
+            do {
+                return .paired(
+                    try RivetCompanionCredential(
+                        deviceID: accepted.deviceID, credential: accepted.credential,
+                        serverFingerprint: link.serverFingerprint, applicationID: link.applicationID,
+                        serverAddress: link.hostPort, discoverySecret: accepted.discoverySecret))
+            } catch {
+                return .failed(RVD1Error.unexpectedMessage.with(error.message))
+            }
+        case (.begun, .reject(let reason)), (.proved, .reject(let reason)):
+            phase = .over
+            return .rejected(reason)
+        case (.over, _), (.ready, _):
+            return .failed(RVD1Error.unexpectedMessage.with("the server sent \(message.type) outside a pairing by link"))
+        default:
+            phase = .over
+            return .failed(RVD1Error.unexpectedMessage.with("the server sent \(message.type) during pairing by link"))
+        }
+    }
+}

@@ -49,6 +49,10 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
     case accept
     /// S→C `Reject` (type 9).
     case reject(RVD1RejectReason)
+    /// C→S `PairLinkBegin` (type 10, RVD2).
+    case pairLinkBegin(RivetDevicePairLinkBegin)
+    /// C→S `PairLinkProof` (type 11, RVD2).
+    case pairLinkProof(RivetPairingLinkProof)
 
     /// The message's type byte.
     public var type: RVD1MessageType {
@@ -62,6 +66,8 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
         case .pairAccepted: .pairAccepted
         case .accept: .accept
         case .reject: .reject
+        case .pairLinkBegin: .pairLinkBegin
+        case .pairLinkProof: .pairLinkProof
         }
     }
 
@@ -74,15 +80,12 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
             out += message.deviceID.bytes
             out += message.credential.bytes
         case .pairBegin(let message):
-            appendString(message.applicationID.value, to: &out)
-            appendString(message.deviceName.value, to: &out)
-            if let existing = message.existingDeviceID {
-                out.append(1)
-                out += existing.bytes
-            } else {
-                out.append(0)
-            }
+            appendIdentity(message.applicationID, message.deviceName, message.existingDeviceID, to: &out)
             out += message.commitment.bytes
+        case .pairLinkBegin(let message):
+            appendIdentity(message.applicationID, message.deviceName, message.existingDeviceID, to: &out)
+            out += message.clientNonce.bytes
+        case .pairLinkProof(let proof): out = proof.bytes
         case .pairServerNonce(let message): out = message.nonce.bytes
         case .pairReveal(let message): out = message.nonce.bytes
         case .pairConfirm, .pairReject, .accept: break
@@ -121,14 +124,7 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
             let credential = PairingCredential(bytes: try cursor.take(PairingCredential.byteCount, "credential"))!
             message = .resume(RVD1Resume(applicationID: applicationID, deviceID: deviceID, credential: credential))
         case .pairBegin:
-            let applicationID = try cursor.applicationID()
-            let deviceName = try cursor.deviceName()
-            let existing: DeviceID?
-            switch try cursor.byte("existingDeviceID flag") {
-            case 0: existing = nil
-            case 1: existing = DeviceID(bytes: try cursor.take(DeviceID.byteCount, "existingDeviceID"))!
-            case let flag: throw cursor.failure("existingDeviceID flag is \(flag), not 0 or 1")
-            }
+            let (applicationID, deviceName, existing) = try cursor.identity()
             let commitment = RivetDevicePairingCommitment(
                 bytes: try cursor.take(RivetDevicePairingCommitment.byteCount, "commitment"))!
             message = .pairBegin(
@@ -150,6 +146,14 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
                 RivetDevicePairAccepted(deviceID: deviceID, credential: credential, discoverySecret: discoverySecret))
         case .accept: message = .accept
         case .reject: message = .reject(RVD1RejectReason(rawValue: try cursor.byte("reason")))
+        case .pairLinkBegin:
+            let (applicationID, deviceName, existing) = try cursor.identity()
+            let nonce = Nonce(bytes: try cursor.take(Nonce.byteCount, "Nc"))!
+            message = .pairLinkBegin(
+                RivetDevicePairLinkBegin(
+                    applicationID: applicationID, deviceName: deviceName, existingDeviceID: existing, clientNonce: nonce))
+        case .pairLinkProof:
+            message = .pairLinkProof(RivetPairingLinkProof(bytes: try cursor.take(RivetPairingLinkProof.byteCount, "proof"))!)
         }
         try cursor.finish()
         return message
@@ -169,7 +173,25 @@ public enum RVD1Message: Sendable, Equatable, CustomStringConvertible {
         case .pairAccepted(let message): message.description
         case .accept: "Accept"
         case .reject(let reason): "Reject(\(reason))"
+        case .pairLinkBegin(let message):
+            "PairLinkBegin(applicationID: \(message.applicationID), deviceName: \(message.deviceName), existingDeviceID: \(message.existingDeviceID.map(\.description) ?? "none"), Nc: \(message.clientNonce))"
+        case .pairLinkProof(let proof): "PairLinkProof(\(proof))"
         }
+    }
+}
+
+/// Appends what `PairBegin` and `PairLinkBegin` start with: the application ID, the device's
+/// name, and the flag with the existing device ID.
+private func appendIdentity(
+    _ applicationID: RivetApplicationID, _ deviceName: RivetDeviceName, _ existing: DeviceID?, to out: inout [UInt8]
+) {
+    appendString(applicationID.value, to: &out)
+    appendString(deviceName.value, to: &out)
+    if let existing {
+        out.append(1)
+        out += existing.bytes
+    } else {
+        out.append(0)
     }
 }
 
@@ -218,6 +240,18 @@ private struct Cursor {
     mutating func deviceName() throws(RVD1Error) -> RivetDeviceName {
         let text = try string("deviceName", maximum: RivetDeviceName.maximumByteCount)
         do { return try RivetDeviceName(text) } catch { throw failure("deviceName holds a control character") }
+    }
+
+    /// The application ID, device name and optional existing device ID that start `PairBegin`
+    /// and `PairLinkBegin`.
+    mutating func identity() throws(RVD1Error) -> (RivetApplicationID, RivetDeviceName, DeviceID?) {
+        let applicationID = try applicationID()
+        let deviceName = try deviceName()
+        switch try byte("existingDeviceID flag") {
+        case 0: return (applicationID, deviceName, nil)
+        case 1: return (applicationID, deviceName, DeviceID(bytes: try take(DeviceID.byteCount, "existingDeviceID"))!)
+        case let flag: throw failure("existingDeviceID flag is \(flag), not 0 or 1")
+        }
     }
 
     func finish() throws(RVD1Error) {

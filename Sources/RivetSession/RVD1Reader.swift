@@ -22,6 +22,9 @@ public struct RVD1Reader: Sendable {
 
     /// The side whose messages this reader reads.
     public let direction: RVD1Direction
+    /// The RVD version in use: the one the client's magic named once it is read (a server's
+    /// reader), the newest for a client's reader. A type from a later version is undefined.
+    public private(set) var version: Int
     private var stage: Stage
     private var piece: [UInt8] = []
 
@@ -30,6 +33,7 @@ public struct RVD1Reader: Sendable {
     public init(reading direction: RVD1Direction) {
         self.direction = direction
         stage = direction == .clientToServer ? .magic : .header
+        version = RVD1.versions.upperBound
         piece.reserveCapacity(RVD1.headerLength)
     }
 
@@ -88,12 +92,12 @@ public struct RVD1Reader: Sendable {
     private mutating func completePiece() throws(RVD1Error) -> RVD1Message? {
         switch stage {
         case .magic:
-            try Self.checkMagic(piece)
+            version = try Self.checkMagic(piece)
             piece.removeAll(keepingCapacity: true)
             stage = .header
             return nil
         case .header:
-            let (type, length) = try Self.checkHeader(piece, direction: direction)
+            let (type, length) = try Self.checkHeader(piece, direction: direction, version: version)
             piece = []
             if length == 0 {
                 stage = .header
@@ -114,26 +118,29 @@ public struct RVD1Reader: Sendable {
         }
     }
 
-    /// Checks the client's four magic bytes.
-    /// - Throws: `RVD1Error.unsupportedVersion` for `RVD` and another digit, `.badMagic` for
-    ///   anything else.
-    public static func checkMagic(_ bytes: [UInt8]) throws(RVD1Error) {
-        guard bytes != RVD1.magic else { return }
+    /// Checks the client's four magic bytes and returns the version they name.
+    /// - Throws: `RVD1Error.unsupportedVersion` for `RVD` and a digit other than 1 or 2,
+    ///   `.badMagic` for anything else.
+    public static func checkMagic(_ bytes: [UInt8]) throws(RVD1Error) -> Int {
+        if bytes == RVD1.magic { return 1 }
+        if bytes == RVD1.linkMagic { return 2 }
         if bytes.count == 4, bytes.prefix(3).elementsEqual("RVD".utf8), (0x30...0x39).contains(bytes[3]) {
             throw RVD1Error.unsupportedVersion.with(
-                "the client speaks RVD\(Character(Unicode.Scalar(bytes[3]))); this server speaks RVD1 only")
+                "the client speaks RVD\(Character(Unicode.Scalar(bytes[3]))); this server speaks RVD1 and RVD2")
         }
         throw RVD1Error.badMagic.with(
             "the connection starts with \(hex(bytes)), not the RVD1 magic 52564431 (\"RVD1\")")
     }
 
-    /// Checks a five-byte header: the type is known and sent by `direction`'s sender, and the
-    /// length is within the type's limits.
+    /// Checks a five-byte header: the type is defined in `version` and sent by `direction`'s
+    /// sender, and the length is within the type's limits.
     /// - Throws: `RVD1Error.unknownMessageType`, `.wrongDirection`, `.oversized` (longer than the
     ///   type's maximum), `.malformed` (shorter than its minimum).
-    public static func checkHeader(_ bytes: [UInt8], direction: RVD1Direction) throws(RVD1Error) -> (RVD1MessageType, Int) {
+    public static func checkHeader(_ bytes: [UInt8], direction: RVD1Direction, version: Int = RVD1.versions.upperBound)
+        throws(RVD1Error) -> (RVD1MessageType, Int)
+    {
         precondition(bytes.count == RVD1.headerLength, "an RVD1 header is 5 bytes")
-        guard let type = RVD1MessageType(rawValue: bytes[0]) else {
+        guard let type = RVD1MessageType(rawValue: bytes[0]), type.version <= version else {
             throw RVD1Error.unknownMessageType.with("RVD1 message type 0x\(hex([bytes[0]])) is not defined")
         }
         guard type.direction == direction else {

@@ -10,6 +10,10 @@ public enum RivetPairingDeviceMessage: Sendable, Equatable {
     case confirm
     /// `PairReject`.
     case reject
+    /// `PairLinkBegin` (RVD2).
+    case linkBegin(RivetDevicePairLinkBegin)
+    /// `PairLinkProof` (RVD2).
+    case linkProof(RivetPairingLinkProof)
 }
 
 /// What the pairing host tells one device connection, at any time after its `PairBegin`.
@@ -33,8 +37,9 @@ public enum RivetPairingReply: Sendable, Equatable {
 ///
 /// Resume: `Resume` → `authenticate` → (`admit` → `Accept` → stream) or `Reject`.
 /// Pairing (docs/protocol.md (pairing part)): `PairBegin` → host → `PairServerNonce` → `PairReveal` →
-/// `PairConfirm` | `PairReject` → host → `PairAccepted` | `Reject`. The host may refuse at any
-/// step. Anything out of order, any malformed byte, a timeout or the peer closing ends the
+/// `PairConfirm` | `PairReject` → host → `PairAccepted` | `Reject`. Pairing by link (RVD2):
+/// `PairLinkBegin` → host → `PairServerNonce` → `PairLinkProof` → host → `PairAccepted` |
+/// `Reject`. The host may refuse at any step. Anything out of order, any malformed byte, a timeout or the peer closing ends the
 /// connection; a pairing connection that ends tells the host (`pairingConnectionEnded`).
 public struct RVD1ServerHandshake: Sendable {
     /// What the host is waiting for, which decides its deadline.
@@ -62,6 +67,8 @@ public struct RVD1ServerHandshake: Sendable {
         case awaitingServerNonce
         /// `PairServerNonce` is out; waiting for `PairReveal`.
         case awaitingReveal
+        /// `PairServerNonce` is out on a pairing by link; waiting for `PairLinkProof`.
+        case awaitingLinkProof
         /// The code is shown; waiting for the device's `PairConfirm` or `PairReject`.
         case awaitingDeviceDecision
         /// The device confirmed; waiting for the host's `accepted` (or refusal).
@@ -114,6 +121,7 @@ public struct RVD1ServerHandshake: Sendable {
     /// Where the exchange stands.
     public private(set) var state: State = .awaitingHello
     private var pairingStarted = false
+    private var pairingByLink = false
 
     /// A machine waiting for the client's hello.
     public init() {}
@@ -121,7 +129,7 @@ public struct RVD1ServerHandshake: Sendable {
     /// What the host waits for now.
     public var wait: Wait {
         switch state {
-        case .awaitingHello, .awaitingServerNonce, .awaitingReveal: .machineStep
+        case .awaitingHello, .awaitingServerNonce, .awaitingReveal, .awaitingLinkProof: .machineStep
         case .awaitingDeviceDecision, .awaitingAcceptance: .person
         case .authenticating, .admitting, .streaming, .closed: .none
         }
@@ -130,7 +138,7 @@ public struct RVD1ServerHandshake: Sendable {
     /// True while the host should read the next message from the connection.
     public var readsFromConnection: Bool {
         switch state {
-        case .awaitingHello, .awaitingReveal, .awaitingDeviceDecision: true
+        case .awaitingHello, .awaitingReveal, .awaitingLinkProof, .awaitingDeviceDecision: true
         // A device may only wait for the host here, so any byte it sends is out of order;
         // reading it lets the host close at once instead of at the deadline.
         case .awaitingServerNonce, .awaitingAcceptance: true
@@ -158,6 +166,11 @@ public struct RVD1ServerHandshake: Sendable {
             state = .awaitingServerNonce
             pairingStarted = true
             return [.forwardToPairingHost(.begin(begin))]
+        case (.awaitingHello, .received(.pairLinkBegin(let begin))):
+            state = .awaitingServerNonce
+            pairingStarted = true
+            pairingByLink = true
+            return [.forwardToPairingHost(.linkBegin(begin))]
 
         case (.authenticating, .authenticated(let device?)):
             state = .admitting(device)
@@ -178,6 +191,11 @@ public struct RVD1ServerHandshake: Sendable {
         case (.awaitingReveal, .received(.pairReveal(let reveal))):
             state = .awaitingDeviceDecision
             return [.forwardToPairingHost(.reveal(reveal))]
+        case (.awaitingLinkProof, .received(.pairLinkProof(let proof))):
+            // The proof stands for the device's confirmation; the desktop may still have to
+            // approve, so what follows is a person's wait.
+            state = .awaitingAcceptance
+            return [.forwardToPairingHost(.linkProof(proof))]
         case (.awaitingDeviceDecision, .received(.pairConfirm)):
             state = .awaitingAcceptance
             return [.forwardToPairingHost(.confirm)]
@@ -196,7 +214,7 @@ public struct RVD1ServerHandshake: Sendable {
     private mutating func pairingReply(_ reply: RivetPairingReply) -> [Action] {
         switch (state, reply) {
         case (.awaitingServerNonce, .serverNonce(let nonce)):
-            state = .awaitingReveal
+            state = pairingByLink ? .awaitingLinkProof : .awaitingReveal
             return [.send(.pairServerNonce(nonce))]
         case (.awaitingAcceptance, .accepted(let accepted)):
             state = .closed
@@ -226,6 +244,7 @@ public struct RVD1ServerHandshake: Sendable {
         case .admitting: "admitting"
         case .awaitingServerNonce: "waiting for the server nonce"
         case .awaitingReveal: "waiting for PairReveal"
+        case .awaitingLinkProof: "waiting for PairLinkProof"
         case .awaitingDeviceDecision: "waiting for the device's decision"
         case .awaitingAcceptance: "waiting for the desktop's decision"
         case .streaming: "streaming"

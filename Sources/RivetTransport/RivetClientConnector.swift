@@ -196,6 +196,56 @@ public final class RivetClientConnector: Sendable {
         }
     }
 
+    /// Pairs by `link` (RVD2): connects pinned to the link's fingerprint, so the TLS handshake
+    /// ends before any RVD byte is sent when the server presents another key; proves it holds
+    /// the link's token for this connection's nonces; and returns the credential to store,
+    /// pinned to that fingerprint, once the desktop accepted (at once, or after its person
+    /// approved: up to `pairingConfirmationTimeout`). No code is shown on either side.
+    /// - Throws: `RivetClientError.pinMismatch` (nothing was sent), `.rejected(reason)`
+    ///   (`linkRefused`, `windowClosed`, `attemptInProgress`, `rejectedByPerson`,
+    ///   `tooManyFailures`, `versionUnsupported` from a server older than link pairing, …),
+    ///   `.timedOut`, `.connectionFailed`, `.tlsFailed`, `.protocolVersion`, `.protocolError`,
+    ///   `.invalidAddress`.
+    public func pair(
+        link: RivetPairingLink, deviceName: RivetDeviceName, existingDeviceID: DeviceID? = nil,
+        randomness: any RivetPairingRandomness = RivetSystemRandomness()
+    ) throws(RivetClientError) -> RivetCompanionCredential {
+        let deadline = ContinuousClock.now + configuration.setupTimeout
+        let context = try pinnedContext(link.serverFingerprint)
+        let (connection, _) = try connect(host: link.host, port: link.port, context: context, deadline: deadline)
+        defer {
+            try? connection.shutdown(deadline: .now + .seconds(1))
+            connection.close()
+        }
+        var exchange = RVD1ClientLinkPairing(
+            link: link, deviceName: deviceName, existingDeviceID: existingDeviceID, randomness: randomness)
+        var reader = RVD1Reader(reading: .serverToClient)
+        let begin: [UInt8]
+        do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
+        var early = try sendDuringPairing(begin, connection, &reader, deadline: deadline)
+        var messageDeadline = deadline
+        while true {
+            let message: RVD1Message
+            if let pending = early {
+                message = pending
+                early = nil
+            } else {
+                message = try readMessage(connection, &reader, deadline: messageDeadline)
+            }
+            switch exchange.receive(message) {
+            case .send(let proof):
+                messageDeadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
+                early = try sendDuringPairing(proof, connection, &reader, deadline: deadline)
+            case .paired(let credential):
+                return credential
+            case .rejected(let reason):
+                throw RivetClientError.rejected(reason)
+            case .failed(let error):
+                throw RivetClientError.protocolError.with("the server broke RVD2 during pairing by link: \(error.message)")
+            }
+        }
+    }
+
     // MARK: Connection setup
 
     private func pinnedContext(_ pin: SPKIFingerprint) throws(RivetClientError) -> TLSClientContext {

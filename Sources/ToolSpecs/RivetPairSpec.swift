@@ -12,16 +12,21 @@ extension ToolSpecs {
             On the desktop, rivet-pair talks to the running rivetd through its control socket: \
             --open opens the pairing window, --confirm shows the device that asks and its \
             six-digit code and grants the scopes named with --scope, --sessions lists the live \
-            sessions. --list, --show and --revoke work on the pairing registry, which holds \
+            sessions. --open --qr --scope NAME pairs by link instead: it opens the window, \
+            prints a QR code and the same rivet:// link, and waits; the device that opens the \
+            link proves it holds the link's one-time secret and is paired without a code (with \
+            --confirm as well, the person still approves it by name). --list, --show and --revoke work on the pairing registry, which holds \
             each device's name, application, scopes and times and only a SHA-256 verifier of \
             its credential; --revoke goes through rivetd when it runs, so the device's live \
             sessions close at once.
 
             On a Linux companion, --connect HOST:PORT pairs this machine with the rivetd there \
-            and stores the credential and the server's pin.
+            and stores the credential and the server's pin; --connect 'rivet://…' pairs by the \
+            link the desktop printed, pinned to the link's fingerprint before a byte is sent, \
+            with no code to compare.
 
             Give exactly one action: --list, --show, --revoke, --open, --confirm, --sessions or \
-            --connect.
+            --connect (--open --qr may take --confirm).
             """,
         options: [
             .flag("list", help: "List the paired devices (a table, or JSON Lines with --json)."),
@@ -31,19 +36,30 @@ extension ToolSpecs {
                 "revoke", valueName: "DEVICE-ID",
                 help: "Revoke the device with this ID: removed from the registry, its live sessions closed."),
             .flag("open", help: "Open the running rivetd's pairing window (5 minutes)."),
-            .flag("confirm", help: "Wait for a device to ask, show its name and code, and confirm or reject it."),
+            .flag(
+                "qr",
+                help: "With --open: pair by link; print a QR code and the rivet:// link, wait, and report the device (needs --scope)."),
+            .value(
+                "link-host", valueName: "HOST",
+                help: "With --open --qr: the host in the link (default: rivetd's listening address; needed when that is every address)."),
+            .flag(
+                "confirm",
+                help: "Wait for a device to ask, show its name and code, and confirm or reject it (with --open --qr: approve it by name)."),
             .value(
                 "code", valueName: "NNNNNN",
                 help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking."),
             .value(
-                "scope", valueName: "NAME", help: "With --confirm: grant this scope, one the schema declares (at least one).",
+                "scope", valueName: "NAME",
+                help: "With --confirm or --open --qr: grant this scope, one the schema declares (at least one).",
                 repeatable: true),
             .flag("sessions", help: "List the running rivetd's live sessions."),
             .value(
-                "connect", valueName: "HOST:PORT", kind: .hostPort,
-                help: "Device side: pair with the rivetd at HOST:PORT and store the credential."),
+                "connect", valueName: "HOST:PORT|LINK",
+                help: "Device side: pair with the rivetd at HOST:PORT, or by a rivet:// link, and store the credential."),
             .value("device-name", valueName: "NAME", help: "With --connect: the name this device shows (default: host name)."),
-            .value("application-id", valueName: "ID", help: "With --connect: the application to pair with (required)."),
+            .value(
+                "application-id", valueName: "ID",
+                help: "With --connect HOST:PORT: the application to pair with (required; a link names its own)."),
             .value(
                 "credential", valueName: "FILE", kind: .file,
                 help: "With --connect: store the credential in FILE instead of the standard place."),
@@ -52,7 +68,7 @@ extension ToolSpecs {
                 "registry", valueName: "FILE", kind: .file,
                 help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3."),
         ],
-        exclusiveGroups: [["list", "show", "revoke", "open", "confirm", "sessions", "connect"]],
+        exclusiveGroups: [["list", "show", "revoke", "open", "sessions", "connect"], ["list", "show", "revoke", "confirm", "sessions", "connect"]],
         exitStatuses: [.ok, .failure, .usage, .auth, .permanent, .hangUp, .interrupted, .terminated]
     )
 }

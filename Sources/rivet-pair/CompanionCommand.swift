@@ -11,18 +11,33 @@ enum CompanionCommand {
     /// terminal) or reads one line from standard input (`y`/`yes` confirms), stores the
     /// credential and the pin, and checks them with one pinned resume.
     static func connect(
-        _ server: HostPort, deviceName: String?, applicationID: String?, credentialPath: String?, json: Bool
+        _ target: PairAction.ConnectTarget, deviceName: String?, applicationID: String?, credentialPath: String?, json: Bool
     ) async throws -> ExitStatus {
-        guard let applicationID else {
-            throw UsageError("--connect needs --application-id ID (the application to pair with)", argument: "--connect")
-        }
         let application: RivetApplicationID
         let name: RivetDeviceName
         do {
-            application = try RivetApplicationID(applicationID)
+            switch target {
+            case .address:
+                guard let applicationID else {
+                    throw UsageError("--connect needs --application-id ID (the application to pair with)", argument: "--connect")
+                }
+                application = try RivetApplicationID(applicationID)
+            case .link(let link):
+                application = link.applicationID
+                if let applicationID, applicationID != link.applicationID.value {
+                    throw UsageError(
+                        "--application-id \(applicationID) differs from the link's application \(link.applicationID); leave it out to pair by the link",
+                        argument: applicationID)
+                }
+            }
             name = try RivetDeviceName(deviceName ?? hostName())
-        } catch {
+        } catch let error as RivetDevicePairingValueError {
             throw UsageError("\(error.message)", argument: deviceName ?? applicationID)
+        }
+        let server: HostPort
+        switch target {
+        case .address(let address): server = address
+        case .link(let link): server = HostPort(host: link.host, port: link.port)
         }
         let store: RivetCompanionCredentialStore
         do {
@@ -32,8 +47,15 @@ enum CompanionCommand {
         }
         // A device paired with this application before re-pairs under its ID.
         let existing = (try? store.load()).flatMap { $0.applicationID == application ? $0.deviceID : nil }
-        let credential = try await onThread {
-            try pair(server, application: application, name: name, existingDeviceID: existing)
+        let credential: RivetCompanionCredential
+        switch target {
+        case .address:
+            credential = try await onThread {
+                try pair(server, application: application, name: name, existingDeviceID: existing)
+            }
+        case .link(let link):
+            Diagnostics.note("pairing by link with \(link.hostPort), pinned to fingerprint \(link.serverFingerprint.grouped)")
+            credential = try await onThread { try pair(link, name: name, existingDeviceID: existing) }
         }
         do {
             try store.save(credential)
@@ -63,6 +85,42 @@ enum CompanionCommand {
             }
         } catch {
             throw classify(error, during: "pairing with \(server)")
+        }
+    }
+
+    private static func pair(
+        _ link: RivetPairingLink, name: RivetDeviceName, existingDeviceID: DeviceID?
+    ) throws -> RivetCompanionCredential {
+        do {
+            return try RivetClientConnector().pair(link: link, deviceName: name, existingDeviceID: existingDeviceID)
+        } catch {
+            throw classifyLink(error, link)
+        }
+    }
+
+    /// What a failed pairing by link means for the person holding the link.
+    private static func classifyLink(_ error: RivetClientError, _ link: RivetPairingLink) -> CompanionError {
+        let what = "pairing by link with \(link.hostPort)"
+        switch error.rejectReason {
+        case .linkRefused?:
+            return CompanionError(
+                message: "\(what): the desktop did not accept this link (a wrong or old link, or one from another window); nothing was stored",
+                exitStatus: .auth)
+        case .windowClosed?:
+            return CompanionError(
+                message: "\(what): no window for this link is open on the desktop (it was used, cancelled or has expired); open a new one there with rivet-pair --open --qr",
+                exitStatus: .failure)
+        case .versionUnsupported?:
+            return CompanionError(
+                message: "\(what): the desktop's rivetd does not know pairing by link (RVD2); update it, or pair with --connect HOST:PORT and the code",
+                exitStatus: .failure)
+        default:
+            if error == .pinMismatch {
+                return CompanionError(
+                    message: "\(what): the server presented another key than the link's fingerprint, so nothing was sent (a wrong link, or someone intercepting): \(error.message)",
+                    exitStatus: .permanent)
+            }
+            return classify(error, during: what)
         }
     }
 

@@ -2,6 +2,7 @@ import CommandLineFiles
 import CommandLineKit
 import Foundation
 import RivetControl
+import QRCodeKit
 import RivetPairing
 import ThreadSupport
 
@@ -13,13 +14,114 @@ enum DesktopCommands {
     /// `--open`.
     static func open(json: Bool) async throws {
         let client = try connect()
-        let response = try await request(client, .open)
+        let response = try await request(client, .open())
         let seconds = response["seconds_left"]?.integer ?? 0
         if json {
             try JSONOutput.write(["seconds_left": seconds])
         } else {
             try StandardOutput.write("pairing window open for \(seconds) s; now start pairing on the device\n")
         }
+    }
+
+    /// `--open --qr`: opens a window for pairing by link, prints the link (as a QR code and as
+    /// text, or in JSON), waits until a device proves it holds the link, has the person approve
+    /// it by name when asked to (`--confirm`), grants the scopes and prints the paired device.
+    /// Interrupted (Ctrl-C), it closes the window, so the link dies with it.
+    static func openForLink(_ window: PairAction.LinkWindow, json: Bool) async throws -> ExitStatus {
+        let client = try connect()
+        try checkDeclared(window.scopes, try await request(client, .pending)["declared_scopes"])
+        let response = try await request(client, .open(link: RivetControlLinkRequest(host: window.host)))
+        guard let link = response["link"]?.string else {
+            throw ControlCommandError(RivetControlError.invalidResponse.with("rivetd opened a window but sent no link"))
+        }
+        let seconds = response["seconds_left"]?.integer ?? 0
+        do {
+            try printLink(link, seconds: seconds, json: json)
+            let attempt = try await waitForLinkDevice(client)
+            let name = attempt["device_name"]?.string ?? ""
+            let application = attempt["application_id"]?.string ?? ""
+            try OutputChannel.standardError.write("device \"\(name)\" (\(application)) opened the link and asks to pair\n")
+            if window.approve {
+                let scopes = window.scopes.joined(separator: ",")
+                if isatty(STDIN_FILENO) == 1 {
+                    try OutputChannel.standardError.write("Pair \"\(name)\" with scopes \(scopes)? [y/N] ")
+                }
+                let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+                guard answer == "y" || answer == "yes" else {
+                    _ = try await request(client, .reject)
+                    throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired, and the link no longer works")
+                }
+            }
+            let timeout = Duration.seconds((attempt["seconds_left"]?.integer ?? 300) + 10)
+            return try printPaired(try await request(client, .confirm(code: nil, scopes: window.scopes), timeout: timeout), json: json)
+        } catch is CancellationError {
+            // The link must not outlive the person's wait: close the window on a connection of its own.
+            if (try? RivetControlClient(path: try socketPath()).send(.cancel, timeout: .seconds(2))) != nil {
+                Diagnostics.note("interrupted: the pairing window is closed and its link no longer works")
+            }
+            throw CancellationError()
+        }
+    }
+
+    /// The link as a QR code and a line of text, or as one JSON line.
+    private static func printLink(_ link: String, seconds: Int64, json: Bool) throws {
+        if json {
+            try StandardOutput.write(RivetControlJSON.object(["link": .string(link), "seconds_left": .integer(seconds)]).line + "\n")
+        } else {
+            let code: QRCode
+            do {
+                code = try QRCode(encoding: link)
+            } catch {
+                throw ControlCommandError(code: "qr-failed", message: "cannot draw the link as a QR code: \(error.message); the link: \(link)")
+            }
+            // Colours make the code dark on light on any terminal; without a terminal (or with
+            // NO_COLOR) the block characters are the dark modules, as on paper.
+            let colours = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+            try StandardOutput.write(code.terminalText(colours: colours) + link + "\n")
+        }
+        Diagnostics.note(
+            "pairing window open for \(seconds) s: scan the code or open the link on the device; only the device holding this link can pair")
+    }
+
+    /// Polls until a device has proved it holds the link; notes each failed proof.
+    private static func waitForLinkDevice(_ client: RivetControlClient) async throws -> RivetControlJSON {
+        var failures: Int64 = 0
+        while true {
+            let pending = try await request(client, .pending)
+            guard pending["window"]?.string == "open" else {
+                let reason = pending["closed_because"]?.string.map { " (\($0))" } ?? ""
+                throw ControlCommandError(
+                    code: RivetControlError.windowClosed.code,
+                    message: "the pairing window closed\(reason) before a device paired by its link; nothing was paired")
+            }
+            let counted = pending["failures"]?.integer ?? 0
+            if counted > failures {
+                failures = counted
+                Diagnostics.note(
+                    "a pairing attempt failed (\(counted) of \(RivetDevicePairingCoordinator.failureLimit); the window closes at \(RivetDevicePairingCoordinator.failureLimit))")
+            }
+            if let attempt = pending["attempt"], !attempt.isNull, attempt["by_link"]?.bool == true,
+                attempt["device_confirmed"]?.bool == true
+            {
+                guard case .object(var members) = attempt else { return attempt }
+                members["seconds_left"] = pending["seconds_left"] ?? .null
+                return .object(members)
+            }
+            try await Task.sleep(for: pollInterval)
+        }
+    }
+
+    /// Prints the device a `confirm` response carries, as a line of text or JSON.
+    private static func printPaired(_ response: RivetControlJSON, json: Bool) throws -> ExitStatus {
+        let device = response["device"] ?? .null
+        if json {
+            try StandardOutput.write(device.line + "\n")
+        } else {
+            let granted = (device["scopes"]?.array ?? []).compactMap(\.string).joined(separator: ",")
+            try StandardOutput.write(
+                "paired \(device["device_id"]?.string ?? "") (\(device["name"]?.string ?? "")) with scopes \(granted)\n")
+        }
+        return .ok
     }
 
     /// `--sessions`.
@@ -117,6 +219,11 @@ enum DesktopCommands {
                         ? "the pairing window closed\(reason) before a device showed its code"
                         : "no pairing window is open; run 'rivet-pair --open' first, then start pairing on the device")
             }
+            if pending["link"]?.bool == true {
+                throw ControlCommandError(
+                    code: "window-for-link",
+                    message: "the open pairing window pairs by link: the rivet-pair --open --qr that opened it approves its device")
+            }
             secondsLeft = pending["seconds_left"]?.integer ?? 0
             if let current = pending["attempt"], !current.isNull, current["code"]?.string != nil {
                 found = current
@@ -143,16 +250,7 @@ enum DesktopCommands {
             }
         }
         let timeout = Duration.seconds(secondsLeft + 10)
-        let response = try await request(client, .confirm(code: code, scopes: scopes), timeout: timeout)
-        let device = response["device"] ?? .null
-        if json {
-            try StandardOutput.write(device.line + "\n")
-        } else {
-            let granted = (device["scopes"]?.array ?? []).compactMap(\.string).joined(separator: ",")
-            try StandardOutput.write(
-                "paired \(device["device_id"]?.string ?? "") (\(device["name"]?.string ?? "")) with scopes \(granted)\n")
-        }
-        return .ok
+        return try printPaired(try await request(client, .confirm(code: code, scopes: scopes), timeout: timeout), json: json)
     }
 
     /// Refuses a scope the schema does not declare before anything is waited for, so the window

@@ -30,15 +30,17 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
         }
     case .revoke(let id):
         try await DesktopCommands.revoke(id, registry: arguments.value("registry"), json: json)
-    case .open:
+    case .open(nil):
         try await DesktopCommands.open(json: json)
+    case .open(let link?):
+        return try await DesktopCommands.openForLink(link, json: json)
     case .confirm(let code, let scopes):
         return try await DesktopCommands.confirm(code: code, scopes: scopes, json: json)
     case .sessions:
         try await DesktopCommands.sessions(json: json)
-    case .connect(let server):
+    case .connect(let target):
         return try await CompanionCommand.connect(
-            server, deviceName: arguments.value("device-name"), applicationID: arguments.value("application-id"),
+            target, deviceName: arguments.value("device-name"), applicationID: arguments.value("application-id"),
             credentialPath: arguments.value("credential"), json: json)
     }
     return .ok
@@ -49,10 +51,24 @@ enum PairAction {
     case list
     case show(DeviceID)
     case revoke(DeviceID)
-    case open
+    case open(link: LinkWindow?)
     case confirm(code: String?, scopes: [String])
     case sessions
-    case connect(HostPort)
+    case connect(ConnectTarget)
+
+    /// `--open --qr`: the scopes to grant, whether the person approves the device by name
+    /// (`--confirm`), and the host to put in the link (`--link-host`).
+    struct LinkWindow {
+        let scopes: [String]
+        let approve: Bool
+        let host: String?
+    }
+
+    /// What `--connect` names: an address to pair with by code, or a link to pair by.
+    enum ConnectTarget {
+        case address(HostPort)
+        case link(RivetPairingLink)
+    }
 
     init(_ arguments: ParsedArguments) throws {
         if arguments.flag("list") {
@@ -62,7 +78,7 @@ enum PairAction {
         } else if let text = arguments.value("revoke") {
             self = .revoke(try Self.deviceID(text, option: "--revoke"))
         } else if arguments.flag("open") {
-            self = .open
+            self = .open(link: try Self.linkWindow(arguments))
         } else if arguments.flag("confirm") {
             let scopes = arguments.values("scope")
             guard !scopes.isEmpty else {
@@ -87,8 +103,8 @@ enum PairAction {
             self = .confirm(code: code, scopes: scopes)
         } else if arguments.flag("sessions") {
             self = .sessions
-        } else if let server = arguments.hostPort("connect") {
-            self = .connect(server)
+        } else if let text = arguments.value("connect") {
+            self = .connect(try Self.connectTarget(text))
         } else {
             throw UsageError(
                 "name one action: --list, --show DEVICE-ID, --revoke DEVICE-ID, --open, --confirm, --sessions or --connect HOST:PORT",
@@ -104,12 +120,45 @@ enum PairAction {
         case .list, .show, .revoke: allowed.insert("registry")
         case .confirm: allowed.formUnion(["code", "scope"])
         case .connect: allowed.formUnion(["device-name", "application-id", "credential"])
-        case .open, .sessions: break
+        case .open(_?): allowed.formUnion(["qr", "scope", "confirm", "link-host"])
+        case .open(nil), .sessions: break
         }
-        for option in ["code", "scope", "device-name", "application-id", "credential", "registry", "json"]
+        for option in ["code", "scope", "device-name", "application-id", "credential", "registry", "qr", "link-host", "confirm", "json"]
         where !allowed.contains(option) && arguments.count(option) > 0 {
+            if option == "confirm" || option == "scope" || option == "link-host", case .open(nil) = action {
+                throw UsageError("--\(option) goes with --open only to pair by link: add --qr", argument: "--\(option)")
+            }
             throw UsageError("--\(option) does not go with this action", argument: "--\(option)")
         }
+    }
+
+    /// `--open`'s link options: nil without `--qr`; with it at least one `--scope`.
+    private static func linkWindow(_ arguments: ParsedArguments) throws -> LinkWindow? {
+        guard arguments.flag("qr") else { return nil }
+        let scopes = arguments.values("scope")
+        guard !scopes.isEmpty else {
+            throw UsageError(
+                "--open --qr needs at least one --scope NAME: the device that holds the link is paired with these scopes",
+                argument: "--qr")
+        }
+        return LinkWindow(scopes: scopes, approve: arguments.flag("confirm"), host: arguments.value("link-host"))
+    }
+
+    /// `--connect`'s value: a `rivet://` link, or `HOST:PORT`.
+    private static func connectTarget(_ text: String) throws -> ConnectTarget {
+        if text.lowercased().hasPrefix("\(RivetPairingLink.scheme):") {
+            do {
+                return .link(try RivetPairingLink(parsing: text))
+            } catch {
+                throw UsageError("--connect: \(error.message)", argument: "--connect")
+            }
+        }
+        guard let address = HostPort(parsing: text), address.port != 0 else {
+            throw UsageError(
+                "--connect: '\(text)' is neither HOST:PORT (IPv6 in brackets, port 1 to 65535) nor a rivet:// pairing link",
+                argument: text)
+        }
+        return .address(address)
     }
 
     /// The six digits of a code typed as the screens show it (`221 418`), with a hyphen in the

@@ -301,7 +301,7 @@ import ToolTestSupport
             #expect(await code(line(atLimit)) == nil)
             #expect(await code(line(atLimit + " ")) == "line-too-long")
             #expect(await code(line(request)) == nil)
-            #expect(try await offPool { try control.send(.open) }["seconds_left"]?.integer ?? 0 > 290)
+            #expect(try await offPool { try control.send(.open()) }["seconds_left"]?.integer ?? 0 > 290)
             #expect(await code(line(#"{"op":"open"}"#)) == "window-already-open")
             #expect(await code(line(#"{"op":"reject"}"#)) == "no-attempt")
             #expect(await code(line(#"{"op":"cancel"}"#)) == nil)

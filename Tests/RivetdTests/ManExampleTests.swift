@@ -47,7 +47,7 @@ import ToolTestSupport
             #expect(confirm.stdout.contains("with scopes viewer"))
 
             // Pair this Linux machine from a script.
-            _ = try await daemon.request(.open)
+            _ = try await daemon.request(.open())
             let kiosk = try home.device("kiosk")
             let connect = try Self.shell(
                 commands[2].replacingOccurrences(of: "192.0.2.10:7447", with: "127.0.0.1:\(daemon.port)"), kiosk)

@@ -47,7 +47,7 @@ import ToolTestSupport
     static func withOpenWindow(_ body: (Daemon, Home, Home) async throws -> Void) async throws {
         let home = try Home()
         try await withDaemon(home) { daemon in
-            _ = try await daemon.request(.open)
+            _ = try await daemon.request(.open())
             try await body(daemon, home, try home.device("phone"))
         }
     }
@@ -201,7 +201,7 @@ import ToolTestSupport
             #expect(try await closed.wait() == 1)
             #expect(closed.stderr.contains("no pairing window is open; run 'rivet-pair --open' first"))
 
-            _ = try await daemon.request(.open)
+            _ = try await daemon.request(.open())
             let confirm = try Self.rivetPair(home, ["--confirm", "--code", "000000", "--scope", "viewer"])
             try await eventually("--confirm to wait") { confirm.stderr.contains("waiting for a device to ask") }
             let connect = try Self.connect(daemon, deviceHome: deviceHome)
@@ -334,7 +334,7 @@ import ToolTestSupport
             connect.write("y\n")
             #expect(try await connect.wait() == 5)
 
-            _ = try await daemon.request(.open)
+            _ = try await daemon.request(.open())
             (connect, _) = try await attempt(6)
             _ = try await daemon.request(.cancel)
             try await expectLogged("info: pairing attempt of \"Phone 6\" from PEER ended: pairing was cancelled on the desktop")

@@ -18,7 +18,10 @@ final class PairingDesk: RivetPairingHost {
     private let state: DeskState
     private let service: RivetPairingService
     private let applicationID: RivetApplicationID
+    private let serverFingerprint: SPKIFingerprint
     private let log: RivetDaemonLog
+    /// The numeric address the listener is bound to, once it is.
+    private let listenAddress = Locked<(host: String, port: UInt16)?>(nil)
 
     /// How long `confirm` waits for the paired record once the coordinator has completed.
     static let completionGrace: Duration = .seconds(2)
@@ -30,6 +33,7 @@ final class PairingDesk: RivetPairingHost {
         let state = DeskState()
         self.state = state
         self.applicationID = applicationID
+        self.serverFingerprint = serverFingerprint
         self.log = log
         service = RivetPairingService(serverFingerprint: serverFingerprint, discoverySecret: discoverySecret, store: store) { event in
             state.record(event, log: log)
@@ -37,15 +41,26 @@ final class PairingDesk: RivetPairingHost {
     }
 
     func deviceSent(_ message: RivetPairingDeviceMessage, on channel: RivetPairingChannel) {
-        if case .begin(let begin) = message, begin.applicationID != applicationID {
-            log.warn("refused a pairing attempt from \(channel.peerAddress) for application \(begin.applicationID): this gateway serves \(applicationID)")
-            channel.reply(.refused(.unexpectedMessage))
-            return
+        let asking: (RivetApplicationID, RivetDeviceName, String)?
+        switch message {
+        case .begin(let begin): asking = (begin.applicationID, begin.deviceName, "")
+        case .linkBegin(let begin): asking = (begin.applicationID, begin.deviceName, " by link")
+        default: asking = nil
         }
-        if case .begin(let begin) = message {
-            log.info("device \"\(begin.deviceName)\" at \(channel.peerAddress) asks to pair")
+        if let (application, name, how) = asking {
+            guard application == applicationID else {
+                log.warn("refused a pairing attempt from \(channel.peerAddress) for application \(application): this gateway serves \(applicationID)")
+                channel.reply(.refused(.unexpectedMessage))
+                return
+            }
+            log.info("device \"\(name)\" at \(channel.peerAddress) asks to pair\(how)")
         }
         service.deviceSent(message, on: channel)
+    }
+
+    /// Records where the listener is bound, for the links `openForLink` builds.
+    func listening(host: String, port: UInt16) {
+        listenAddress.withLock { $0 = (host, port) }
     }
 
     func deviceDisconnected(_ connection: RivetPairingConnectionID) {
@@ -66,6 +81,42 @@ final class PairingDesk: RivetPairingHost {
         return state.timeLeft ?? RivetDevicePairingCoordinator.windowDuration
     }
 
+    /// Opens a window for pairing by link and returns how long it stays open and the link:
+    /// `host` (or, when nil, the address the listener is bound to), the port, the application,
+    /// the fingerprint and the window's token. The token is in the returned link only; it is
+    /// never logged.
+    /// - Throws: ``RivetControlError/invalidArgument`` when no host can go in the link (the
+    ///   listener is bound to every address and no `host` was given, or `host` is not a name or
+    ///   an address), ``RivetControlError/windowAlreadyOpen``; the window stays as it was.
+    func openForLink(host requested: String?) throws(RivetControlError) -> (Duration, RivetPairingLink) {
+        guard let bound = listenAddress.withLock({ $0 }) else {
+            throw RivetControlError.invalidArgument.with("rivetd is not listening yet")
+        }
+        let wildcard = bound.host == "0.0.0.0" || bound.host == "::"
+        guard let host = requested ?? (wildcard ? nil : bound.host) else {
+            throw RivetControlError.invalidArgument.with(
+                "rivetd listens on every address (\(bound.host)), so the link needs the host name or address devices should reach: give it with rivet-pair --link-host HOST; no window was opened")
+        }
+        guard RivetPairingLink.isValidHost(host) else {
+            throw RivetControlError.invalidArgument.with("`link_host` \"\(host)\" is not a DNS name or an IP address; no window was opened")
+        }
+        let token: RivetPairingToken
+        do {
+            token = try service.openWindowForLink()
+        } catch {
+            throw RivetControlError(error)
+        }
+        do throws(RivetPairingLinkError) {
+            let link = try RivetPairingLink(
+                host: host, port: bound.port, applicationID: applicationID, serverFingerprint: serverFingerprint, token: token)
+            log.info("the pairing window admits only the device holding its link (\(link.hostPort))")
+            return (state.timeLeft ?? RivetDevicePairingCoordinator.windowDuration, link)
+        } catch {
+            try? service.cancel()
+            throw RivetControlError.invalidArgument.with("\(error.message); the window was closed again")
+        }
+    }
+
     /// The window and the pending attempt as `pending` reports them.
     func pending() -> RivetControlJSON {
         let coordinatorState = service.state
@@ -74,12 +125,14 @@ final class PairingDesk: RivetPairingHost {
         switch coordinatorState {
         case .closed(let closure):
             body["window"] = "closed"
+            body["link"] = false
             body["closed_because"] = closure.map { .string(Self.name($0)) } ?? .null
             body["seconds_left"] = .null
             body["failures"] = 0
         case .open(let failures), .awaitingReveal(_, let failures), .awaitingConfirmation(_, let failures, _, _):
             let left = attempt?.timeLeft ?? state.timeLeft ?? .zero
             body["window"] = "open"
+            body["link"] = .bool(service.windowPairsByLink)
             body["closed_because"] = .null
             body["seconds_left"] = .integer(Int64(left.components.seconds))
             body["failures"] = .integer(Int64(failures))
@@ -90,6 +143,7 @@ final class PairingDesk: RivetPairingHost {
                 "code": attempt.code.map { .string($0.text) } ?? .null,
                 "device_confirmed": .bool(attempt.deviceConfirmed), "desktop_confirmed": .bool(attempt.desktopConfirmed),
                 "replaces": attempt.replacing.map { .string($0.deviceID.hex) } ?? .null,
+                "by_link": .bool(attempt.byLink),
             ]
         } else {
             body["attempt"] = .null
@@ -152,6 +206,7 @@ final class PairingDesk: RivetPairingHost {
         case .cancelled: "cancelled"
         case .tooManyFailures: "too-many-failures"
         case .paired: "paired"
+        case .linkUsed: "link-used"
         }
     }
 }
@@ -191,7 +246,8 @@ private final class DeskState: @unchecked Sendable {
             case .attempt(let attempt):
                 let stage: String
                 switch (attempt.code != nil, attempt.deviceConfirmed, attempt.desktopConfirmed) {
-                case (false, _, _): stage = "waiting for its reveal"
+                case (false, true, _): stage = "it proved it holds the link; waiting for the desktop"
+                case (false, _, _): stage = attempt.byLink ? "waiting for its proof of the link" : "waiting for its reveal"
                 case (true, false, false): stage = "code shown on both sides; waiting for both people"
                 case (true, true, false): stage = "the device confirmed; waiting for the desktop"
                 case (true, false, true): stage = "the desktop confirmed; waiting for the device"
@@ -237,7 +293,7 @@ private final class DeskState: @unchecked Sendable {
     /// Whether an attempt's end may mean someone is interfering: a wrong code, a nonce that does
     /// not open its commitment, messages out of order. Logged at `warn`.
     static func suspicious(_ reason: RivetDevicePairingRefusal) -> Bool {
-        [.codeMismatch, .commitmentMismatch, .unexpectedMessage].contains(reason)
+        [.codeMismatch, .commitmentMismatch, .unexpectedMessage, .linkProofMismatch].contains(reason)
     }
 
     /// The first outcome recorded after `count` outcomes, waiting until `deadline`.
