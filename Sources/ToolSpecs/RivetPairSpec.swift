@@ -54,8 +54,8 @@ extension ToolSpecs {
                 repeatable: true),
             .flag("sessions", help: "List the running rivetd's live sessions."),
             .value(
-                "connect", valueName: "HOST:PORT|LINK",
-                help: "Device side: pair with the rivetd at HOST:PORT, or by a rivet:// link, and store the credential."),
+                "connect", valueName: "TARGET",
+                help: "Device side: pair with the rivetd at TARGET (HOST:PORT, or a rivet:// link) and store the credential."),
             .value("device-name", valueName: "NAME", help: "With --connect: the name this device shows (default: host name)."),
             .value(
                 "application-id", valueName: "ID",

@@ -118,12 +118,12 @@ enum PairAction {
         var allowed: Set<String> = ["json"]
         switch action {
         case .list, .show, .revoke: allowed.insert("registry")
-        case .confirm: allowed.formUnion(["code", "scope"])
+        case .confirm: allowed.formUnion(["code", "scope", "confirm"])
         case .connect: allowed.formUnion(["device-name", "application-id", "credential"])
         case .open(_?): allowed.formUnion(["qr", "scope", "confirm", "link-host"])
         case .open(nil), .sessions: break
         }
-        for option in ["code", "scope", "device-name", "application-id", "credential", "registry", "qr", "link-host", "confirm", "json"]
+        for option in ["confirm", "code", "scope", "device-name", "application-id", "credential", "registry", "qr", "link-host", "json"]
         where !allowed.contains(option) && arguments.count(option) > 0 {
             if option == "confirm" || option == "scope" || option == "link-host", case .open(nil) = action {
                 throw UsageError("--\(option) goes with --open only to pair by link: add --qr", argument: "--\(option)")

@@ -1,5 +1,6 @@
 import QRCodeKit
 import Testing
+import ToolTestSupport
 
 /// A text to encode, named for the test log.
 struct Sample: Sendable, CustomTestStringConvertible {

@@ -155,6 +155,13 @@ import ToolTestSupport
         _ = before
     }
 
+    /// A pairing link for application `a` with `fp` hex digits, `token` base64url characters
+    /// (none: no `t` parameter) and this port.
+    static func link(port: String = "7447", fp: Int = 64, token: Int = 43) -> String {
+        let base = "rivet://127.0.0.1:" + port + "/pair?app=a&fp=" + String(repeating: "0", count: fp)
+        return token == 0 ? base : base + "&t=" + String(repeating: "A", count: token)
+    }
+
     @Test(
         "usage errors exit 2 with one line naming the problem",
         arguments: [
@@ -180,6 +187,18 @@ import ToolTestSupport
             (["--connect", "127.0.0.1:1"], "--connect needs --application-id"),
             (["--connect", "nohost"], "--connect"),
             (["--sessions", "--code", "123456"], "--code does not go with this action"),
+            (["--open", "--qr"], "--open --qr needs at least one --scope NAME"),
+            (["--open", "--scope", "viewer"], "--scope goes with --open only to pair by link: add --qr"),
+            (["--open", "--link-host", "desk.local"], "--link-host goes with --open only to pair by link: add --qr"),
+            (["--qr", "--scope", "viewer"], "name one action"),
+            (["--confirm", "--qr", "--scope", "viewer", "--code", "123456"], "--qr does not go with this action"),
+            (["--open", "--qr", "--scope", "viewer", "--code", "123456"], "--code does not go with this action"),
+            (["--connect", "127.0.0.1:0", "--application-id", "a"], "neither HOST:PORT"),
+            (["--connect", Self.link(fp: 63)], "fingerprint is not valid"),
+            (["--connect", Self.link(token: 42)], "token is not valid"),
+            (["--connect", Self.link(port: "65536")], "port is not valid"),
+            (["--connect", Self.link(token: 0)], "parameter t is missing"),
+            (["--connect", Self.link(), "--application-id", "b"], "differs from the link's application a"),
         ])
     func usageErrors(arguments: [String], fragment: String) async throws {
         let home = try Home(devices: 0)

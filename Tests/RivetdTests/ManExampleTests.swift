@@ -24,7 +24,7 @@ import ToolTestSupport
     @Test("every EXAMPLES command of rivet-pair(1) runs and does what the page says")
     func rivetPairExamples() async throws {
         let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
-        try #require(commands.count == 4, "\(commands)")
+        try #require(commands.count == 6, "\(commands)")
         #expect(commands[0] == "rivet-pair --open")
         #expect(commands[1] == "rivet-pair --confirm --scope viewer")
         #expect(commands[2].hasPrefix("echo y | rivet-pair --connect 192.0.2.10:7447 "))
@@ -68,6 +68,36 @@ import ToolTestSupport
             let again = try Self.shell(commands[3], home)
             #expect(try await again.wait() == 0)
             #expect(again.stdout == "" && again.stderr == "")
+        }
+    }
+
+    @Test("rivet-pair(1)'s pairing-by-link EXAMPLES run: the desktop's QR code, then a machine pairs by the link")
+    func rivetPairLinkExamples() async throws {
+        let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
+        try #require(commands.count == 6, "\(commands)")
+        #expect(commands[4] == "rivet-pair --open --qr --scope viewer")
+        let pagedLink = try #require(commands[5].split(separator: "'").dropFirst().first.map(String.init))
+        #expect(commands[5].hasPrefix("rivet-pair --connect '\(pagedLink)' \\\n"))
+        #expect(commands[5].hasSuffix(" --device-name kiosk"))
+        // The page's link is well formed, for the documentation address.
+        #expect(try RivetPairingLink(parsing: pagedLink).hostPort == "192.0.2.10:7447")
+        let home = try Home()
+        try await withDaemon(home) { _ in
+            let open = try Self.shell(commands[4], home)
+            var link = ""
+            try await eventually("the QR code and the link") {
+                guard let last = open.stdout.split(separator: "\n").last, last.hasPrefix("rivet://") else { return false }
+                link = String(last)
+                return true
+            }
+            let picture = try #require(Picture(terminalText: String(open.stdout.dropLast(link.utf8.count + 1))))
+            #expect(try Zbar.decode(picture) == Array(link.utf8))
+            // Only the link differs from the page: this daemon's address, key and token.
+            let kiosk = try Self.shell(commands[5].replacingOccurrences(of: pagedLink, with: link), try home.device("kiosk"))
+            #expect(try await kiosk.wait() == 0, "\(kiosk.stderr)")
+            #expect(try await open.wait() == 0, "\(open.stderr)")
+            #expect(open.stdout.hasSuffix("(kiosk) with scopes viewer\n"))
+            #expect(try PairingTests.pairedNames(home) == ["kiosk"])
         }
     }
 
