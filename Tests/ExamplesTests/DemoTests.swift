@@ -52,8 +52,8 @@ import ToolTestSupport
         let run = try await Self.runDemo(arguments)
         #expect(run.status == 0, "stdout:\n\(run.stdout)\nstderr:\n\(run.stderr)")
         #expect(!run.stderr.contains("demo: step"), "\(run.stderr)")
-        let steps = run.stdoutLines.compactMap { line in "abcdefg".first { line.hasPrefix("==> \($0). ") } }
-        #expect(steps == Array("abcdefg"), "\(run.stdout)")
+        let steps = run.stdoutLines.compactMap { line in "abcdefgh".first { line.hasPrefix("==> \($0). ") } }
+        #expect(steps == Array("abcdefgh"), "\(run.stdout)")
         let state = try Self.stateDirectory(run)
         #expect(run.stdout.hasSuffix("==> the demo ran every step as expected; removing \(state)\n"))
         #expect(run.stdout.contains(arguments.isEmpty ? "the Swift backend" : "the Python backend"))
