@@ -55,7 +55,7 @@ extension ToolSpecs {
             .flag("sessions", help: "List the running rivetd's live sessions."),
             .value(
                 "connect", valueName: "TARGET",
-                help: "Device side: pair with the rivetd at TARGET (HOST:PORT, or a rivet:// link) and store the credential."),
+                help: "Device side: pair with the rivetd at TARGET (HOST:PORT, a rivet:// link, or - to read the link from standard input)."),
             .value("device-name", valueName: "NAME", help: "With --connect: the name this device shows (default: host name)."),
             .value(
                 "application-id", valueName: "ID",

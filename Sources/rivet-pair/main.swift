@@ -107,7 +107,7 @@ enum PairAction {
             self = .connect(try Self.connectTarget(text))
         } else {
             throw UsageError(
-                "name one action: --list, --show DEVICE-ID, --revoke DEVICE-ID, --open, --confirm, --sessions or --connect HOST:PORT",
+                "name one action: --list, --show DEVICE-ID, --revoke DEVICE-ID, --open, --confirm, --sessions or --connect HOST:PORT|LINK",
                 argument: nil, subcommand: nil)
         }
         try Self.checkCompanions(arguments, for: self)
@@ -145,7 +145,19 @@ enum PairAction {
     }
 
     /// `--connect`'s value: a `rivet://` link, or `HOST:PORT`.
-    private static func connectTarget(_ text: String) throws -> ConnectTarget {
+    private static func connectTarget(_ given: String) throws -> ConnectTarget {
+        var text = given
+        if given == "-" {
+            // A link read from standard input stays out of the process list, where other users
+            // of this machine could read it while pairing runs.
+            guard let line = readLine(strippingNewline: true) else {
+                throw UsageError("--connect -: standard input ended before a rivet:// link", argument: "-")
+            }
+            text = line.hasSuffix("\r") ? String(line.dropLast()) : line
+            guard text.lowercased().hasPrefix("\(RivetPairingLink.scheme):") else {
+                throw UsageError("--connect -: standard input holds no rivet:// link on its first line", argument: "-")
+            }
+        }
         if text.lowercased().hasPrefix("\(RivetPairingLink.scheme):") {
             do {
                 return .link(try RivetPairingLink(parsing: text))

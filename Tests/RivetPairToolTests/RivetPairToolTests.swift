@@ -199,6 +199,7 @@ import ToolTestSupport
             (["--connect", Self.link(port: "65536")], "port is not valid"),
             (["--connect", Self.link(token: 0)], "parameter t is missing"),
             (["--connect", Self.link(), "--application-id", "b"], "differs from the link's application a"),
+            (["--connect", "-"], "standard input ended before a rivet:// link"),
         ])
     func usageErrors(arguments: [String], fragment: String) async throws {
         let home = try Home(devices: 0)

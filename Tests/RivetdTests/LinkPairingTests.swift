@@ -108,6 +108,25 @@ import ToolTestSupport
         }
     }
 
+    @Test("--connect - reads the link from standard input, so it never shows in the process list")
+    func linkFromStandardInput() async throws {
+        let home = try Home()
+        try await withDaemon(home) { _ in
+            let (open, link) = try await Self.openLink(home)
+            let deviceHome = try home.device("phone")
+            let notALink = try await ToolProcess.runOffPool(
+                "rivet-pair", ["--connect", "-"], environment: deviceHome.environment, stdin: Array("127.0.0.1:1\n".utf8))
+            #expect(notALink.status == 2)
+            #expect(notALink.stderr.contains("standard input holds no rivet:// link"))
+            let run = try await ToolProcess.runOffPool(
+                "rivet-pair", ["--connect", "-", "--device-name", "Piped"], environment: deviceHome.environment,
+                stdin: Array((link + "\r\n").utf8))
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try await open.wait() == 0)
+            #expect(open.stdout.contains("\"name\":\"Piped\""))
+        }
+    }
+
     @Test("the QR code rivet-pair --open --qr prints decodes back to the exact link printed below it")
     func qrDecodesToTheLink() async throws {
         let home = try Home()

@@ -13,7 +13,7 @@ complete -c rivet-pair -l confirm -d 'Wait for a device to ask, show its name an
 complete -c rivet-pair -l code -x -d 'With --confirm: the code the device shows ("221 418", 221-418 or 221418); confirm without asking.'
 complete -c rivet-pair -l scope -x -d 'With --confirm or --open --qr: grant this scope, one the schema declares (at least one).'
 complete -c rivet-pair -l sessions -d 'List the running rivetd\'s live sessions.'
-complete -c rivet-pair -l connect -x -d 'Device side: pair with the rivetd at TARGET (HOST:PORT, or a rivet:// link) and store the credential.'
+complete -c rivet-pair -l connect -x -d 'Device side: pair with the rivetd at TARGET (HOST:PORT, a rivet:// link, or - to read the link from standard input).'
 complete -c rivet-pair -l device-name -x -d 'With --connect: the name this device shows (default: host name).'
 complete -c rivet-pair -l application-id -x -d 'With --connect HOST:PORT: the application to pair with (required; a link names its own).'
 complete -c rivet-pair -l credential -r -F -d 'With --connect: store the credential in FILE instead of the standard place.'
