@@ -350,6 +350,20 @@ private func proveLink(
         #expect(randomness.draws == draws, "no credential may be drawn after the window closed")
     }
 
+    /// The link was used up by the valid proof: when no credential can be drawn, the attempt
+    /// fails and the window closes as linkUsed instead of staying open for no device.
+    @Test func aRandomnessFailureAfterAValidProofClosesTheWindowAsLinkUsed() throws {
+        // Two draws succeed: the token and the server nonce; the credential's draw fails.
+        var coordinator = Coordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: ManualClock(),
+            randomness: FailingRandomness(successes: 2))
+        try proveLink(&coordinator)
+        #expect(coordinator.handle(.desktopConfirm(.yes, scopes: scopes("events")))
+            == [.endAttempt(c1, .randomnessUnavailable), .windowClosed(.linkUsed)])
+        #expect(coordinator.state == .closed(.linkUsed))
+        #expect(!coordinator.windowPairsByLink)
+    }
+
     @Test func aTypedCodeOnALinkAttemptIsRefusedAndTheAttemptContinues() throws {
         var (coordinator, _, _) = makeCoordinator()
         try proveLink(&coordinator)
