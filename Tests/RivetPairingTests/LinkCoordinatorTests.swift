@@ -231,6 +231,20 @@ private func proveLink(
         #expect(coordinator.state == .open(failures: 1))
     }
 
+    /// A proof sent on a connection that owns no attempt is refused without counting, and the
+    /// attempt's own device still proves.
+    @Test func aProofFromAnotherConnectionIsRefusedWithoutCounting() throws {
+        var (coordinator, _, _) = makeCoordinator()
+        let token = try openLink(&coordinator)
+        let ns = try beginLink(&coordinator, c1, nonce(1))
+        let valid = proof(token, clientNonce: nonce(1), serverNonce: ns)
+        #expect(coordinator.handle(.linkProof(valid, from: c2)) == [.refuse(.device(c2), .noAttempt)])
+        #expect(coordinator.state == .awaitingReveal(c1, failures: 0))
+        #expect(coordinator.windowPairsByLink)
+        #expect(coordinator.handle(.linkProof(valid, from: c1)).count == 1)
+        #expect(coordinator.state == .awaitingConfirmation(c1, failures: 0, deviceConfirmed: true, desktopConfirmed: false))
+    }
+
     @Test func aProofOverAnotherClientNonceFails() throws {
         var (coordinator, _, _) = makeCoordinator()
         let token = try openLink(&coordinator)
@@ -305,6 +319,13 @@ private func proveLink(
         try proveLink(&coordinator)
         #expect(coordinator.handle(.connectionLost(c1)) == [.endAttempt(c1, .connectionLost), .windowClosed(.linkUsed)])
         #expect(coordinator.state == .closed(.linkUsed))
+    }
+
+    @Test func cancelAfterAValidProofClosesTheWindowAsCancelled() throws {
+        var (coordinator, _, _) = makeCoordinator()
+        try proveLink(&coordinator)
+        #expect(coordinator.handle(.cancel) == [.endAttempt(c1, .cancelled), .windowClosed(.cancelled)])
+        #expect(coordinator.state == .closed(.cancelled))
     }
 
     @Test func anotherConnectionLeavingAfterAValidProofChangesNothing() throws {

@@ -60,6 +60,17 @@ private func rejectsAndEnds(_ actions: [RVD1ServerHandshake.Action], _ reason: R
         #expect(closes(actions) && machine.state == .closed)
     }
 
+    @Test func aMissingProofTimesOutAndTellsThePairingHost() {
+        var machine = awaitingLinkProof()
+        let actions = machine.handle(.timedOut)
+        #expect(actions.count == 2 && actions.first == .pairingConnectionEnded && closes(actions))
+        #expect(machine.state == .closed)
+        var gone = awaitingLinkProof()
+        _ = gone.handle(.received(.pairLinkProof(linkProofMessage)))
+        let lost = gone.handle(.connectionLost)
+        #expect(lost.count == 2 && lost.first == .pairingConnectionEnded && closes(lost))
+    }
+
     @Test func codeMessagesDuringAPairingByLinkAreMalformed() {
         let code: [RVD1Message] = [.pairReveal(RivetDevicePairReveal(nonce: testNonceC)), .pairConfirm, .pairReject]
         for message in code {
