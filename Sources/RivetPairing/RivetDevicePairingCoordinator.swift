@@ -492,8 +492,14 @@ public struct RivetDevicePairingCoordinator: Sendable {
             deviceID = try attempt.replacing?.deviceID ?? DeviceID.random(using: randomness)
         } catch {
             window.attempt = nil
-            phase = .open(window)
             step.endAttempt(attempt.connection, .randomnessUnavailable)
+            // A link works once: the attempt that used it failed, so no device can pair here.
+            if case .used? = window.link {
+                phase = .closed(.linkUsed)
+                step.actions.append(.windowClosed(.linkUsed))
+            } else {
+                phase = .open(window)
+            }
             return
         }
         let record = RivetDevicePairedDevice(

@@ -204,8 +204,9 @@ public final class RivetPairingService: RivetPairingHost {
     @discardableResult
     private func apply(_ input: RivetDevicePairingCoordinator.Input) throws(RivetDevicePairingRefusal) -> RivetPairingToken? {
         let (actions, failures) = coordinator.withLock { coordinator in
+            let before = Self.failures(coordinator.state, before: 0)
             let actions = coordinator.handle(input)
-            return (actions, Self.failures(coordinator.state))
+            return (actions, Self.failures(coordinator.state, before: before))
         }
         var desktopRefusal: RivetDevicePairingRefusal?
         var token: RivetPairingToken?
@@ -246,10 +247,13 @@ public final class RivetPairingService: RivetPairingHost {
         return token
     }
 
-    /// The failures counted in the window (the limit once they closed it).
-    private static func failures(_ state: RivetDevicePairingCoordinator.State) -> Int {
+    /// The failures counted in the window (the limit once they closed it). `before` is the count
+    /// before the input: an attempt that failed after using the window's link closes it
+    /// (`linkUsed`), and that failure is the one after `before`.
+    private static func failures(_ state: RivetDevicePairingCoordinator.State, before: Int) -> Int {
         switch state {
         case .closed(.tooManyFailures?): RivetDevicePairingCoordinator.failureLimit
+        case .closed(.linkUsed?): before + 1
         case .closed: 0
         case .open(let failures), .awaitingReveal(_, let failures), .awaitingConfirmation(_, let failures, _, _): failures
         }
