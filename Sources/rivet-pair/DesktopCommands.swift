@@ -54,12 +54,14 @@ enum DesktopCommands {
             }
             let timeout = Duration.seconds((attempt["seconds_left"]?.integer ?? 300) + 10)
             return try printPaired(try await request(client, .confirm(code: nil, scopes: window.scopes), timeout: timeout), json: json)
-        } catch is CancellationError {
-            // The link must not outlive the person's wait: close the window on a connection of its own.
+        } catch {
+            // The link must not outlive this command: whatever ended it (Ctrl-C, a closed
+            // standard output, a failed request), close a window still open, on a connection of
+            // its own. A window that closed already answers window-closed, and nothing is said.
             if (try? RivetControlClient(path: try socketPath()).send(.cancel, timeout: .seconds(2))) != nil {
-                Diagnostics.note("interrupted: the pairing window is closed and its link no longer works")
+                Diagnostics.note("the pairing window is closed and its link no longer works")
             }
-            throw CancellationError()
+            throw error
         }
     }
 

@@ -256,6 +256,24 @@ import ToolTestSupport
         }
     }
 
+    @Test("when the link cannot be shown (standard output is a full disk) the window it opened is closed again")
+    func unwritableOutputLeavesNoWindow() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            let tool = ToolProcess.path(of: "rivet-pair")
+            let environment = home.environment
+            let run = try await offPool {
+                try ToolProcess.runProgram(
+                    at: "/bin/sh", ["-c", "exec '\(tool)' --open --qr --scope viewer >/dev/full"], environment: environment)
+            }
+            #expect(run.status == 1)
+            #expect(run.stderr.contains("the pairing window is closed and its link no longer works"), "\(run.stderr)")
+            let pending = try await daemon.request(.pending)
+            #expect(pending["window"]?.string == "closed")
+            #expect(pending["closed_because"]?.string == "cancelled")
+        }
+    }
+
     @Test("with --confirm the person approves the device by name: y pairs it, n rejects it and uses the link up")
     func confirmApprovesByName() async throws {
         let home = try Home()
