@@ -46,7 +46,7 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
     @Test func anotherVersionIsToldSo() async throws {
         let server = try TestServer()
         defer { server.stop() }
-        let (reply, _) = try await onThread { try answer(server, to: Array("RVD2".utf8) + [1, 0, 0, 0, 0]) }
+        let (reply, _) = try await onThread { try answer(server, to: Array("RVD3".utf8) + [1, 0, 0, 0, 0]) }
         #expect(reply == RVD1Message.reject(.versionUnsupported).encoded)
     }
 
