@@ -243,6 +243,11 @@ sys.exit(1 if failures else 0)
         #expect(listing.status == 0)
         #expect(part.contains(listing.output), "the link listings differ from make-link-vectors.py --markdown")
         #expect(part.contains(vectors.fingerprint) && part.contains(vectors.token))
+        // The RVD1 part's pair-link-proof vector carries the proof of the first proof vector.
+        let rvd1 = try #require(whole.range(of: "<!-- part: rvd1 -->"))
+        let rvd1End = try #require(whole.range(of: "<!-- part:", range: rvd1.upperBound..<whole.endIndex))
+        #expect(vectors.proofs.first?.name == "counting-bytes")
+        #expect(whole[rvd1.upperBound..<rvd1End.lowerBound].contains(vectors.proofs[0].proof))
         for vector in vectors.proofs {
             for value in [vector.key, vector.proof, vector.clientNonce, vector.serverNonce, vector.fingerprint, vector.token] {
                 #expect(part.contains(value), "the document lacks \(value) of proof vector \(vector.name)")
