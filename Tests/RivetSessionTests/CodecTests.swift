@@ -121,6 +121,22 @@ import Testing
         }
     }
 
+    /// The independent Python encoder still writes exactly the committed fixture.
+    @Test func thePythonEncoderWritesTheFixture() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [fixtures.appendingPathComponent("make-rvd1-vectors.py").path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let written = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let committed = try Data(contentsOf: fixtures.appendingPathComponent("rvd1-vectors.json"))
+        #expect(written == committed, "make-rvd1-vectors.py no longer writes Fixtures/rvd1-vectors.json")
+    }
+
     /// The listings in docs/protocol.md (RVD1 part) are the fixture's bytes, vector by vector.
     @Test func theProtocolDocumentShowsTheFixtureVectors() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
