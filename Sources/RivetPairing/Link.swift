@@ -92,22 +92,31 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         "rivet://\(hostPort)/pair?app=\(Self.percentEncoded(applicationID.value))&fp=\(serverFingerprint.hex)&t=(redacted)"
     }
 
-    /// Parses a link. The scheme is case-insensitive; everything else is exact: no user
-    /// information, a port (decimal, 1–65535, no leading zero), the path `/pair`, a query with
-    /// `app`, `fp` and `t` once each (in any order; parameters of other names are ignored, so a
-    /// later version may add some), and no fragment.
+    /// Parses a link. The scheme is case-insensitive; everything else is exact: printable ASCII
+    /// only (non-ASCII text is percent-encoded), no user information, a port (decimal, 1–65535,
+    /// no leading zero), the path `/pair`, a query with `app`, `fp` and `t` once each (in any
+    /// order; parameters of other names are ignored, so a later version may add some), and no
+    /// fragment.
     /// - Throws: `RivetPairingLinkError` saying which part is wrong.
     public init(parsing text: String) throws(RivetPairingLinkError) {
         let bytes = Array(text.utf8)
         guard bytes.count <= Self.maximumByteCount else {
             throw RivetPairingLinkError.tooLong.with("\(bytes.count) bytes")
         }
-        guard let separator = text.range(of: "://"),
-            text[..<separator.lowerBound].lowercased() == Self.scheme
+        let prefix = Array("\(Self.scheme)://".utf8)
+        guard bytes.count >= prefix.count,
+            bytes.prefix(prefix.count).map({ (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }) == prefix
         else {
             throw RivetPairingLinkError.notALink.with("it does not start with rivet://")
         }
-        var rest = String(text[separator.upperBound...])
+        // Printable ASCII only: then every character below is one byte, and no combining mark
+        // can hide a delimiter (`#`, `&`, `=`, …) inside a larger character, as it would for
+        // Swift's character-by-character search.
+        guard bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw RivetPairingLinkError.malformed.with(
+                "a link is printable ASCII: a space, a control character or a non-ASCII character must be percent-encoded")
+        }
+        var rest = String(decoding: bytes[prefix.count...], as: UTF8.self)
         guard !rest.contains("#") else { throw RivetPairingLinkError.malformed.with("a link has no fragment (#…)") }
         guard let queryStart = rest.firstIndex(of: "?") else {
             throw RivetPairingLinkError.malformed.with("no query (?app=…&fp=…&t=…)")

@@ -38,6 +38,14 @@ import Testing
             return .pairAccepted(
                 RivetDevicePairAccepted(deviceID: try id("deviceID"), credential: try credential(), discoverySecret: secret))
         case "accept": return .accept
+        case "pair-link-begin-new-device", "pair-link-begin-re-pairing", "pair-link-begin-longest":
+            let existing: DeviceID? = f["existingDeviceID"]?.text == nil ? nil : try id("existingDeviceID")
+            return .pairLinkBegin(
+                RivetDevicePairLinkBegin(
+                    applicationID: try application(), deviceName: try RivetDeviceName(try text("deviceName")),
+                    existingDeviceID: existing, clientNonce: try nonce("clientNonce")))
+        case "pair-link-proof":
+            return .pairLinkProof(try #require(RivetPairingLinkProof(bytes: bytes(hex: try text("proof")))))
         default:
             let reason = try #require(f["reason"]?.number)
             #expect(vector.name.hasPrefix("reject-"))
@@ -49,6 +57,10 @@ import Testing
         let covered = Set(try vectors.valid.map { try message($0).type })
         #expect(covered == Set(RVD1MessageType.allCases))
         #expect(vectors.magic == hex(RVD1.magic))
+        #expect(vectors.linkMagic == hex(RVD1.linkMagic))
+        for vector in vectors.valid {
+            #expect(try message(vector).type.version == vector.version, "\(vector.name)")
+        }
         let reasons = try vectors.valid.compactMap { vector -> RVD1RejectReason? in
             if case .reject(let reason) = try message(vector) { reason } else { nil }
         }
@@ -69,11 +81,30 @@ import Testing
     @Test func decodingEveryVectorGivesItsFieldsWholeAndByteByByte() throws {
         for vector in vectors.valid {
             let side = direction(vector.direction)
-            let input = (side == .clientToServer ? RVD1.magic : []) + bytes(hex: vector.hex)
+            let magic = vector.version == 2 ? RVD1.linkMagic : RVD1.magic
+            let input = (side == .clientToServer ? magic : []) + bytes(hex: vector.hex)
             for chunk in [Int.max, 1, 3] {
                 let (messages, consumed) = try readAll(input, direction: side, chunk: chunk)
                 #expect(messages == [try message(vector)], "\(vector.name) in chunks of \(chunk)")
                 #expect(consumed == input.count)
+            }
+        }
+    }
+
+    /// A server's reader takes each whole preface (RVD1 or RVD2 magic, then its messages) and
+    /// gives back exactly the messages of the valid vectors it names.
+    @Test func everyPrefaceIsReadAsItsMessages() throws {
+        let byName = Dictionary(uniqueKeysWithValues: vectors.valid.map { ($0.name, $0) })
+        #expect(vectors.prefaces.contains { $0.hex.hasPrefix(vectors.linkMagic) })
+        for preface in vectors.prefaces {
+            let expected = try preface.messages.map { try message(try #require(byName[$0], "\(preface.name): \($0)")) }
+            let versions = Set(try preface.messages.map { try #require(byName[$0]).version })
+            let magic = versions.contains(2) ? vectors.linkMagic : String(preface.hex.prefix(8))
+            #expect(preface.hex == magic + preface.messages.map { byName[$0]!.hex }.joined(), "\(preface.name)")
+            for chunk in [Int.max, 1] {
+                let (messages, consumed) = try readAll(bytes(hex: preface.hex), direction: .clientToServer, chunk: chunk)
+                #expect(messages == expected, "\(preface.name)")
+                #expect(consumed == preface.hex.count / 2)
             }
         }
     }
@@ -88,6 +119,22 @@ import Testing
             #expect(result.fed == vector.consumedBeforeError, "\(vector.name)")
             #expect(!result.error.message.isEmpty)
         }
+    }
+
+    /// The independent Python encoder still writes exactly the committed fixture.
+    @Test func thePythonEncoderWritesTheFixture() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [fixtures.appendingPathComponent("make-rvd1-vectors.py").path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let written = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let committed = try Data(contentsOf: fixtures.appendingPathComponent("rvd1-vectors.json"))
+        #expect(written == committed, "make-rvd1-vectors.py no longer writes Fixtures/rvd1-vectors.json")
     }
 
     /// The listings in docs/protocol.md (RVD1 part) are the fixture's bytes, vector by vector.
@@ -119,11 +166,17 @@ import Testing
                 listed[current!] = (String(parts.count > 1 ? parts[1] : ""), "")
             }
         }
-        #expect(listed.count == vectors.valid.count + vectors.invalid.count)
+        #expect(listed.count == vectors.valid.count + vectors.prefaces.count + vectors.invalid.count)
         for vector in vectors.valid {
             let entry = try #require(listed[vector.name], "\(vector.name) missing from the document")
             #expect(entry.hex == vector.hex, "\(vector.name)")
             #expect(entry.header.contains("\(vector.direction), \(vector.hex.count / 2) bytes"), "\(vector.name)")
+            #expect(entry.header.contains("RVD2") == (vector.version == 2), "\(vector.name)")
+        }
+        for preface in vectors.prefaces {
+            let entry = try #require(listed[preface.name], "\(preface.name) missing from the document")
+            #expect(entry.hex == preface.hex, "\(preface.name)")
+            #expect(entry.header.contains("clientToServer preface, \(preface.hex.count / 2) bytes"), "\(preface.name)")
         }
         for vector in vectors.invalid {
             let entry = try #require(listed[vector.name], "\(vector.name) missing from the document")
@@ -196,11 +249,17 @@ import Testing
         #expect(RVD1MessageType.resume.maximumBodyLength == 304)
         #expect(RVD1MessageType.allCases.allSatisfy { $0.maximumBodyLength <= RVD1.maximumBodyLength })
 
+        #expect(RVD1MessageType.pairLinkBegin.maximumBodyLength == 434)
+        #expect(RVD1MessageType.pairLinkBegin.minimumBodyLength == 37)
+        #expect(RVD1MessageType.pairLinkProof.minimumBodyLength == 32 && RVD1MessageType.pairLinkProof.maximumBodyLength == 32)
+
+        // A client's magic names the version whose types follow: RVD2 for pairing by link.
+        func magic(_ type: RVD1MessageType) -> [UInt8] { type.version == 2 ? RVD1.linkMagic : RVD1.magic }
         // One past each header limit is refused at the header, before the body.
         for type in RVD1MessageType.allCases {
             let length = type.maximumBodyLength + 1
             let header: [UInt8] = [type.rawValue, 0, 0, UInt8(length >> 8), UInt8(length & 0xFF)]
-            let input = (type.direction == .clientToServer ? RVD1.magic : []) + header
+            let input = (type.direction == .clientToServer ? magic(type) : []) + header
             let failure = try #require(firstError(input, direction: type.direction))
             #expect(failure.error == .oversized, "\(type)")
             #expect(failure.fed == input.count)
@@ -209,9 +268,35 @@ import Testing
         for type in RVD1MessageType.allCases where type.minimumBodyLength > 0 {
             let length = type.minimumBodyLength - 1
             let header: [UInt8] = [type.rawValue, 0, 0, 0, UInt8(length)]
-            let input = (type.direction == .clientToServer ? RVD1.magic : []) + header
+            let input = (type.direction == .clientToServer ? magic(type) : []) + header
             #expect(firstError(input, direction: type.direction)?.error == .malformed, "\(type)")
         }
+    }
+
+    /// RVD2's types are undefined after the RVD1 magic, whatever their length: refused at the
+    /// header as unknown, exactly as a version 1 server refuses them. After RVD2 they are read.
+    @Test func linkTypesAreUnknownUnderTheVersion1Magic() throws {
+        let proof = RVD1Message.pairLinkProof(RivetPairingLinkProof(bytes: counting(from: 0x80, 32))!)
+        let begin = RVD1Message.pairLinkBegin(
+            RivetDevicePairLinkBegin(
+                applicationID: testApplication, deviceName: try RivetDeviceName("phone"), existingDeviceID: nil,
+                clientNonce: testNonceC))
+        for type in RVD1MessageType.allCases where type.version == 2 {
+            for length in [type.minimumBodyLength, type.maximumBodyLength, type.maximumBodyLength + 1] {
+                let input = RVD1.magic + [type.rawValue, 0, 0, UInt8(length >> 8), UInt8(length & 0xFF)]
+                let failure = try #require(firstError(input, direction: .clientToServer), "\(type)")
+                #expect(failure.error == .unknownMessageType, "\(type) length \(length)")
+                #expect(failure.fed == input.count)
+                #expect(failure.error.rejectReason == .malformed)
+            }
+        }
+        #expect(firstError(RVD1.magic + begin.encoded, direction: .clientToServer)?.error == .unknownMessageType)
+        #expect(firstError(RVD1.magic + proof.encoded, direction: .clientToServer)?.error == .unknownMessageType)
+        #expect(try readAll(RVD1.linkMagic + begin.encoded + proof.encoded, direction: .clientToServer).messages == [begin, proof])
+        // A version 1 type stays valid under RVD2.
+        #expect(try readAll(RVD1.linkMagic + resume.encoded, direction: .clientToServer).messages == [resume])
+        // 0x0c is defined by neither.
+        #expect(firstError(RVD1.linkMagic + [0x0C, 0, 0, 0, 0], direction: .clientToServer)?.error == .unknownMessageType)
     }
 
     @Test func decodingABodyDirectlyChecksItsLimit() {
@@ -253,6 +338,10 @@ import Testing
 
     @Test func versionErrorsMapToTheirRejectReason() throws {
         #expect(throws: RVD1Error.unsupportedVersion) { try RVD1Reader.checkMagic(Array("RVD9".utf8)) }
+        #expect(throws: RVD1Error.unsupportedVersion) { try RVD1Reader.checkMagic(Array("RVD3".utf8)) }
+        #expect(throws: RVD1Error.unsupportedVersion) { try RVD1Reader.checkMagic(Array("RVD0".utf8)) }
+        #expect(try RVD1Reader.checkMagic(Array("RVD1".utf8)) == 1)
+        #expect(try RVD1Reader.checkMagic(Array("RVD2".utf8)) == 2)
         #expect(throws: RVD1Error.badMagic) { try RVD1Reader.checkMagic(Array("RVDx".utf8)) }
         #expect(throws: RVD1Error.badMagic) { try RVD1Reader.checkMagic(Array("rvd1".utf8)) }
         #expect(RVD1Error.unsupportedVersion.rejectReason == .versionUnsupported)
@@ -279,7 +368,7 @@ import Testing
         #expect(messages == [.reject(RVD1RejectReason(rawValue: 200))])
         #expect(RVD1RejectReason(rawValue: 200).name == "reason 200")
         #expect(RVD1RejectReason(rawValue: 200).explanation.contains("200"))
-        #expect(Set(RVD1RejectReason.known.map(\.name)).count == 10)
+        #expect(Set(RVD1RejectReason.known.map(\.name)).count == 11)
     }
 
     @Test func pairingRefusalsMapToTheirRejectReasons() {
@@ -289,7 +378,8 @@ import Testing
             (.rejectedByDesktop, .rejectedByPerson), (.codeMismatch, .rejectedByPerson),
             (.tooManyFailures, .tooManyFailures), (.commitmentMismatch, .pairingFailed),
             (.unexpectedMessage, .pairingFailed), (.noAttempt, .pairingFailed), (.connectionLost, .pairingFailed),
-            (.randomnessUnavailable, .pairingFailed),
+            (.randomnessUnavailable, .pairingFailed), (.linkProofMismatch, .linkRefused), (.linkRequired, .windowClosed),
+            (.linkNotOpen, .windowClosed),
         ]
         for (refusal, reason) in table {
             #expect(RVD1RejectReason(refusal) == reason, "\(refusal)")

@@ -9,7 +9,17 @@ struct RVD1Vectors: Decodable {
     struct Valid: Decodable {
         let name: String
         let direction: String
+        /// The RVD version that defines the message's type (1, or 2 for pairing by link).
+        let version: Int
         let fields: [String: FieldValue]
+        let hex: String
+    }
+
+    /// A whole client preface (magic and messages) a server's reader accepts.
+    struct Preface: Decodable {
+        let name: String
+        /// The valid vectors whose messages follow the magic, in order.
+        let messages: [String]
         let hex: String
     }
 
@@ -40,7 +50,9 @@ struct RVD1Vectors: Decodable {
     }
 
     let magic: String
+    let linkMagic: String
     let valid: [Valid]
+    let prefaces: [Preface]
     let invalid: [Invalid]
 
     static func load() throws -> RVD1Vectors {

@@ -1,9 +1,11 @@
 import Foundation
 import Glibc
 import OpenSSLKit
+import RivetControl
 import RivetPairing
 import RivetSession
 import RivetWire
+import TestSupport
 import Testing
 import ToolTestSupport
 
@@ -159,6 +161,122 @@ import ToolTestSupport
                 if error == .closed { return bytes }
                 throw error
             }
+        }
+    }
+
+    /// Pairs by link as far as the server lets it: over a connection pinned to `pin`, sends the
+    /// magic `magic` and `first`; when the server answers with `PairServerNonce`, sends the
+    /// proof of `token` for this connection; returns every message the server sent until it
+    /// closed.
+    static func linkExchange(
+        magic: [UInt8], first: RVD1Message, token: RivetPairingToken, applicationID: RivetApplicationID, port: UInt16,
+        pin: SPKIFingerprint
+    ) throws -> [RVD1Message] {
+        let connection = try TLSConnection(socket: try connectTCP(port: port), context: try TLSClientContext(verification: .pinned(pin)))
+        defer { connection.close() }
+        let end = ContinuousClock.now + .seconds(20)
+        try connection.handshake(deadline: end)
+        try connection.write(magic + first.encoded, deadline: end)
+        var reader = RVD1Reader(reading: .serverToClient)
+        var messages: [RVD1Message] = []
+        while true {
+            let chunk: [UInt8]
+            do throws(TLSError) {
+                chunk = try connection.read(maxCount: reader.bytesNeeded, deadline: end)
+            } catch {
+                if error == .closed { return messages }
+                throw error
+            }
+            if chunk.isEmpty { return messages }
+            guard let message = try reader.consume(chunk).message else { continue }
+            messages.append(message)
+            if case .pairServerNonce(let nonce) = message, case .pairLinkBegin(let begin) = first {
+                let proof = RivetPairingLinkProof(
+                    token: token, applicationID: applicationID, serverFingerprint: pin, clientNonce: begin.clientNonce,
+                    serverNonce: nonce.nonce)
+                try connection.write(RVD1Message.pairLinkProof(proof).encoded, deadline: end)
+            }
+        }
+    }
+
+    @Test("RVD1 §3 and the link part: a link window refuses PairBegin, a wrong proof gets linkRefused, a used link closes the window as link-used")
+    func pairingByLink() async throws {
+        let reasons = try Self.table(try Self.part("rvd1"), header: "| reason | name |")
+        #expect(reasons.contains { $0[0] == "11" && Self.quoted($0[1]) == RVD1RejectReason.linkRefused.name })
+        let control = try Self.part("control")
+        #expect(control.contains("`\"link-used\"`") && control.contains("`by_link`"))
+
+        try await withDaemon(try Home()) { daemon in
+            let (port, pin) = (daemon.port, daemon.fingerprint)
+            // `open` with `link` and no `link_host`: the listening address, port and key.
+            let opened = try await daemon.request(.open(link: RivetControlLinkRequest(host: nil)))
+            let link = try RivetPairingLink(parsing: try #require(opened["link"]?.string))
+            #expect(link.host == "127.0.0.1" && link.port == port && link.serverFingerprint == pin)
+            #expect(link.applicationID.value == testApplication)
+            #expect(opened["seconds_left"]?.integer.map { (290...300).contains($0) } == true)
+            #expect(try await daemon.request(.pending)["link"] == .bool(true))
+            #expect(!daemon.log.contains(link.token.base64URL), "rivetd logged the token")
+
+            let name = try RivetDeviceName("Linked Phone")
+            let begin = RVD1Message.pairLinkBegin(
+                RivetDevicePairLinkBegin(
+                    applicationID: link.applicationID, deviceName: name, existingDeviceID: nil,
+                    clientNonce: Nonce(bytes: try SecureRandom.bytes(32))!))
+            // Pairing by code in a link window: windowClosed, not a failure.
+            let codeBegin = RVD1Message.pairBegin(
+                RivetDevicePairBegin(
+                    applicationID: link.applicationID, deviceName: name, existingDeviceID: nil,
+                    commitment: RivetDevicePairingCommitment(to: Nonce(bytes: try SecureRandom.bytes(32))!)))
+            let byCode = try await offPool {
+                try Self.linkExchange(magic: RVD1.magic, first: codeBegin, token: link.token, applicationID: link.applicationID, port: port, pin: pin)
+            }
+            #expect(byCode == [.reject(.windowClosed)])
+            #expect(try await daemon.request(.pending)["failures"]?.integer == 0)
+
+            // A wrong token's proof: linkRefused, one failure, the window stays open.
+            var wrong = link.token.bytes
+            wrong[0] ^= 1
+            let wrongToken = try #require(RivetPairingToken(bytes: wrong))
+            let refused = try await offPool {
+                try Self.linkExchange(magic: RVD1.linkMagic, first: begin, token: wrongToken, applicationID: link.applicationID, port: port, pin: pin)
+            }
+            #expect(refused.count == 2 && refused.last == .reject(.linkRefused), "\(refused)")
+            let afterWrong = try await daemon.request(.pending)
+            #expect(afterWrong["failures"]?.integer == 1 && afterWrong["window"]?.string == "open")
+
+            // The right proof: the attempt is by link and device-confirmed; the desktop's person
+            // rejects it, and the used link closes the window.
+            let token = link.token
+            let device = Task {
+                try await offPool {
+                    try Self.linkExchange(magic: RVD1.linkMagic, first: begin, token: token, applicationID: link.applicationID, port: port, pin: pin)
+                }
+            }
+            try await eventually("the attempt by link to be device-confirmed") {
+                let attempt = try await daemon.request(.pending)["attempt"]
+                return attempt?["by_link"] == .bool(true) && attempt?["device_confirmed"] == .bool(true)
+                    && attempt?["code"] == .null
+            }
+            _ = try await daemon.request(.reject)
+            #expect(try await device.value.last == .reject(.rejectedByPerson))
+            let closed = try await daemon.request(.pending)
+            #expect(closed["window"]?.string == "closed" && closed["closed_because"]?.string == "link-used")
+            #expect(closed["link"] == .bool(false))
+
+            // A code window refuses PairLinkBegin (windowClosed, not a failure).
+            _ = try await daemon.request(.open())
+            let inCodeWindow = try await offPool {
+                try Self.linkExchange(magic: RVD1.linkMagic, first: begin, token: token, applicationID: link.applicationID, port: port, pin: pin)
+            }
+            #expect(inCodeWindow == [.reject(.windowClosed)])
+            #expect(try await daemon.request(.pending)["failures"]?.integer == 0)
+            _ = try await daemon.request(.cancel)
+
+            // A link_host that is not a host: invalid-argument, and no window.
+            await #expect(throws: RivetControlError.invalidArgument) {
+                try await daemon.request(.open(link: RivetControlLinkRequest(host: "kitchen_desktop")))
+            }
+            #expect(try await daemon.request(.pending)["window"]?.string == "closed")
         }
     }
 

@@ -1,0 +1,257 @@
+import Foundation
+import OpenSSLKit
+import SystemKit
+import Testing
+
+@testable import RivetPairing
+
+/// Fixtures/link-vectors.json, written by make-link-vectors.py: an independent Python parser,
+/// writer and proof built from docs/protocol.md ("Pairing by link") alone.
+struct LinkVectors: Decodable {
+    struct Fields: Decodable, Equatable {
+        let host: String
+        let port: UInt16
+        let applicationID: String
+        let fingerprint: String
+        let token: String
+    }
+
+    struct Valid: Decodable {
+        let name: String
+        let text: String
+        let fields: Fields
+        let canonical: String
+    }
+
+    struct Invalid: Decodable {
+        let name: String
+        let text: String
+        let error: String
+    }
+
+    struct Proof: Decodable {
+        let name: String
+        let token: String
+        let applicationID: String
+        let fingerprint: String
+        let clientNonce: String
+        let serverNonce: String
+        let key: String
+        let transcript: String
+        let proof: String
+    }
+
+    let fingerprint: String
+    let token: String
+    let valid: [Valid]
+    let invalid: [Invalid]
+    let proofs: [Proof]
+
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+
+    static func load() throws -> LinkVectors {
+        let url = try #require(Bundle.module.url(forResource: "link-vectors", withExtension: "json", subdirectory: "Fixtures"))
+        return try JSONDecoder().decode(LinkVectors.self, from: Data(contentsOf: url))
+    }
+}
+
+/// The error kind a vector names.
+private func linkError(_ name: String) -> RivetPairingLinkError? {
+    switch name {
+    case "notALink": .notALink
+    case "tooLong": .tooLong
+    case "malformed": .malformed
+    case "invalidHost": .invalidHost
+    case "invalidPort": .invalidPort
+    case "invalidApplicationID": .invalidApplicationID
+    case "invalidFingerprint": .invalidFingerprint
+    case "invalidToken": .invalidToken
+    default: nil
+    }
+}
+
+/// Runs python3 with `arguments`; returns its exit status and standard output.
+private func python(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
+@Suite struct LinkVectorTests {
+    let vectors: LinkVectors
+
+    init() throws { vectors = try LinkVectors.load() }
+
+    private func link(_ fields: LinkVectors.Fields) throws -> RivetPairingLink {
+        try RivetPairingLink(
+            host: fields.host, port: fields.port, applicationID: try RivetApplicationID(fields.applicationID),
+            serverFingerprint: try #require(SPKIFingerprint(hex: fields.fingerprint)),
+            token: try #require(Base64URL.decode(fields.token).flatMap { RivetPairingToken(bytes: $0) }))
+    }
+
+    private func fields(_ link: RivetPairingLink) -> LinkVectors.Fields {
+        LinkVectors.Fields(
+            host: link.host, port: link.port, applicationID: link.applicationID.value, fingerprint: link.serverFingerprint.hex,
+            token: link.token.base64URL)
+    }
+
+    @Test func everyValidLinkParsesToItsFieldsAndWritesItsCanonicalText() throws {
+        #expect(vectors.valid.count >= 15)
+        for vector in vectors.valid {
+            let parsed = try RivetPairingLink(parsing: vector.text)
+            #expect(fields(parsed) == vector.fields, "\(vector.name)")
+            #expect(parsed.text == vector.canonical, "\(vector.name)")
+            #expect(try link(vector.fields).text == vector.canonical, "\(vector.name)")
+            #expect(try RivetPairingLink(parsing: vector.canonical) == parsed, "\(vector.name)")
+            #expect(!parsed.description.contains(vector.fields.token), "\(vector.name): the description shows the token")
+        }
+        let longest = try #require(vectors.valid.first { $0.name == "exactly-2048-bytes" })
+        #expect(longest.text.utf8.count == RivetPairingLink.maximumByteCount)
+    }
+
+    @Test func everyInvalidLinkIsRefusedWithItsKind() throws {
+        #expect(vectors.invalid.count >= 40)
+        for vector in vectors.invalid {
+            let expected = try #require(linkError(vector.error), "\(vector.name): unknown kind \(vector.error)")
+            #expect(throws: expected, "\(vector.name)") { try RivetPairingLink(parsing: vector.text) }
+        }
+        let tooLong = try #require(vectors.invalid.first { $0.name == "2049-bytes" })
+        #expect(tooLong.text.utf8.count == RivetPairingLink.maximumByteCount + 1)
+        // Every kind has a vector.
+        let kinds = Set(vectors.invalid.map(\.error))
+        #expect(kinds == ["notALink", "tooLong", "malformed", "invalidHost", "invalidPort", "invalidApplicationID", "invalidFingerprint", "invalidToken"])
+    }
+
+    @Test func everyProofVectorGivesItsKeyTranscriptAndProof() throws {
+        #expect(vectors.proofs.count >= 5)
+        for vector in vectors.proofs {
+            let token = try #require(Base64URL.decode(vector.token).flatMap { RivetPairingToken(bytes: $0) })
+            let application = try RivetApplicationID(vector.applicationID)
+            let fingerprint = try #require(SPKIFingerprint(hex: vector.fingerprint))
+            let clientNonce = try #require(Nonce(hex: vector.clientNonce))
+            let serverNonce = try #require(Nonce(hex: vector.serverNonce))
+            #expect(Hex.encode(HMACSHA256.authenticate(Array(RivetPairingLinkProof.keyLabel.utf8), key: token.bytes)) == vector.key)
+            let transcript = RivetPairingLinkProof.transcript(
+                applicationID: application, serverFingerprint: fingerprint, clientNonce: clientNonce, serverNonce: serverNonce)
+            #expect(Hex.encode(transcript) == vector.transcript, "\(vector.name)")
+            #expect(transcript.count == 24 + 4 + application.value.utf8.count + 3 * 36, "\(vector.name)")
+            let proof = RivetPairingLinkProof(
+                token: token, applicationID: application, serverFingerprint: fingerprint, clientNonce: clientNonce,
+                serverNonce: serverNonce)
+            #expect(proof.description == vector.proof, "\(vector.name)")
+            #expect(proof == RivetPairingLinkProof(bytes: try #require(Hex.decode(vector.proof))), "\(vector.name)")
+        }
+    }
+
+    @Test func changingAnyOneInputChangesTheProof() throws {
+        let vector = try #require(vectors.proofs.first { $0.name == "hashed-labels" })
+        let token = try #require(Base64URL.decode(vector.token))
+        let fingerprint = try #require(Hex.decode(vector.fingerprint))
+        let clientNonce = try #require(Hex.decode(vector.clientNonce))
+        let serverNonce = try #require(Hex.decode(vector.serverNonce))
+        func proof(_ token: [UInt8], _ application: String, _ f: [UInt8], _ nc: [UInt8], _ ns: [UInt8]) throws -> RivetPairingLinkProof {
+            RivetPairingLinkProof(
+                token: try #require(RivetPairingToken(bytes: token)), applicationID: try RivetApplicationID(application),
+                serverFingerprint: try #require(SPKIFingerprint(bytes: f)), clientNonce: try #require(Nonce(bytes: nc)),
+                serverNonce: try #require(Nonce(bytes: ns)))
+        }
+        func flipped(_ bytes: [UInt8], bit: Int) -> [UInt8] {
+            var copy = bytes
+            copy[bit / 8] ^= UInt8(1 << (bit % 8))
+            return copy
+        }
+        let base = try proof(token, vector.applicationID, fingerprint, clientNonce, serverNonce)
+        #expect(base.description == vector.proof)
+        for bit in [0, 7, 128, 255] {
+            #expect(try proof(flipped(token, bit: bit), vector.applicationID, fingerprint, clientNonce, serverNonce) != base)
+            #expect(try proof(token, vector.applicationID, flipped(fingerprint, bit: bit), clientNonce, serverNonce) != base)
+            #expect(try proof(token, vector.applicationID, fingerprint, flipped(clientNonce, bit: bit), serverNonce) != base)
+            #expect(try proof(token, vector.applicationID, fingerprint, clientNonce, flipped(serverNonce, bit: bit)) != base)
+        }
+        #expect(try proof(token, vector.applicationID + "x", fingerprint, clientNonce, serverNonce) != base)
+        #expect(try proof(token, "Com.example.scoreboard", fingerprint, clientNonce, serverNonce) != base)
+        // The nonces are bound to their places: swapping them changes the proof.
+        #expect(try proof(token, vector.applicationID, fingerprint, serverNonce, clientNonce) != base)
+    }
+
+    /// The independent Python implementation still writes exactly the committed fixture (it
+    /// checks every vector against its own parser as it writes them).
+    @Test func thePythonImplementationWritesTheFixture() throws {
+        let script = LinkVectors.fixtures.appendingPathComponent("make-link-vectors.py").path
+        let fixture = LinkVectors.fixtures.appendingPathComponent("link-vectors.json").path
+        let result = try python([script, "--check", fixture])
+        #expect(result.status == 0, "make-link-vectors.py --check: \(result.output)")
+    }
+
+    /// The short Python reference implementation printed in docs/protocol.md, run as printed,
+    /// reads every link vector and computes every proof as the fixture says.
+    @Test func theDocumentsReferenceImplementationAgreesWithEveryVector() throws {
+        let root = LinkVectors.fixtures.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let result = try python([
+            "-c", Self.referenceCheck, root.appendingPathComponent("docs/protocol.md").path,
+            LinkVectors.fixtures.appendingPathComponent("link-vectors.json").path,
+        ])
+        #expect(result.status == 0, "the document's parse_link and link_proof disagree: \(result.output)")
+    }
+
+    /// Runs the document's reference code (the `python` block under "Reference implementation"
+    /// of the link part) against the fixture; prints the vectors it gets wrong.
+    static let referenceCheck = #"""
+import json, sys
+doc = open(sys.argv[1], encoding="utf-8").read()
+part = doc[doc.index("<!-- part: link -->"):]
+part = part[:part.index("<!-- part:", 10)]
+code = part[part.index("## Reference implementation"):]
+code = code[code.index("```python\n") + 10:]
+code = code[:code.index("```")]
+exec(code)
+vectors = json.load(open(sys.argv[2], encoding="utf-8"))
+failures = []
+for v in vectors["valid"]:
+    host, port, app, fp, token = parse_link(v["text"])
+    f = v["fields"]
+    if (host, port, app, fp.hex(), base64.urlsafe_b64encode(token).rstrip(b"=").decode()) != (f["host"], f["port"], f["applicationID"], f["fingerprint"], f["token"]):
+        failures.append(v["name"])
+for v in vectors["invalid"]:
+    try:
+        parse_link(v["text"]); failures.append(v["name"] + " accepted")
+    except ValueError as e:
+        if str(e) != v["error"]: failures.append(f"{v['name']}: {e} not {v['error']}")
+for p in vectors["proofs"]:
+    token = base64.urlsafe_b64decode(p["token"] + "=")
+    if link_proof(token, p["applicationID"], bytes.fromhex(p["fingerprint"]), bytes.fromhex(p["clientNonce"]), bytes.fromhex(p["serverNonce"])).hex() != p["proof"]:
+        failures.append(p["name"])
+print("\n".join(failures))
+sys.exit(1 if failures else 0)
+"""#
+
+    /// docs/protocol.md ("Pairing by link") lists exactly the vectors the fixture holds: the
+    /// link listings as make-link-vectors.py --markdown prints them, and every proof value.
+    @Test func theProtocolDocumentShowsTheFixtureVectors() throws {
+        let root = LinkVectors.fixtures.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let whole = try String(contentsOf: root.appendingPathComponent("docs/protocol.md"), encoding: .utf8)
+        let start = try #require(whole.range(of: "<!-- part: link -->"), "docs/protocol.md has no part link")
+        let end = whole.range(of: "<!-- part:", range: start.upperBound..<whole.endIndex)?.lowerBound ?? whole.endIndex
+        let part = String(whole[start.upperBound..<end])
+        let listing = try python([LinkVectors.fixtures.appendingPathComponent("make-link-vectors.py").path, "--markdown"])
+        #expect(listing.status == 0)
+        #expect(part.contains(listing.output), "the link listings differ from make-link-vectors.py --markdown")
+        #expect(part.contains(vectors.fingerprint) && part.contains(vectors.token))
+        // The RVD1 part's pair-link-proof vector carries the proof of the first proof vector.
+        let rvd1 = try #require(whole.range(of: "<!-- part: rvd1 -->"))
+        let rvd1End = try #require(whole.range(of: "<!-- part:", range: rvd1.upperBound..<whole.endIndex))
+        #expect(vectors.proofs.first?.name == "counting-bytes")
+        #expect(whole[rvd1.upperBound..<rvd1End.lowerBound].contains(vectors.proofs[0].proof))
+        for vector in vectors.proofs {
+            for value in [vector.key, vector.proof, vector.clientNonce, vector.serverNonce, vector.fingerprint, vector.token] {
+                #expect(part.contains(value), "the document lacks \(value) of proof vector \(vector.name)")
+            }
+        }
+    }
+}
