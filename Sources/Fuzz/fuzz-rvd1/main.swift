@@ -54,7 +54,7 @@ func exercise(_ data: UnsafeRawBufferPointer) {
                 for action in machine.handle(.received(message)) {
                     switch action {
                     case .authenticate: _ = machine.handle(.authenticated(nil))
-                    case .forwardToPairingHost(.begin):
+                    case .forwardToPairingHost(.begin), .forwardToPairingHost(.linkBegin):
                         let nonce = Nonce(bytes: [UInt8](repeating: UInt8(offset & 0xFF), count: 32))!
                         _ = machine.handle(.pairingReply(.serverNonce(RivetDevicePairServerNonce(nonce: nonce))))
                     default: break
