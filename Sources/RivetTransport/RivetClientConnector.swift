@@ -149,25 +149,16 @@ public final class RivetClientConnector: Sendable {
         } catch {
             throw RivetClientError.invalidAddress.with(error.message)
         }
-        var reader = RVD1Reader(reading: .serverToClient)
         let begin: [UInt8]
         do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
-        var early = try sendDuringPairing(begin, connection, &reader, deadline: deadline)
-        var messageDeadline = deadline
+        var replies = PairingReplies(connection: connection, deadline: deadline)
+        try replies.send(begin, by: deadline, through: self)
         while true {
-            let message: RVD1Message
-            if let pending = early {
-                message = pending
-                early = nil
-            } else {
-                message = try readMessage(connection, &reader, deadline: messageDeadline)
-            }
-            switch exchange.receive(message) {
+            switch exchange.receive(try replies.next(through: self)) {
             case .showCode(let code, let reveal):
-                if let refusal = try sendDuringPairing(reveal, connection, &reader, deadline: deadline) {
-                    early = refusal
-                    continue
-                }
+                try replies.send(reveal, by: deadline, through: self)
+                // The server refused meanwhile: read its refusal rather than ask the person.
+                if replies.hasEarlyMessage { continue }
                 let decision = decide(RivetPairingPrompt(code: code, serverFingerprint: seen, serverAddress: address))
                 let answer: [UInt8]
                 switch decision {
@@ -184,8 +175,8 @@ public final class RivetClientConnector: Sendable {
                     try? send(exchange.reject(), on: connection, deadline: .now + .seconds(1), what: "PairReject")
                     throw RivetClientError.pairingFailed.with("pairing was rejected on this device")
                 }
-                messageDeadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
-                early = try sendDuringPairing(answer, connection, &reader, deadline: messageDeadline)
+                replies.deadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
+                try replies.send(answer, by: replies.deadline, through: self)
             case .paired(let credential):
                 return credential
             case .rejected(let reason):
@@ -219,23 +210,15 @@ public final class RivetClientConnector: Sendable {
         }
         var exchange = RVD1ClientLinkPairing(
             link: link, deviceName: deviceName, existingDeviceID: existingDeviceID, randomness: randomness)
-        var reader = RVD1Reader(reading: .serverToClient)
         let begin: [UInt8]
         do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
-        var early = try sendDuringPairing(begin, connection, &reader, deadline: deadline)
-        var messageDeadline = deadline
+        var replies = PairingReplies(connection: connection, deadline: deadline)
+        try replies.send(begin, by: deadline, through: self)
         while true {
-            let message: RVD1Message
-            if let pending = early {
-                message = pending
-                early = nil
-            } else {
-                message = try readMessage(connection, &reader, deadline: messageDeadline)
-            }
-            switch exchange.receive(message) {
+            switch exchange.receive(try replies.next(through: self)) {
             case .send(let proof):
-                messageDeadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
-                early = try sendDuringPairing(proof, connection, &reader, deadline: deadline)
+                replies.deadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
+                try replies.send(proof, by: deadline, through: self)
             case .paired(let credential):
                 return credential
             case .rejected(let reason):
@@ -314,6 +297,37 @@ public final class RivetClientConnector: Sendable {
             try connection.write(bytes, deadline: deadline)
         } catch {
             throw Self.classify(error, during: "sending \(what)")
+        }
+    }
+
+    /// The server's messages during pairing, one at a time: a message that arrived before one of
+    /// the device's sends comes first, then the next is read by `deadline`.
+    private struct PairingReplies {
+        let connection: TLSConnection
+        var deadline: ContinuousClock.Instant
+        private var reader = RVD1Reader(reading: .serverToClient)
+        private var early: RVD1Message?
+
+        init(connection: TLSConnection, deadline: ContinuousClock.Instant) {
+            self.connection = connection
+            self.deadline = deadline
+        }
+
+        /// True when a send found a server message already waiting.
+        var hasEarlyMessage: Bool { early != nil }
+
+        mutating func send(_ bytes: [UInt8], by sendDeadline: ContinuousClock.Instant, through connector: RivetClientConnector)
+            throws(RivetClientError)
+        {
+            early = try connector.sendDuringPairing(bytes, connection, &reader, deadline: sendDeadline)
+        }
+
+        mutating func next(through connector: RivetClientConnector) throws(RivetClientError) -> RVD1Message {
+            if let message = early {
+                early = nil
+                return message
+            }
+            return try connector.readMessage(connection, &reader, deadline: deadline)
         }
     }
 
