@@ -32,7 +32,11 @@ enum DesktopCommands {
         try checkDeclared(window.scopes, try await request(client, .pending)["declared_scopes"])
         let response = try await request(client, .open(link: RivetControlLinkRequest(host: window.host)))
         guard let link = response["link"]?.string else {
-            throw ControlCommandError(RivetControlError.invalidResponse.with("rivetd opened a window but sent no link"))
+            // A rivetd older than pairing by link ignores `link` and opens a window for a code.
+            _ = try? await request(client, .cancel)
+            throw ControlCommandError(
+                code: RivetControlError.invalidResponse.code,
+                message: "this rivetd opened a window without a link (it predates pairing by link), so the window was closed again; update rivetd, or pair with --open and --confirm")
         }
         let seconds = response["seconds_left"]?.integer ?? 0
         do {

@@ -274,6 +274,41 @@ import ToolTestSupport
         }
     }
 
+    @Test("a rivetd that predates pairing by link opens a window without a link: rivet-pair closes it again and says why")
+    func olderDaemonWithoutLinks() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        try FileManager.default.createDirectory(
+            atPath: (home.socket as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        // The old control protocol: `open` ignores `link`; every request is recorded.
+        let script = """
+            import json, socket, sys
+            server = socket.socket(socket.AF_UNIX); server.bind(sys.argv[1]); server.listen(4)
+            print("ready", flush=True)
+            while True:
+                connection, _ = server.accept()
+                for line in connection.makefile():
+                    op = json.loads(line)["op"]
+                    print(op, flush=True)
+                    answer = {"pending": {"ok": True, "window": "closed", "closed_because": None, "attempt": None,
+                                          "failures": 0, "seconds_left": None, "declared_scopes": ["viewer"]},
+                              "open": {"ok": True, "seconds_left": 299}}.get(op, {"ok": True})
+                    connection.sendall((json.dumps(answer) + "\\n").encode())
+                connection.close()
+            """
+        let old = try Spawned.start("/usr/bin/python3", ["-c", script, home.socket], environment: home.environment, directory: home.path)
+        defer { old.signal(SIGKILL) }
+        try await eventually("the old daemon's socket") { old.stdout.hasPrefix("ready") }
+        let run = try await ToolProcess.runOffPool(
+            "rivet-pair", ["--open", "--qr", "--scope", "viewer"], environment: home.environment)
+        #expect(run.status == 1)
+        #expect(run.stdout == "")
+        #expect(run.stderr.contains("(it predates pairing by link), so the window was closed again"), "\(run.stderr)")
+        try await eventually("the window to be cancelled") { old.stdout.split(separator: "\n").last == "cancel" }
+        #expect(old.stdout.split(separator: "\n").dropFirst() == ["pending", "open", "cancel"])
+    }
+
     @Test("with --confirm the person approves the device by name: y pairs it, n rejects it and uses the link up")
     func confirmApprovesByName() async throws {
         let home = try Home()
