@@ -75,9 +75,12 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     /// decimal, the application ID percent-encoded (every byte but `A–Z a–z 0–9 - . _ ~`, as
     /// `%XX` with uppercase hex digits), the fingerprint as 64 lowercase hex digits and the token
     /// as 43 characters of unpadded base64url.
-    public var text: String {
+    public var text: String { text(token: token.base64URL) }
+
+    /// The link with `token` as the value of `t`.
+    private func text(token: String) -> String {
         "\(Self.scheme)://\(hostPort)\(Self.path)?app=\(Self.percentEncoded(applicationID.value))"
-            + "&fp=\(serverFingerprint.hex)&t=\(token.base64URL)"
+            + "&fp=\(serverFingerprint.hex)&t=\(token)"
     }
 
     /// `host:port`, with an IPv6 host in brackets: the address a device connects to and stores.
@@ -88,9 +91,7 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The link without its token.
-    public var description: String {
-        "rivet://\(hostPort)/pair?app=\(Self.percentEncoded(applicationID.value))&fp=\(serverFingerprint.hex)&t=(redacted)"
-    }
+    public var description: String { text(token: "(redacted)") }
 
     /// Parses a link. The scheme is case-insensitive; everything else is exact: printable ASCII
     /// only (non-ASCII text is percent-encoded), no user information, a port (decimal, 1–65535,
@@ -188,15 +189,15 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         }
         let bytes = Array(host.utf8)
         return !bytes.isEmpty && bytes.count <= 253
-            && bytes.allSatisfy { byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
-            }
+            && bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") }
+    }
+
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
     }
 
     private static func isUnreserved(_ byte: UInt8) -> Bool {
-        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-            || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
+        isAlphanumeric(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
             || byte == UInt8(ascii: "~")
     }
 

@@ -467,10 +467,20 @@ public struct RivetDevicePairingCoordinator: Sendable {
 
     /// Counts a failure, ends the active attempt, and closes the window at the limit.
     private mutating func fail(_ reason: RivetDevicePairingRefusal, _ step: inout StepOutput) {
-        guard case .open(var window) = phase, let attempt = window.attempt else { return }
-        window.failures += 1
+        guard case .open(let window) = phase, window.attempt != nil else { return }
+        endAttempt(of: window, reason, countsAsFailure: true, &step)
+    }
+
+    /// Ends `window`'s active attempt for `reason`, then closes the window when the attempt had
+    /// used its link (a link works once) or the failures reached the limit, and otherwise keeps
+    /// it open for another attempt.
+    private mutating func endAttempt(
+        of window: Window, _ reason: RivetDevicePairingRefusal, countsAsFailure: Bool, _ step: inout StepOutput
+    ) {
+        var window = window
+        if let attempt = window.attempt { step.endAttempt(attempt.connection, reason) }
         window.attempt = nil
-        step.endAttempt(attempt.connection, reason)
+        if countsAsFailure { window.failures += 1 }
         if case .used? = window.link {
             phase = .closed(.linkUsed)
             step.actions.append(.windowClosed(.linkUsed))
@@ -484,22 +494,14 @@ public struct RivetDevicePairingCoordinator: Sendable {
 
     /// Both confirmed inside the window: draws `K` (and a new device ID), closes the window.
     private mutating func complete(_ attempt: Attempt, scopes: Set<RivetDeviceScope>, _ step: inout StepOutput) {
-        guard case .open(var window) = phase else { return }
+        guard case .open(let window) = phase else { return }
         let credential: PairingCredential
         let deviceID: DeviceID
         do {
             credential = try PairingCredential.random(using: randomness)
             deviceID = try attempt.replacing?.deviceID ?? DeviceID.random(using: randomness)
         } catch {
-            window.attempt = nil
-            step.endAttempt(attempt.connection, .randomnessUnavailable)
-            // A link works once: the attempt that used it failed, so no device can pair here.
-            if case .used? = window.link {
-                phase = .closed(.linkUsed)
-                step.actions.append(.windowClosed(.linkUsed))
-            } else {
-                phase = .open(window)
-            }
+            endAttempt(of: window, .randomnessUnavailable, countsAsFailure: false, &step)
             return
         }
         let record = RivetDevicePairedDevice(

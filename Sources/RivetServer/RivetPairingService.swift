@@ -174,14 +174,10 @@ public final class RivetPairingService: RivetPairingHost {
         let input: RivetDevicePairingCoordinator.Input
         switch message {
         case .begin(let begin):
-            channels.withLock { $0[connection] = channel }
-            names.withLock { $0[connection] = begin.deviceName }
-            let known = begin.existingDeviceID.flatMap { id in try? store.device(id) }
+            let known = attemptStarts(on: channel, named: begin.deviceName, existingDeviceID: begin.existingDeviceID)
             input = .begin(begin, from: connection, knownDevice: known)
         case .linkBegin(let begin):
-            channels.withLock { $0[connection] = channel }
-            names.withLock { $0[connection] = begin.deviceName }
-            let known = begin.existingDeviceID.flatMap { id in try? store.device(id) }
+            let known = attemptStarts(on: channel, named: begin.deviceName, existingDeviceID: begin.existingDeviceID)
             input = .beginLink(begin, from: connection, knownDevice: known)
         case .reveal(let reveal): input = .reveal(reveal, from: connection)
         case .linkProof(let proof): input = .linkProof(proof, from: connection)
@@ -189,6 +185,16 @@ public final class RivetPairingService: RivetPairingHost {
         case .reject: input = .deviceReject(from: connection)
         }
         try? apply(input)
+    }
+
+    /// Remembers the channel and the name of a connection whose first pairing message arrived,
+    /// and returns the registry's record of the device it says it was (a re-pairing), if any.
+    private func attemptStarts(
+        on channel: RivetPairingChannel, named name: RivetDeviceName, existingDeviceID: DeviceID?
+    ) -> RivetDevicePairedDevice? {
+        channels.withLock { $0[channel.connection] = channel }
+        names.withLock { $0[channel.connection] = name }
+        return existingDeviceID.flatMap { id in try? store.device(id) }
     }
 
     /// Tells the coordinator the connection is gone (a failure if it owned the active attempt)

@@ -133,11 +133,7 @@ enum CompanionCommand {
 
             """
         try? OutputChannel.standardError.write(lines)
-        if isatty(STDIN_FILENO) == 1 {
-            try? OutputChannel.standardError.write("Does the desktop show the same code? [y/N] ")
-        }
-        let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-        return answer == "y" || answer == "yes" ? .confirm : .reject
+        return answeredYes(to: "Does the desktop show the same code?") ? .confirm : .reject
     }
 
     /// Resumes once over a connection pinned to the new fingerprint, so a stored credential is

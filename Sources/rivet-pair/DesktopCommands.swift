@@ -41,28 +41,23 @@ enum DesktopCommands {
         let seconds = response["seconds_left"]?.integer ?? 0
         do {
             try printLink(link, seconds: seconds, json: json)
-            let attempt = try await waitForLinkDevice(client)
+            let (attempt, secondsLeft) = try await waitForLinkDevice(client)
             let name = attempt["device_name"]?.string ?? ""
             let application = attempt["application_id"]?.string ?? ""
             try OutputChannel.standardError.write("device \"\(name)\" (\(application)) opened the link and asks to pair\n")
             if window.approve {
-                let scopes = window.scopes.joined(separator: ",")
-                if isatty(STDIN_FILENO) == 1 {
-                    try OutputChannel.standardError.write("Pair \"\(name)\" with scopes \(scopes)? [y/N] ")
-                }
-                let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-                guard answer == "y" || answer == "yes" else {
+                guard answeredYes(to: "Pair \"\(name)\" with scopes \(window.scopes.joined(separator: ","))?") else {
                     _ = try await request(client, .reject)
                     throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired, and the link no longer works")
                 }
             }
-            let timeout = Duration.seconds((attempt["seconds_left"]?.integer ?? 300) + 10)
+            let timeout = Duration.seconds(secondsLeft + 10)
             return try printPaired(try await request(client, .confirm(code: nil, scopes: window.scopes), timeout: timeout), json: json)
         } catch {
             // The link must not outlive this command: whatever ended it (Ctrl-C, a closed
             // standard output, a failed request), close a window still open, on a connection of
             // its own. A window that closed already answers window-closed, and nothing is said.
-            if (try? RivetControlClient(path: try socketPath()).send(.cancel, timeout: .seconds(2))) != nil {
+            if (try? connect().send(.cancel, timeout: .seconds(2))) != nil {
                 Diagnostics.note("the pairing window is closed and its link no longer works")
             }
             throw error
@@ -89,8 +84,9 @@ enum DesktopCommands {
             "pairing window open for \(seconds) s: scan the code or open the link on the device; only the device holding this link can pair")
     }
 
-    /// Polls until a device has proved it holds the link; notes each failed proof.
-    private static func waitForLinkDevice(_ client: RivetControlClient) async throws -> RivetControlJSON {
+    /// Polls until a device has proved it holds the link, and returns its attempt and the
+    /// window's seconds left; notes each failed proof.
+    private static func waitForLinkDevice(_ client: RivetControlClient) async throws -> (RivetControlJSON, Int64) {
         var failures: Int64 = 0
         while true {
             let pending = try await request(client, .pending)
@@ -109,9 +105,7 @@ enum DesktopCommands {
             if let attempt = pending["attempt"], !attempt.isNull, attempt["by_link"]?.bool == true,
                 attempt["device_confirmed"]?.bool == true
             {
-                guard case .object(var members) = attempt else { return attempt }
-                members["seconds_left"] = pending["seconds_left"] ?? .null
-                return .object(members)
+                return (attempt, pending["seconds_left"]?.integer ?? 300)
             }
             try await Task.sleep(for: pollInterval)
         }
@@ -247,10 +241,9 @@ enum DesktopCommands {
         let application = attempt["application_id"]?.string ?? ""
         let grouped = "\(shown.prefix(3)) \(shown.dropFirst(3))"
         try OutputChannel.standardError.write("device \"\(name)\" (\(application)) asks to pair\ncode: \(grouped)\n")
+        // Without --code standard input is a terminal (PairAction makes sure), so it asks.
         if code == nil {
-            try OutputChannel.standardError.write("Does the device show the same code? [y/N] ")
-            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-            guard answer == "y" || answer == "yes" else {
+            guard answeredYes(to: "Does the device show the same code?") else {
                 _ = try await request(client, .reject)
                 throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired")
             }
