@@ -1,12 +1,14 @@
 import Synchronization
 
-/// Whether servers can be reached: the host's network path (from rtnetlink, rules in
-/// ``NetworkPath``) combined with what real traffic proves. Clients report every response and
-/// every offline-class failure, so reachability is learned without probes.
+/// Whether servers can be reached: the route the kernel would take to each server (from
+/// rtnetlink, rules in ``NetworkPath``) combined with what real traffic proves. Clients report
+/// every response and every offline-class failure, so reachability is learned without probes.
 ///
-/// - ``isOffline(_:)`` is true while the path to the origin is down (the loopback path for a
-///   loopback origin), or while it is up and that server's last report is an offline-class
-///   failure. A response clears that.
+/// - ``route(to:)`` is the verdict for a server: a route to one of its addresses through a
+///   usable link (loopback for a loopback origin), no route, or a name that did not resolve.
+///   It is asked of the kernel again after every change of links, addresses or routes.
+/// - ``isOffline(_:)`` is true while there is no route to the origin, or while there is one and
+///   that server's last report is an offline-class failure. A response clears that.
 /// - What traffic proved is forgotten whenever the path changes: the new network must prove
 ///   itself again.
 /// - ``changes`` fires on every path change and when a server that had failed answers again
@@ -31,7 +33,11 @@ public final class NativeConnectivity: Sendable {
     private struct State {
         var path: NetworkPath
         var reachable: [NativeOrigin: Bool] = [:]
+        /// Route verdicts of the current path, by origin.
+        var verdicts: [NativeOrigin: RouteVerdict] = [:]
         var generation: UInt64 = 0
+        /// Counts the changes that were a server answering after an offline-class failure.
+        var answersAfterFailure: UInt64 = 0
         var nextID: UInt64 = 0
         var subscribers: [UInt64: AsyncStream<ConnectivityChange>.Continuation] = [:]
         var waiters: [UInt64: Waiter] = [:]
@@ -40,17 +46,28 @@ public final class NativeConnectivity: Sendable {
     private let state: Mutex<State>
     private let time: TimeSource
     private let observer: RouteNetlinkObserver?
+    private let router: @Sendable (NativeOrigin, NetworkPath) -> RouteVerdict
 
     /// An instance whose path is `path` until ``update(path:)`` changes it; `clock` times
-    /// ``wait(upTo:)``.
-    public convenience init(path: NetworkPath, clock: some Clock<Duration> = ContinuousClock()) {
-        self.init(path: path, time: TimeSource(clock), observer: nil)
+    /// ``wait(upTo:)``. With no routing table behind it, the verdict for a server is the path's
+    /// (``NetworkPath/verdict(for:)``), unless `routes` gives one for the origin and the path.
+    public convenience init(
+        path: NetworkPath, clock: some Clock<Duration> = ContinuousClock(),
+        routes: (@Sendable (NativeOrigin, NetworkPath) -> RouteVerdict)? = nil
+    ) {
+        self.init(
+            path: path, time: TimeSource(clock), observer: nil,
+            router: routes ?? { origin, path in path.verdict(for: origin) })
     }
 
-    private init(path: NetworkPath, time: TimeSource, observer: RouteNetlinkObserver?) {
+    private init(
+        path: NetworkPath, time: TimeSource, observer: RouteNetlinkObserver?,
+        router: @escaping @Sendable (NativeOrigin, NetworkPath) -> RouteVerdict
+    ) {
         self.state = Mutex(State(path: path))
         self.time = time
         self.observer = observer
+        self.router = router
     }
 
     /// An instance observing rtnetlink in the network namespace of the calling thread: it dumps
@@ -62,7 +79,11 @@ public final class NativeConnectivity: Sendable {
         -> NativeConnectivity
     {
         let observer = try RouteNetlinkObserver()
-        let connectivity = NativeConnectivity(path: observer.initialPath, time: TimeSource(clock), observer: observer)
+        let connectivity = NativeConnectivity(
+            path: observer.initialPath, time: TimeSource(clock), observer: observer,
+            router: { [observer] origin, path in
+                RouteLookup.verdict(for: origin, path: path) { observer.route(to: $0.bytes, interface: $0.scope) }
+            })
         try observer.start { [weak connectivity] path in connectivity?.update(path: path) }
         return connectivity
     }
@@ -90,6 +111,7 @@ public final class NativeConnectivity: Sendable {
             guard state.path != path else { return nil }
             state.path = path
             state.reachable = [:]
+            state.verdicts = [:]
             return ConnectivityChange(path: path, reachableOrigin: nil)
         }
     }
@@ -100,10 +122,28 @@ public final class NativeConnectivity: Sendable {
         state.withLock { $0.reachable[origin] }
     }
 
-    /// True while the path to `origin` is down, or while it is up and `origin`'s last report
-    /// is an offline-class failure.
-    public func isOffline(_ origin: NativeOrigin) -> Bool {
-        state.withLock { !$0.path.allows(origin) || $0.reachable[origin] == false }
+    /// The verdict for `origin` on the current path: reachable when the kernel has a route to
+    /// one of its addresses through a usable link (loopback for a loopback origin), no route
+    /// (with the reason), or unresolved. Remembered until the path changes, so a name is
+    /// resolved and routed once per change. Blocks while the name resolves.
+    public func route(to origin: NativeOrigin) -> RouteVerdict {
+        let (path, known) = state.withLock { ($0.path, $0.verdicts[origin]) }
+        if let known { return known }
+        let verdict = router(origin, path)
+        state.withLock { state in
+            guard state.path == path else { return }
+            // An unresolved name is asked again: the resolver may answer next time.
+            if case .unresolved = verdict { return }
+            state.verdicts[origin] = verdict
+        }
+        return verdict
+    }
+
+    /// True while there is no route to `origin` (or, through a proxy, to `target`), or while
+    /// there is one and `origin`'s last report is an offline-class failure.
+    public func isOffline(_ origin: NativeOrigin, via target: NativeOrigin? = nil) -> Bool {
+        if !route(to: target ?? origin).allowsAttempt { return true }
+        return state.withLock { $0.reachable[origin] == false }
     }
 
     /// Records that `origin` answered (any HTTP status). Fires ``changes`` when its last
@@ -111,7 +151,9 @@ public final class NativeConnectivity: Sendable {
     public func report(response origin: NativeOrigin) {
         change { state in
             let before = state.reachable.updateValue(true, forKey: origin)
-            return before == false ? ConnectivityChange(path: state.path, reachableOrigin: origin) : nil
+            guard before == false else { return nil }
+            state.answersAfterFailure += 1
+            return ConnectivityChange(path: state.path, reachableOrigin: origin)
         }
     }
 
@@ -157,6 +199,9 @@ public final class NativeConnectivity: Sendable {
 
     /// Counts changes; a waiter that saw generation `g` returns as soon as it differs.
     var generation: UInt64 { state.withLock { $0.generation } }
+
+    /// How many times a server answered after an offline-class failure.
+    var answersAfterFailure: UInt64 { state.withLock { $0.answersAfterFailure } }
 
     /// The path and the generation it belongs to, read together.
     var snapshot: (path: NetworkPath, generation: UInt64) {

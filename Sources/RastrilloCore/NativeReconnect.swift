@@ -18,9 +18,13 @@ public protocol RetryAfterProviding: Error {
 ///   even a connectivity change.
 /// - Otherwise the pause waits out ``Backoff`` (0.5 s doubling to 10 s with equal jitter). A
 ///   connectivity change cuts it short and resets the backoff.
-/// - While the path to the server is down there is no timer at all: the pause waits for a
-///   connectivity change that brings the path back (which also resets the backoff). This
-///   holds after a `Retry-After` deadline too.
+/// - While there is no route to the server (``NativeConnectivity/route(to:)``: the kernel's
+///   route to its addresses, or to the proxy's) there is no timer at all: the pause waits for a
+///   change of links, addresses or routes that brings a route back (which also resets the
+///   backoff). This holds after a `Retry-After` deadline too.
+/// - A change that alters the verdict for the server or the network path's summary, or a
+///   server answering after an offline-class failure, cuts a backoff pause short and resets the
+///   backoff; a route change that leaves the verdict and the summary as they were does not.
 /// - The backoff resets only after a stream that stayed open longer than 5 s, timed from
 ///   ``opened()``.
 /// - A pause with no ``failed(_:)`` since the last one counts as a stream that ended (EOF), so
@@ -49,8 +53,8 @@ public final class NativeReconnect: Sendable {
     /// A reconnect pacer for one stream.
     /// - Parameters:
     ///   - connectivity: where path changes and server reachability come from.
-    ///   - origin: the stream's server; a loopback origin waits on the loopback path only.
-    ///     `nil` uses the network path.
+    ///   - origin: where the stream connects to: its server, or the proxy it goes through. Its
+    ///     route decides whether an attempt can be made; `nil` uses the network path's summary.
     ///   - clock: times the stream and the pauses.
     ///   - policy: the backoff bounds.
     ///   - randomness: the jitter source.
@@ -121,10 +125,20 @@ public final class NativeReconnect: Sendable {
             return
         }
         let end = time.elapsed() + pending.delay
+        let before = (verdict(), connectivity.path.summary, connectivity.answersAfterFailure)
         while true {
-            let (path, generation) = connectivity.snapshot
-            if !allows(path) {
+            let generation = connectivity.generation
+            let current = verdict()
+            if !current.allowsAttempt {
                 try await waitForPath()
+                return
+            }
+            if current != before.0 || connectivity.path.summary != before.1
+                || connectivity.answersAfterFailure != before.2
+            {
+                // The route to the server or the network changed, or a server that had failed
+                // answered: try at once.
+                resetBackoff()
                 return
             }
             let remaining = end - time.elapsed()
@@ -132,30 +146,31 @@ public final class NativeReconnect: Sendable {
             let changed = await connectivity.wait(upTo: remaining, since: generation, time: time)
             try Self.checkCancellation()
             guard changed else { return }
-            if allows(connectivity.path) {
-                resetBackoff()
-                return
-            }
         }
     }
 
-    /// Waits, with no timer, until the path to the server is up; resets the backoff when it had
-    /// to wait.
+    /// The route verdict for the server (or, with no origin, the network path's).
+    public func verdict() -> RouteVerdict {
+        guard let origin else {
+            return connectivity.path.isSatisfied ? .reachable : .noRoute("no network link is up")
+        }
+        return connectivity.route(to: origin)
+    }
+
+    /// Waits, with no timer, until there is a route to the server; resets the backoff when it
+    /// had to wait.
     private func waitForPath() async throws(CancellationError) {
+        var waited = false
         while true {
-            let (path, generation) = connectivity.snapshot
-            if allows(path) { return }
+            let generation = connectivity.generation
+            if verdict().allowsAttempt {
+                if waited { resetBackoff() }
+                return
+            }
+            waited = true
             _ = await connectivity.waitForChange(since: generation)
             try Self.checkCancellation()
-            if allows(connectivity.path) {
-                resetBackoff()
-                return
-            }
         }
-    }
-
-    private func allows(_ path: NetworkPath) -> Bool {
-        origin.map(path.allows) ?? path.isSatisfied
     }
 
     private func resetBackoff() {

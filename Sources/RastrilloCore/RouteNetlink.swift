@@ -45,11 +45,10 @@ enum RouteNetlink {
     static let addressAttributeAddress: UInt16 = 1  // IFA_ADDRESS
     static let addressAttributeLocal: UInt16 = 2  // IFA_LOCAL
     static let routeAttributeOutput: UInt16 = 4  // RTA_OIF
-    static let routeAttributeGateway: UInt16 = 5  // RTA_GATEWAY
-    static let routeAttributePriority: UInt16 = 6  // RTA_PRIORITY
-    static let routeAttributeMultipath: UInt16 = 9  // RTA_MULTIPATH
     static let routeAttributeTable: UInt16 = 15  // RTA_TABLE
     static let routeTypeUnicast: UInt8 = 1  // RTN_UNICAST
+    static let routeTypeLocal: UInt8 = 2  // RTN_LOCAL
+    static let routeAttributeDestination: UInt16 = 1  // RTA_DST
     static let tableLocal: UInt32 = 255  // RT_TABLE_LOCAL
 
     /// One message of a datagram.
@@ -109,6 +108,33 @@ enum RouteNetlink {
         return attributes
     }
 
+    /// A request for the route to one address (`ip route get ADDR`): `address` is 4 bytes
+    /// (IPv4) or 16 (IPv6), in network order; `interface` scopes an IPv6 link-local address.
+    static func routeRequest(to address: [UInt8], interface: Int32 = 0, sequence: UInt32) -> [UInt8] {
+        let family = address.count == 4 ? familyIPv4 : familyIPv6
+        let destination = attributeHeaderSize + address.count
+        let output = interface == 0 ? 0 : attributeHeaderSize + 4
+        var bytes: [UInt8] = []
+        store(UInt32(headerSize + 12 + align(destination) + output), into: &bytes)
+        store(getRoute, into: &bytes)
+        store(flagRequest, into: &bytes)
+        store(sequence, into: &bytes)
+        store(UInt32(0), into: &bytes)
+        // struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags
+        bytes += [family, UInt8(address.count * 8), 0, 0, 0, 0, 0, 0]
+        store(UInt32(0), into: &bytes)
+        store(UInt16(destination), into: &bytes)
+        store(routeAttributeDestination, into: &bytes)
+        bytes += address
+        bytes += [UInt8](repeating: 0, count: align(destination) - destination)
+        if interface != 0 {
+            store(UInt16(attributeHeaderSize + 4), into: &bytes)
+            store(routeAttributeOutput, into: &bytes)
+            store(interface, into: &bytes)
+        }
+        return bytes
+    }
+
     /// A dump request for every object of `type` (`getLink`, `getAddress`, `getRoute`) in all
     /// families, with the family header the kernel's strict checking expects.
     static func dumpRequest(_ type: UInt16, sequence: UInt32) -> [UInt8] {
@@ -129,24 +155,16 @@ enum RouteNetlink {
     }
 }
 
-/// Links, addresses and default routes as rtnetlink messages describe them, and the path they
-/// make (rules in ``NetworkPath``). A pure state machine: messages in, path out.
+/// Links and addresses as rtnetlink messages describe them, and the path they make (rules in
+/// ``NetworkPath``). Routes are not kept: the kernel answers for each destination
+/// (``RouteNetlink/routeRequest(to:family:sequence:)``); every route message only makes a new
+/// revision, so the answers are asked for again. A pure state machine: messages in, path out.
 struct RouteNetlinkTracker {
     private struct AddressKey: Hashable {
         var family: UInt8
         var interface: Int32
         var prefixLength: UInt8
         var address: [UInt8]
-    }
-
-    private struct RouteKey: Hashable {
-        var family: UInt8
-        var table: UInt32
-        var tos: UInt8
-        var priority: UInt32
-        var gateway: [UInt8]
-        /// Output interfaces; empty when the route names none.
-        var interfaces: [Int32]
     }
 
     /// What a message means to whoever runs a dump.
@@ -158,13 +176,14 @@ struct RouteNetlinkTracker {
 
     private var links: [Int32: UInt32] = [:]
     private var addresses: Set<AddressKey> = []
-    private var defaultRoutes: Set<RouteKey> = []
     private var interruptedSequences: Set<UInt32> = []
+    /// Counts the link, address and route messages applied.
+    private(set) var revision: UInt64 = 0
 
-    /// Forgets addresses and routes (before dumping them again).
+    /// Forgets addresses (before dumping them again).
     mutating func forgetAddressesAndRoutes() {
         addresses = []
-        defaultRoutes = []
+        revision &+= 1
     }
 
     /// Forgets everything (before a full resynchronisation).
@@ -176,19 +195,19 @@ struct RouteNetlinkTracker {
 
     var path: NetworkPath {
         let addressed = Set(addresses.map(\.interface))
-        func usable(_ index: Int32) -> Bool {
-            guard let flags = links[index] else { return false }
-            let required = RouteNetlink.interfaceUp | RouteNetlink.interfaceRunning
-            return flags & RouteNetlink.interfaceLoopback == 0 && flags & required == required && addressed.contains(index)
+        let required = RouteNetlink.interfaceUp | RouteNetlink.interfaceRunning
+        var usable: Set<Int32> = []
+        var loopback: Set<Int32> = []
+        for (index, flags) in links {
+            if flags & RouteNetlink.interfaceLoopback != 0 {
+                if flags & RouteNetlink.interfaceUp != 0 { loopback.insert(index) }
+            } else if flags & required == required && addressed.contains(index) {
+                usable.insert(index)
+            }
         }
-        let anyUsable = links.keys.contains(where: usable)
-        let satisfied = defaultRoutes.contains { route in
-            route.interfaces.isEmpty ? anyUsable : route.interfaces.contains(where: usable)
-        }
-        let loopbackUp = links.values.contains { flags in
-            flags & RouteNetlink.interfaceLoopback != 0 && flags & RouteNetlink.interfaceUp != 0
-        }
-        return NetworkPath(isSatisfied: satisfied, isLoopbackUp: loopbackUp)
+        return NetworkPath(
+            isSatisfied: !usable.isEmpty, isLoopbackUp: !loopback.isEmpty, revision: revision,
+            usableInterfaces: usable, loopbackInterfaces: loopback)
     }
 
     /// Applies one message.
@@ -219,8 +238,8 @@ struct RouteNetlinkTracker {
             } else {
                 links[index] = nil
                 addresses = addresses.filter { $0.interface != index }
-                defaultRoutes = defaultRoutes.filter { !$0.interfaces.contains(index) }
             }
+            if before != links[index] { revision &+= 1 }
             return (nil, Self.isUp(before) != Self.isUp(links[index]))
         case RouteNetlink.newAddress, RouteNetlink.deleteAddress:
             guard payload.count >= 8 else { return (nil, false) }
@@ -231,19 +250,17 @@ struct RouteNetlinkTracker {
             let key = AddressKey(
                 family: payload[payload.startIndex], interface: RouteNetlink.load(Int32.self, payload, at: 4),
                 prefixLength: payload[payload.startIndex + 1], address: Array(address ?? []))
+            let changed: Bool
             if message.type == RouteNetlink.newAddress {
-                addresses.insert(key)
+                changed = addresses.insert(key).inserted
             } else {
-                addresses.remove(key)
+                changed = addresses.remove(key) != nil
             }
+            if changed { revision &+= 1 }
             return (nil, false)
         case RouteNetlink.newRoute, RouteNetlink.deleteRoute:
-            guard let key = Self.defaultRoute(payload) else { return (nil, false) }
-            if message.type == RouteNetlink.newRoute {
-                defaultRoutes.insert(key)
-            } else {
-                defaultRoutes.remove(key)
-            }
+            // Local-table routes come and go with addresses, which count already.
+            if Self.isRouteOutsideLocalTable(payload) { revision &+= 1 }
             return (nil, false)
         default:
             return (nil, false)
@@ -256,49 +273,51 @@ struct RouteNetlinkTracker {
         return flags & required == required
     }
 
-    /// The key of a unicast default route outside the local table, or `nil` for any other route.
-    private static func defaultRoute(_ payload: ArraySlice<UInt8>) -> RouteKey? {
-        guard payload.count >= 12 else { return nil }
-        let base = payload.startIndex
-        let family = payload[base]
-        guard family == RouteNetlink.familyIPv4 || family == RouteNetlink.familyIPv6,
-            payload[base + 1] == 0,  // rtm_dst_len: 0 is a default route
-            payload[base + 7] == RouteNetlink.routeTypeUnicast
-        else { return nil }
-        var key = RouteKey(
-            family: family, table: UInt32(payload[base + 4]), tos: payload[base + 3], priority: 0, gateway: [],
-            interfaces: [])
-        for attribute in RouteNetlink.attributes(in: payload.dropFirst(12)) {
-            switch attribute.type {
-            case RouteNetlink.routeAttributeTable where attribute.value.count >= 4:
-                key.table = RouteNetlink.load(UInt32.self, attribute.value, at: 0)
-            case RouteNetlink.routeAttributePriority where attribute.value.count >= 4:
-                key.priority = RouteNetlink.load(UInt32.self, attribute.value, at: 0)
-            case RouteNetlink.routeAttributeGateway:
-                key.gateway = Array(attribute.value)
-            case RouteNetlink.routeAttributeOutput where attribute.value.count >= 4:
-                key.interfaces.append(RouteNetlink.load(Int32.self, attribute.value, at: 0))
-            case RouteNetlink.routeAttributeMultipath:
-                key.interfaces += nextHopInterfaces(attribute.value)
+    /// True for a route message of an IPv4 or IPv6 route outside the `local` table.
+    private static func isRouteOutsideLocalTable(_ payload: ArraySlice<UInt8>) -> Bool {
+        guard payload.count >= 12 else { return false }
+        let family = payload[payload.startIndex]
+        guard family == RouteNetlink.familyIPv4 || family == RouteNetlink.familyIPv6 else { return false }
+        var table = UInt32(payload[payload.startIndex + 4])
+        for attribute in RouteNetlink.attributes(in: payload.dropFirst(12))
+        where attribute.type == RouteNetlink.routeAttributeTable && attribute.value.count >= 4 {
+            table = RouteNetlink.load(UInt32.self, attribute.value, at: 0)
+        }
+        return table != RouteNetlink.tableLocal
+    }
+}
+
+/// The kernel's answer to one route request (`ip route get ADDR`).
+enum RouteAnswer: Equatable {
+    /// A route of `type` (`RTN_UNICAST`, `RTN_LOCAL`, …) out through interface `interface`
+    /// (0 when the answer names none).
+    case route(type: UInt8, interface: Int32)
+    /// The kernel refused: no route (`ENETUNREACH`, `EHOSTUNREACH`), a prohibit or blackhole
+    /// route (`EACCES`, `EINVAL`), or another error.
+    case failed(errno: Int32)
+
+    /// The answer in the messages of one datagram for request `sequence`, or nil when they
+    /// hold none (a stray notification).
+    static func parse(_ messages: [RouteNetlink.Message], sequence: UInt32) -> RouteAnswer? {
+        for message in messages where message.sequence == sequence {
+            switch message.type {
+            case RouteNetlink.error:
+                guard message.payload.count >= 4 else { return .failed(errno: 0) }
+                let code = RouteNetlink.load(Int32.self, message.payload, at: 0)
+                if code != 0 { return .failed(errno: -code) }
+            case RouteNetlink.newRoute:
+                let payload = message.payload
+                guard payload.count >= 12 else { return .failed(errno: 0) }
+                var interface: Int32 = 0
+                for attribute in RouteNetlink.attributes(in: payload.dropFirst(12))
+                where attribute.type == RouteNetlink.routeAttributeOutput && attribute.value.count >= 4 {
+                    interface = RouteNetlink.load(Int32.self, attribute.value, at: 0)
+                }
+                return .route(type: payload[payload.startIndex + 7], interface: interface)
             default:
-                break
+                continue
             }
         }
-        guard key.table != RouteNetlink.tableLocal else { return nil }
-        key.interfaces.sort()
-        return key
-    }
-
-    /// The interface of each `struct rtnexthop` in an `RTA_MULTIPATH` value.
-    private static func nextHopInterfaces(_ bytes: ArraySlice<UInt8>) -> [Int32] {
-        var interfaces: [Int32] = []
-        var offset = 0
-        while bytes.count - offset >= 8 {
-            let length = Int(RouteNetlink.load(UInt16.self, bytes, at: offset))
-            guard length >= 8, length <= bytes.count - offset else { break }
-            interfaces.append(RouteNetlink.load(Int32.self, bytes, at: offset + 4))
-            offset += RouteNetlink.align(length)
-        }
-        return interfaces
+        return nil
     }
 }

@@ -16,6 +16,9 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     // @unchecked: the socket, tracker and sequence are used by `init`, then only by the one
     // thread `start` creates; `stop` touches only the wake pipe and the Mutex-held handle.
     private let socket: Int32
+    /// A second socket, with no multicast groups, for route requests (``route(to:interface:)``),
+    /// opened with the first so that it belongs to the same network namespace.
+    private let querySocket: Mutex<(descriptor: Int32, sequence: UInt32)>
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private var tracker = RouteNetlinkTracker()
@@ -35,14 +38,22 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     init() throws(ConnectivityError) {
         let fd = Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), RouteNetlink.protocolRoute)
         guard fd >= 0 else { throw .netlink("socket", errno: errno) }
+        let query = Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), RouteNetlink.protocolRoute)
+        guard query >= 0 else {
+            let code = errno
+            close(fd)
+            throw .netlink("socket", errno: code)
+        }
         let wake: PipeEnds
         do {
             wake = try PipeEnds()
         } catch {
             close(fd)
+            close(query)
             throw .netlink("wake pipe", errno: error.errno)
         }
         socket = fd
+        querySocket = Mutex((query, 0))
         wakeRead = wake.readEnd
         wakeWrite = wake.writeEnd
         published = .unsatisfied
@@ -71,8 +82,53 @@ final class RouteNetlinkObserver: @unchecked Sendable {
 
     deinit {
         close(socket)
+        _ = querySocket.withLock { close($0.descriptor) }
         close(wakeRead)
         close(wakeWrite)
+    }
+
+    /// Asks the kernel for its route to `address` (4 or 16 bytes, network order), as
+    /// `ip route get` does; `interface` scopes an IPv6 link-local address. Safe from any thread;
+    /// requests are answered one at a time. An answer that does not come within a second, or a
+    /// socket failure, reads as `.failed(errno: ETIMEDOUT)` or the socket's errno.
+    func route(to address: [UInt8], interface: Int32 = 0) -> RouteAnswer {
+        querySocket.withLock { query -> RouteAnswer in
+            query.sequence = query.sequence == UInt32.max ? 1 : query.sequence + 1
+            let sequence = query.sequence
+            let request = RouteNetlink.routeRequest(to: address, interface: interface, sequence: sequence)
+            var kernel = [UInt8](repeating: 0, count: 12)
+            kernel[0] = UInt8(AF_NETLINK & 0xFF)
+            let sent = request.withUnsafeBytes { message in
+                kernel.withUnsafeBytes { target in
+                    retryingInterrupts {
+                        sendto(
+                            query.descriptor, message.baseAddress, message.count, 0,
+                            target.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(target.count))
+                    }
+                }
+            }
+            guard sent == request.count else { return .failed(errno: errno) }
+            var reply = [UInt8](repeating: 0, count: 8192)
+            let deadline = ContinuousClock.now + .seconds(1)
+            while true {
+                let left = deadline - ContinuousClock.now
+                let milliseconds = Int32(max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+                var fds = [pollfd(fd: query.descriptor, events: Int16(POLLIN), revents: 0)]
+                let ready = retryingInterrupts { poll(&fds, 1, milliseconds) }
+                if ready < 0 { return .failed(errno: errno) }
+                if ready == 0 { return .failed(errno: ETIMEDOUT) }
+                let count = reply.withUnsafeMutableBytes { raw in
+                    retryingInterrupts { recv(query.descriptor, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
+                }
+                if count < 0 {
+                    if errno == EAGAIN { continue }
+                    return .failed(errno: errno)
+                }
+                if let answer = RouteAnswer.parse(RouteNetlink.messages(in: reply[0..<count]), sequence: sequence) {
+                    return answer
+                }
+            }
+        }
     }
 
     /// Starts the thread that reports every change of the path to `onChange` (on that thread).

@@ -25,12 +25,15 @@ struct StreamFollower {
     func run() async throws -> ExitStatus {
         let connectivity = NativeConnectivity.shared
         let server = client.origin
-        let reconnect = NativeReconnect(connectivity: connectivity, origin: server)
+        let target = reachabilityTarget
+        let reconnect = NativeReconnect(connectivity: connectivity, origin: target)
         let output = StreamOutput()
         let json = !raw
+        let routes = RouteAnnouncer(host: target.host, quiet: quiet)
         let watcher = Task {
             for await _ in connectivity.changes {
-                try? output.reachability(offline: connectivity.isOffline(server), json: json)
+                routes.note(reconnect.verdict())
+                try? output.reachability(offline: connectivity.isOffline(server, via: target), json: json)
             }
         }
         defer { watcher.cancel() }
@@ -122,8 +125,9 @@ struct StreamFollower {
                 let deadline = giveUpAfter.map { downSince + $0 }
                 let inTime = try await pause(
                     reconnect, floor: retryFloor, reason: failure.message, output: output, json: json,
-                    until: deadline, announce: { wait in
-                        if !quiet { Diagnostics.error("\(failed); next attempt in \(Self.seconds(wait))") }
+                    until: deadline, routes: routes,
+                    announce: { wait in
+                        if !quiet { Diagnostics.error("\(failed); \(wait)") }
                     })
                 if !inTime, let giveUpAfter {
                     Diagnostics.error(
@@ -140,9 +144,9 @@ struct StreamFollower {
                 downSince = ContinuousClock.now
             }
             _ = try await pause(
-                reconnect, floor: retryFloor, reason: reason, output: output, json: json, until: nil,
+                reconnect, floor: retryFloor, reason: reason, output: output, json: json, until: nil, routes: routes,
                 announce: { wait in
-                    if !quiet { Diagnostics.error("\(reason); next attempt in \(Self.seconds(wait))") }
+                    if !quiet { Diagnostics.error("\(reason); \(wait)") }
                 })
         }
     }
@@ -165,18 +169,37 @@ struct StreamFollower {
         return (parser.lastEventID, parser.reconnectionTime ?? retryFloor)
     }
 
+    /// Where the stream connects to, whose route decides whether an attempt can be made: the
+    /// server.
+    private var reachabilityTarget: NativeOrigin { client.origin }
+
     /// Waits before the next attempt: the longer of the pacer's pause and the server's last
-    /// `retry:` value, announced by a reconnect line first.
+    /// `retry:` value, announced by a reconnect line first (`next attempt in 1.5 s`). While there
+    /// is no route to the server, says `waiting for a route to HOST` instead (and
+    /// `{"type":"offline"}` under JSON), waits with no timer until a route appears, says so,
+    /// and returns at once.
     /// Returns false, without waiting longer, when `deadline` comes first (a wait for the
     /// network included).
     private func pause(
         _ reconnect: NativeReconnect, floor: Duration?, reason: String, output: StreamOutput, json: Bool,
-        until deadline: ContinuousClock.Instant?, announce: (Duration) -> Void
+        until deadline: ContinuousClock.Instant?, routes: RouteAnnouncer, announce: (WaitAnnouncement) -> Void
     ) async throws -> Bool {
         let planned = reconnect.plannedDelay()
         let wait = max(planned, floor ?? .zero)
-        if json { try output.reconnect(wait: wait, reason: reason) }
-        announce(wait)
+        let verdict = reconnect.verdict()
+        if case .noRoute(let why) = verdict {
+            routes.waiting()
+            try output.reachability(offline: true, json: json)
+            announce(.route(host: routes.host, reason: why))
+        } else {
+            if json { try output.reconnect(wait: wait, reason: reason) }
+            announce(.timer(wait))
+        }
+        defer {
+            let after = reconnect.verdict()
+            routes.note(after)
+            if after.allowsAttempt, !verdict.allowsAttempt { try? output.reachability(offline: false, json: json) }
+        }
         let start = ContinuousClock.now
         let waitOut: @Sendable () async throws -> Void = {
             try await reconnect.pause()
@@ -201,6 +224,56 @@ struct StreamFollower {
             }
             defer { group.cancelAll() }
             return try await group.next() ?? false
+        }
+    }
+}
+
+/// What a reconnect line says about the wait: a timer, or a wait for a route.
+enum WaitAnnouncement: CustomStringConvertible {
+    case timer(Duration)
+    case route(host: String, reason: String)
+
+    /// `next attempt in 1.5 s`, or `waiting for a route to HOST (REASON)`.
+    var description: String {
+        switch self {
+        case .timer(let wait): "next attempt in \(StreamFollower.seconds(wait))"
+        case .route(let host, let reason): "waiting for a route to \(host) (\(reason))"
+        }
+    }
+}
+
+/// The stderr lines about the route to the server, each said once per change: `no route to
+/// HOST any more (REASON)` when an open stream loses it, `a route to HOST is back`
+/// when it returns after a wait or a loss. Both the watcher of connectivity changes and the
+/// reconnect pause report here, so whichever sees a change first says it, once.
+final class RouteAnnouncer: Sendable {
+    let host: String
+    private let quiet: Bool
+    /// Whether the last verdict said was a route (nil before any).
+    private let routeUp = Mutex<Bool>(true)
+
+    init(host: String, quiet: Bool) {
+        self.host = host
+        self.quiet = quiet
+    }
+
+    /// The reconnect pause is about to wait for a route (its own line says so).
+    func waiting() {
+        routeUp.withLock { $0 = false }
+    }
+
+    /// A verdict after a change: says a loss or a return, once.
+    func note(_ verdict: RouteVerdict) {
+        let up = verdict.allowsAttempt
+        let changed = routeUp.withLock { state -> Bool in
+            defer { state = up }
+            return state != up
+        }
+        guard changed, !quiet else { return }
+        if up {
+            Diagnostics.error("a route to \(host) is back")
+        } else if case .noRoute(let reason) = verdict {
+            Diagnostics.error("no route to \(host) any more (\(reason))")
         }
     }
 }

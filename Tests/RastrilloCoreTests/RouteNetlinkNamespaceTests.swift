@@ -6,7 +6,7 @@ import TestSupport
 
 extension NetworkNamespace {
     /// A namespace as these tests want it: IPv6 disabled, so the kernel assigns no address of its own.
-    convenience init(ipv4Only: Void = ()) throws {
+    convenience init(ipv4Only: Void) throws {
         try self.init("route")
         try sysctl("net.ipv6.conf.all.disable_ipv6=1")
         try sysctl("net.ipv6.conf.default.disable_ipv6=1")
@@ -29,72 +29,138 @@ extension NetworkNamespace {
 @Suite(.serialized) struct RouteNetlinkNamespaceTests {
     @Test func theInitialDumpFollowsThePathRules() async throws {
         let namespace = try NetworkNamespace(ipv4Only: ())
-        #expect(try await namespace.dumpedPath() == .unsatisfied)
+        #expect(try await namespace.dumpedPath().summary == .unsatisfied)
 
         try namespace.ip("link", "set", "lo", "up")
-        #expect(try await namespace.dumpedPath() == .loopbackOnly)
+        #expect(try await namespace.dumpedPath().summary == .loopbackOnly)
 
-        // A default route through a link without an address does not make a path.
+        // A link without an address is not usable, default route or not.
         try namespace.addVethPair(address: false)
         try namespace.ip("route", "add", "default", "dev", "va")
-        #expect(try await namespace.dumpedPath() == .loopbackOnly)
+        #expect(try await namespace.dumpedPath().summary == .loopbackOnly)
 
-        try namespace.ip("address", "add", "192.0.2.1/24", "dev", "va")
-        #expect(try await namespace.dumpedPath() == .satisfied)
-
-        // Unreachable default routes do not count.
+        // A usable link needs no default route.
         try namespace.ip("route", "del", "default", "dev", "va")
-        try namespace.ip("route", "add", "unreachable", "default")
-        #expect(try await namespace.dumpedPath() == .loopbackOnly)
-        try namespace.ip("route", "del", "unreachable", "default")
+        try namespace.ip("address", "add", "192.0.2.1/24", "dev", "va")
+        #expect(try await namespace.dumpedPath().summary == .satisfied)
 
         // Without carrier (the peer is down) the link is not usable.
-        try namespace.ip("route", "add", "default", "via", "192.0.2.2", "dev", "va")
-        #expect(try await namespace.dumpedPath() == .satisfied)
         try namespace.ip("link", "set", "vb", "down")
-        #expect(try await namespace.dumpedPath() == .loopbackOnly)
+        #expect(try await namespace.dumpedPath().summary == .loopbackOnly)
         try namespace.ip("link", "set", "vb", "up")
-        #expect(try await namespace.dumpedPath() == .satisfied)
+        #expect(try await namespace.dumpedPath().summary == .satisfied)
+    }
 
-        // A default route through loopback does not count; one in another table does.
-        try namespace.ip("route", "del", "default")
-        try namespace.ip("route", "add", "default", "dev", "lo")
-        #expect(try await namespace.dumpedPath() == .loopbackOnly)
-        try namespace.ip("route", "add", "default", "via", "192.0.2.2", "dev", "va", "table", "100")
-        #expect(try await namespace.dumpedPath() == .satisfied)
+    /// Before the route rule, a LAN-only host (no default route) read every server as
+    /// unreachable: this failed with `no route` for 192.0.2.2.
+    @Test func theVerdictFollowsTheRouteToTheServerNotADefaultRoute() async throws {
+        let namespace = try NetworkNamespace("route6")
+        try namespace.ip("link", "set", "lo", "up")
+        try namespace.addVethPair(address: true)
+        try namespace.ip("address", "add", "fd00:db8:1::1/64", "dev", "va", "nodad")
+        let connectivity = try await namespace.run { try NativeConnectivity.observingRouteNetlink() }
+
+        // On the link's prefixes: reachable, IPv4 and IPv6, with no default route anywhere.
+        #expect(connectivity.route(to: origin("http://192.0.2.2:8080")) == .reachable)
+        #expect(connectivity.route(to: origin("http://[fd00:db8:1::2]:8080")) == .reachable)
+        #expect(!connectivity.isOffline(origin("http://192.0.2.2:8080")))
+        // This host's own address goes through loopback.
+        #expect(connectivity.route(to: origin("http://192.0.2.1:8080")) == .reachable)
+        // Off the prefixes, with no default route: no route, with a reason naming the address.
+        let far = connectivity.route(to: origin("http://198.51.100.7:8080"))
+        #expect(far == .noRoute("no route to 198.51.100.7"))
+        #expect(connectivity.isOffline(origin("http://198.51.100.7:8080")))
+        #expect(!connectivity.route(to: origin("http://[fd00:db8:2::7]")).allowsAttempt)
+
+        // A specific route makes it reachable; a default route does too.
+        try namespace.ip("route", "add", "198.51.100.0/24", "via", "192.0.2.2", "dev", "va")
+        try await eventually("the route is seen") {
+            connectivity.route(to: origin("http://198.51.100.7:8080")) == .reachable
+        }
+        try namespace.ip("route", "del", "198.51.100.0/24")
+        try await eventually("the route is gone") {
+            !connectivity.route(to: origin("http://198.51.100.7:8080")).allowsAttempt
+        }
+        try namespace.ip("-6", "route", "add", "default", "via", "fd00:db8:1::2", "dev", "va")
+        try await eventually("the IPv6 default route is seen") {
+            connectivity.route(to: origin("http://[fd00:db8:2::7]")) == .reachable
+        }
+
+        // Unreachable and prohibit routes are no routes.
+        try namespace.ip("route", "add", "default", "via", "192.0.2.2", "dev", "va")
+        try await eventually("the IPv4 default route is seen") {
+            connectivity.route(to: origin("http://198.51.100.9")) == .reachable
+        }
+        try namespace.ip("route", "add", "unreachable", "198.51.100.0/25")
+        try namespace.ip("route", "add", "prohibit", "198.51.100.128/25")
+        try await eventually("the unreachable route is seen") {
+            !connectivity.route(to: origin("http://198.51.100.9")).allowsAttempt
+        }
+        try await eventually("the prohibit route is seen") {
+            !connectivity.route(to: origin("http://198.51.100.200")).allowsAttempt
+        }
+
+        // A route through a link without carrier is no route: the peer goes down.
+        try namespace.ip("link", "set", "vb", "down")
+        try await eventually("the link without carrier is seen") {
+            !connectivity.route(to: origin("http://192.0.2.2:8080")).allowsAttempt
+        }
+        if case .noRoute(let reason) = connectivity.route(to: origin("http://192.0.2.2:8080")) {
+            #expect(reason.contains("192.0.2.2"))
+        }
+        // Loopback origins keep working.
+        #expect(connectivity.route(to: origin("http://127.0.0.1:9")) == .reachable)
+        #expect(!connectivity.isOffline(origin("http://localhost:9")))
+
+        try namespace.ip("link", "set", "vb", "up")
+        try await eventually("the link with carrier is seen") {
+            connectivity.route(to: origin("http://192.0.2.2:8080")) == .reachable
+        }
+    }
+
+    @Test func aNameThatDoesNotResolveIsUnresolvedNotNoRoute() async throws {
+        let namespace = try NetworkNamespace(ipv4Only: ())
+        try namespace.ip("link", "set", "lo", "up")
+        let connectivity = try await namespace.run { try NativeConnectivity.observingRouteNetlink() }
+        let verdict = connectivity.route(to: origin("http://no-such-host.invalid"))
+        guard case .unresolved(let reason) = verdict else {
+            Issue.record("expected unresolved, got \(verdict)")
+            return
+        }
+        #expect(reason.contains("no-such-host.invalid"))
+        #expect(verdict.allowsAttempt)
     }
 
     @Test func linkDownAndUpAreObservedAsChanges() async throws {
         let namespace = try NetworkNamespace(ipv4Only: ())
         try namespace.ip("link", "set", "lo", "up")
         try namespace.addVethPair(address: true)
-        try namespace.ip("route", "add", "default", "via", "192.0.2.2", "dev", "va")
         let connectivity = try await namespace.run { try NativeConnectivity.observingRouteNetlink() }
         let remote = origin("http://192.0.2.2:8080")
         let local = origin("http://127.0.0.1:8080")
-        #expect(connectivity.path == .satisfied)
+        #expect(connectivity.path.summary == .satisfied)
         #expect(!connectivity.isOffline(remote))
         let changes = connectivity.changes
 
         try namespace.ip("link", "set", "va", "down")
         let down = try await awaitChange(changes, "the path is down") { !$0.path.isSatisfied }
-        #expect(down == ConnectivityChange(path: .loopbackOnly, reachableOrigin: nil))
+        #expect(down.path.summary == .loopbackOnly)
+        #expect(down.reachableOrigin == nil)
         #expect(connectivity.isOffline(remote))
         #expect(!connectivity.isOffline(local))
 
-        // The kernel flushed the default route with the link; it comes back with the route.
+        // The kernel restores the prefix route with the link.
         try namespace.ip("link", "set", "va", "up")
-        try namespace.ip("route", "replace", "default", "via", "192.0.2.2", "dev", "va")
-        let up = try await awaitChange(changes, "the path is up") { $0.path.isSatisfied }
-        #expect(up == ConnectivityChange(path: .satisfied, reachableOrigin: nil))
-        #expect(!connectivity.isOffline(remote))
+        _ = try await awaitChange(changes, "the path is up") { $0.path.isSatisfied }
+        try await eventually("the route is back") { !connectivity.isOffline(remote) }
 
         // Removing the only address also takes the path down; loopback going down is a change.
         try namespace.ip("address", "del", "192.0.2.1/24", "dev", "va")
         _ = try await awaitChange(changes, "the path is down") { !$0.path.isSatisfied }
+        #expect(connectivity.isOffline(remote))
         try namespace.ip("link", "set", "lo", "down")
         let loopbackDown = try await awaitChange(changes, "loopback is down") { !$0.path.isLoopbackUp }
-        #expect(loopbackDown.path == .unsatisfied)
+        #expect(loopbackDown.path.summary == .unsatisfied)
         #expect(connectivity.isOffline(local))
     }
 
@@ -103,12 +169,15 @@ extension NetworkNamespace {
         try namespace.ip("link", "set", "lo", "up")
         try namespace.addVethPair(address: true)
         let connectivity = try await namespace.run { try NativeConnectivity.observingRouteNetlink() }
-        #expect(connectivity.path == .loopbackOnly)
+        let far = origin("http://198.51.100.7")
+        #expect(connectivity.isOffline(far))
         let changes = connectivity.changes
         try namespace.ip("route", "add", "default", "via", "192.0.2.2", "dev", "va")
-        _ = try await awaitChange(changes, "the path is up") { $0.path == .satisfied }
+        _ = try await awaitChange(changes, "a change") { _ in true }
+        try await eventually("the route is seen") { !connectivity.isOffline(far) }
         try namespace.ip("route", "del", "default")
-        _ = try await awaitChange(changes, "the path is down") { $0.path == .loopbackOnly }
+        _ = try await awaitChange(changes, "a change") { _ in true }
+        try await eventually("the route is gone") { connectivity.isOffline(far) }
     }
 
     @Test func theSharedInstanceSeesThisHostsLoopback() {
