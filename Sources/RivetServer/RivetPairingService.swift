@@ -93,6 +93,9 @@ public final class RivetPairingService: RivetPairingHost {
     /// The registry completed pairings are stored in.
     public let store: RivetDevicePairingStore
     private let coordinator: Locked<RivetDevicePairingCoordinator>
+    /// The failures the window that closed last had counted (the limit when they closed it);
+    /// written under the coordinator's lock, when an input closes a window.
+    private let closedWindowFailureCount = Locked(0)
     private let channels = Locked<[RivetPairingConnectionID: RivetPairingChannel]>([:])
     /// The name each connection gave in its `PairBegin`, for the desktop's events.
     private let names = Locked<[RivetPairingConnectionID: RivetDeviceName]>([:])
@@ -140,6 +143,16 @@ public final class RivetPairingService: RivetPairingHost {
 
     /// True while the open window pairs by link.
     public var windowPairsByLink: Bool { coordinator.withLock { $0.windowPairsByLink } }
+
+    /// The failures counted in the window that closed last (5 when they closed it), whatever
+    /// closed it; 0 before any window closed. While a window is open, `state` has its count.
+    public var closedWindowFailures: Int { coordinator.withLock { _ in closedWindowFailureCount.withLock { $0 } } }
+
+    /// Whether an attempt that ended for `reason` counts toward the window's failure limit:
+    /// every end but the window's own (expired, cancelled) and the server's lack of randomness.
+    public static func countsAsFailure(_ reason: RivetDevicePairingRefusal) -> Bool {
+        ![.cancelled, .windowExpired, .randomnessUnavailable].contains(reason)
+    }
 
     /// The desktop's person confirms the pending attempt and grants `scopes`.
     /// - Throws: the coordinator's refusal (`windowClosed`, `noAttempt`, `codeNotReady`,
@@ -212,6 +225,18 @@ public final class RivetPairingService: RivetPairingHost {
         let (actions, failures) = coordinator.withLock { coordinator in
             let before = Self.failures(coordinator.state, before: 0)
             let actions = coordinator.handle(input)
+            let closed = actions.lazy.compactMap { action in
+                if case .windowClosed(let closure) = action { closure } else { nil }
+            }.first
+            if let closure = closed {
+                // The count the closed window ends with: the limit when failures closed it,
+                // otherwise the count before this input plus the attempt it ended, if that counts.
+                let ended = actions.contains { action in
+                    if case .endAttempt(_, let reason) = action { Self.countsAsFailure(reason) } else { false }
+                }
+                let count = closure == .tooManyFailures ? RivetDevicePairingCoordinator.failureLimit : before + (ended ? 1 : 0)
+                closedWindowFailureCount.withLock { $0 = count }
+            }
             return (actions, Self.failures(coordinator.state, before: before))
         }
         var desktopRefusal: RivetDevicePairingRefusal?

@@ -248,10 +248,37 @@ sys.exit(1 if failures else 0)
         let rvd1End = try #require(whole.range(of: "<!-- part:", range: rvd1.upperBound..<whole.endIndex))
         #expect(vectors.proofs.first?.name == "counting-bytes")
         #expect(whole[rvd1.upperBound..<rvd1End.lowerBound].contains(vectors.proofs[0].proof))
+        // Each numbered proof vector lists every input and output as a field of its own, and
+        // the fields are the fixture's, exactly: the application ID too, not only its title.
+        let listed = Self.proofVectors(in: part)
+        #expect(listed.map(\.name) == vectors.proofs.map(\.name))
         for vector in vectors.proofs {
-            for value in [vector.key, vector.proof, vector.clientNonce, vector.serverNonce, vector.fingerprint, vector.token] {
-                #expect(part.contains(value), "the document lacks \(value) of proof vector \(vector.name)")
+            let expected = [
+                "applicationID": vector.applicationID, "token": vector.token, "F": vector.fingerprint,
+                "Nc": vector.clientNonce, "Ns": vector.serverNonce, "key": vector.key, "proof": vector.proof,
+            ]
+            #expect(listed.first { $0.name == vector.name }?.fields == expected, "proof vector \(vector.name)")
+        }
+    }
+
+    /// The proof vectors of the link part: each `N. Title (`name`)` item and its
+    /// `- field: `value`` lines (a bold value counts as its text).
+    static func proofVectors(in part: String) -> [(name: String, fields: [String: String])] {
+        var vectors: [(name: String, fields: [String: String])] = []
+        guard let start = part.range(of: "\nProofs (") else { return [] }
+        for line in part[start.upperBound...].split(separator: "\n") {
+            if line.hasPrefix("## ") { break }
+            let text = line.trimmingCharacters(in: .whitespaces)
+            if let first = text.first, first.isNumber, text.contains(". "), text.hasSuffix("`)") {
+                let name = text.dropLast(2).split(separator: "`").last.map(String.init) ?? ""
+                vectors.append((name, [:]))
+            } else if text.hasPrefix("- "), !vectors.isEmpty, let colon = text.firstIndex(of: ":") {
+                let key = String(text[text.index(text.startIndex, offsetBy: 2)..<colon])
+                let value = text[text.index(after: colon)...].split(separator: "`", omittingEmptySubsequences: false)
+                guard value.count >= 3 else { continue }
+                vectors[vectors.count - 1].fields[key] = String(value[1])
             }
         }
+        return vectors
     }
 }

@@ -112,6 +112,13 @@ import Testing
     @Test func everyInvalidVectorIsRefusedWithItsErrorAfterItsByteCount() throws {
         #expect(!vectors.invalid.isEmpty)
         for vector in vectors.invalid {
+            // Each server-to-client vector names the version a client's reader assumes, and it is
+            // the one RVD1Reader reads a server with; client-to-server input names it by its magic.
+            if direction(vector.direction) == .serverToClient {
+                #expect(vector.version == RVD1Reader(reading: .serverToClient).version, "\(vector.name)")
+            } else {
+                #expect(vector.version == nil, "\(vector.name)")
+            }
             let expected = try #require(errorKind(vector.error), "\(vector.name)")
             let input = bytes(hex: vector.hex)
             let result = try #require(firstError(input, direction: direction(vector.direction)), "\(vector.name) was accepted")
@@ -182,6 +189,12 @@ import Testing
             let entry = try #require(listed[vector.name], "\(vector.name) missing from the document")
             #expect(entry.hex == vector.hex, "\(vector.name)")
             #expect(entry.header.contains("refused as \(vector.error) after \(vector.consumedBeforeError) bytes"), "\(vector.name)")
+            // Server-to-client input has no magic: its header names the version the client's
+            // reader assumes, and client-to-server input's magic names its own.
+            let version = vector.version.map { "RVD\($0), " } ?? ""
+            #expect(
+                entry.header.trimmingCharacters(in: .whitespaces).hasPrefix("(\(vector.direction), \(version)refused as "),
+                "\(vector.name): \(entry.header)")
         }
     }
 }

@@ -26,6 +26,9 @@ struct RVD1Vectors: Decodable {
     struct Invalid: Decodable {
         let name: String
         let direction: String
+        /// The RVD version the client's reader assumes, for server-to-client input only (a
+        /// client's input names its version with its magic).
+        let version: Int?
         let hex: String
         let error: String
         let consumedBeforeError: Int

@@ -128,7 +128,8 @@ final class PairingDesk: RivetPairingHost {
             body["link"] = false
             body["closed_because"] = closure.map { .string(Self.name($0)) } ?? .null
             body["seconds_left"] = .null
-            body["failures"] = 0
+            // The closed window's count, as `closed_because` is the closed window's reason.
+            body["failures"] = .integer(Int64(service.closedWindowFailures))
         case .open(let failures), .awaitingReveal(_, let failures), .awaitingConfirmation(_, let failures, _, _):
             let left = attempt?.timeLeft ?? state.timeLeft ?? .zero
             body["window"] = "open"
@@ -269,7 +270,7 @@ private final class DeskState: @unchecked Sendable {
                 log.info("pairing window closed: \(PairingDesk.name(closure))")
             case .attemptEnded(let name, let peer, let reason, let failures):
                 lastEnded = (name, peer)
-                let counted = Self.countsAsFailure(reason) ? " (failure \(failures) of \(RivetDevicePairingCoordinator.failureLimit) in this window)" : ""
+                let counted = RivetPairingService.countsAsFailure(reason) ? " (failure \(failures) of \(RivetDevicePairingCoordinator.failureLimit) in this window)" : ""
                 log.log(
                     Self.suspicious(reason) ? .warn : .info,
                     "pairing attempt of \"\(name)\" from \(peer) ended: \(reason.message)\(counted)")
@@ -282,12 +283,6 @@ private final class DeskState: @unchecked Sendable {
             }
             monitor.broadcast()
         }
-    }
-
-    /// Whether an attempt's end counts toward the window's failure limit (everything but the
-    /// window's own end and the server's lack of randomness).
-    static func countsAsFailure(_ reason: RivetDevicePairingRefusal) -> Bool {
-        ![.cancelled, .windowExpired, .randomnessUnavailable].contains(reason)
     }
 
     /// Whether an attempt's end may mean someone is interfering: a wrong code, a nonce that does

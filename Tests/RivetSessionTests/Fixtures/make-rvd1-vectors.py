@@ -9,8 +9,9 @@ magic RVD1, or RVD2 to pair by link) and the exact bytes (hex) of one whole mess
 length (u32 big-endian), body. The client's magic is not part of any message vector. A preface
 vector is a whole client preface (magic and messages) a server's reader accepts.
 An invalid vector lists bytes a reader must refuse (client-to-server input starts with the
-magic), the error kind, and how many bytes a reader fed one byte at a time has taken when
-it refuses."""
+magic, which names its version; server-to-client input names the RVD version the client's
+reader assumes), the error kind, and how many bytes a reader fed one byte at a time has taken
+when it refuses."""
 import hashlib
 import hmac
 import json
@@ -136,8 +137,17 @@ preface("resume-under-rvd1", MAGIC, ["resume"])
 invalid = []
 
 
+# A client reads the server's messages with the table of the newest version it speaks, whichever
+# magic it sent: every server-to-client vector assumes a client that speaks RVD2. (A client that
+# speaks only RVD1 refuses the types 0x0a and 0x0b as unknownMessageType instead of
+# wrongDirection; it closes without a message either way.) Client-to-server input names its
+# version with its magic.
+CLIENT_VERSION = 2
+
+
 def refuse(name, direction, parts, error, consumed):
-    invalid.append((name, direction, parts, error, consumed))
+    version = CLIENT_VERSION if direction == "serverToClient" else None
+    invalid.append((name, direction, version, parts, error, consumed))
 
 
 M = [(MAGIC, "magic")]
@@ -232,7 +242,8 @@ if "--markdown" in sys.argv:
     print("```")
     print()
     print("```text")
-    print("\n\n".join(listing(n, f"{d}, refused as {e} after {c} bytes", p) for n, d, p, e, c in invalid))
+    print("\n\n".join(listing(n, f"{d}, " + (f"RVD{v}, " if v else "") + f"refused as {e} after {c} bytes", p)
+                      for n, d, v, p, e, c in invalid))
     print("```")
 else:
     print(json.dumps({
@@ -241,6 +252,7 @@ else:
         "valid": [{"name": n, "direction": d, "version": v, "fields": f, "hex": joined(p).hex()}
                   for n, d, v, f, p in valid],
         "prefaces": [{"name": n, "messages": m, "hex": joined(p).hex()} for n, m, p in prefaces],
-        "invalid": [{"name": n, "direction": d, "hex": joined(p).hex(), "error": e, "consumedBeforeError": c}
-                    for n, d, p, e, c in invalid],
+        "invalid": [{"name": n, "direction": d, **({"version": v} if v else {}), "hex": joined(p).hex(), "error": e,
+                     "consumedBeforeError": c}
+                    for n, d, v, p, e, c in invalid],
     }, indent=2, ensure_ascii=False))
