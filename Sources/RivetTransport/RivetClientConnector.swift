@@ -197,13 +197,20 @@ public final class RivetClientConnector: Sendable {
     ///   `tooManyFailures`, `versionUnsupported` from a server older than link pairing, …),
     ///   `.timedOut`, `.connectionFailed`, `.tlsFailed`, `.protocolVersion`, `.protocolError`,
     ///   `.invalidAddress`.
+    ///
+    /// A link with several addresses (`link.endpoints`) is raced: the first address at once,
+    /// the next 250 ms later or as soon as one fails, the first TCP connection wins (see
+    /// ``HappyEyeballs``); a pin mismatch on it stops everything. `report` gets one short line
+    /// for each address that failed or had not answered when the next one started. The stored
+    /// address is the one reached.
     public func pair(
         link: RivetPairingLink, deviceName: RivetDeviceName, existingDeviceID: DeviceID? = nil,
-        randomness: any RivetPairingRandomness = RivetSystemRandomness()
+        randomness: any RivetPairingRandomness = RivetSystemRandomness(), report: (String) -> Void = { _ in }
     ) throws(RivetClientError) -> RivetCompanionCredential {
         let deadline = ContinuousClock.now + configuration.setupTimeout
         let context = try pinnedContext(link.serverFingerprint)
-        let (connection, _) = try connect(host: link.host, port: link.port, context: context, deadline: deadline)
+        let (connection, _, reached) = try connectRacing(link.endpoints, context: context, deadline: deadline, report: report)
+        let link = link.reached(reached)
         defer {
             try? connection.shutdown(deadline: .now + .seconds(1))
             connection.close()

@@ -54,7 +54,8 @@ enum CompanionCommand {
                 try pair(server, application: application, name: name, existingDeviceID: existing)
             }
         case .link(let link):
-            Diagnostics.note("pairing by link with \(link.hostPort), pinned to fingerprint \(link.serverFingerprint.grouped)")
+            Diagnostics.note(
+                "pairing by link with \(link.endpoints.map(\.description).joined(separator: " or ")), pinned to fingerprint \(link.serverFingerprint.grouped)")
             credential = try await onThread { try pair(link, name: name, existingDeviceID: existing) }
         }
         do {
@@ -92,7 +93,8 @@ enum CompanionCommand {
         _ link: RivetPairingLink, name: RivetDeviceName, existingDeviceID: DeviceID?
     ) throws -> RivetCompanionCredential {
         do {
-            return try RivetClientConnector().pair(link: link, deviceName: name, existingDeviceID: existingDeviceID)
+            return try RivetClientConnector().pair(
+                link: link, deviceName: name, existingDeviceID: existingDeviceID, report: { Diagnostics.note($0) })
         } catch {
             throw classifyLink(error, link)
         }
