@@ -118,18 +118,6 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         self.additionalAddresses = additionalAddresses
     }
 
-    /// This link with `endpoint`'s host first and the others after it in their order: the
-    /// address a device reached, as it stores it.
-    public func reached(_ endpoint: RivetPairingEndpoint) -> RivetPairingLink {
-        guard endpoint.host != host, let index = additionalAddresses.firstIndex(of: endpoint.host) else { return self }
-        var rest = [host] + additionalAddresses
-        rest.remove(at: index + 1)
-        // Every part was checked when this link was made; only the order changes.
-        return (try? RivetPairingLink(
-            host: endpoint.host, port: port, applicationID: applicationID, serverFingerprint: serverFingerprint, token: token,
-            additionalAddresses: rest)) ?? self
-    }
-
     /// The 4 or 16 bytes of a canonical dotted IPv4 address (four decimal numbers 0–255 without
     /// leading zeros) or an IPv6 address (as `inet_pton` reads it, at most 45 characters, no
     /// zone); `nil` for anything else.

@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import RivetPairing
+import RivetSession
 import SystemKit
 #if canImport(Glibc)
 import Glibc

@@ -210,7 +210,6 @@ public final class RivetClientConnector: Sendable {
         let deadline = ContinuousClock.now + configuration.setupTimeout
         let context = try pinnedContext(link.serverFingerprint)
         let (connection, _, reached) = try connectRacing(link.endpoints, context: context, deadline: deadline, report: report)
-        let link = link.reached(reached)
         defer {
             try? connection.shutdown(deadline: .now + .seconds(1))
             connection.close()
@@ -227,7 +226,17 @@ public final class RivetClientConnector: Sendable {
                 replies.deadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
                 try replies.send(proof, by: deadline, through: self)
             case .paired(let credential):
-                return credential
+                // The address stored is the one reached, which is the link's host only when that
+                // answered first.
+                guard reached.description != credential.serverAddress else { return credential }
+                do {
+                    return try RivetCompanionCredential(
+                        deviceID: credential.deviceID, credential: credential.credential,
+                        serverFingerprint: credential.serverFingerprint, applicationID: credential.applicationID,
+                        serverAddress: reached.description, discoverySecret: credential.discoverySecret)
+                } catch {
+                    throw RivetClientError.pairingFailed.with("storing the address \(reached): \(error.message)")
+                }
             case .rejected(let reason):
                 throw RivetClientError.rejected(reason)
             case .failed(let error):
