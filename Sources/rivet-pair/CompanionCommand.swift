@@ -63,7 +63,9 @@ enum CompanionCommand {
         } catch {
             throw CompanionError(message: "paired, but the credential could not be stored: \(error.message)", exitStatus: .failure)
         }
-        try await onThread { try verify(credential, server) }
+        // Resume where pairing connected: for a link, the address that answered first.
+        let reached = HostPort(parsing: credential.serverAddress) ?? server
+        try await onThread { try verify(credential, reached) }
         if json {
             try JSONOutput.write(PairedJSON(credential, file: store.path))
         } else {
