@@ -89,6 +89,23 @@ import ToolTestSupport
         #expect(parsed.additionalAddresses == [VethLab.addressA], "\(link)")
         #expect(open.stderr.contains("198.51.100.1, 192.0.2.1"), "\(open.stderr)")
 
+        // Another fingerprint: the key rivetd shows at the address that answered is not the
+        // pin, and that stops everything: exit 6 at once, the unreachable address abandoned,
+        // never tried again, nothing stored (without the stop it would be retried until the
+        // setup time ran out).
+        var other = parsed.serverFingerprint.bytes
+        other[0] ^= 1
+        let wrong = try RivetPairingLink(
+            host: parsed.host, port: parsed.port, applicationID: parsed.applicationID,
+            serverFingerprint: try #require(SPKIFingerprint(bytes: other)), token: parsed.token,
+            additionalAddresses: parsed.additionalAddresses)
+        let strangerHome = try home.device("stranger")
+        let refused = try await Self.connect(wrong.text, strangerHome, in: lab.b)
+        #expect(refused.status == 6, "\(refused.stderr)")
+        #expect(refused.seconds < 8, "took \(refused.seconds) s")
+        #expect(refused.stderr.components(separatedBy: "trying").count - 1 == 1, "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: strangerHome.path + "/state/rivet/companion-credential.json"))
+
         let deviceHome = try home.device("phone")
         let run = try await Self.connect(link, deviceHome, in: lab.b)
         #expect(run.status == 0, "\(run.stderr)")
