@@ -43,6 +43,8 @@ func connectRacing(
     var sockets: [Int: Int32] = [:]
     var events: [HappyEyeballs.Event] = []
     var lastError: RivetClientError?
+    /// Why each failed attempt failed, for its line (`Connection refused`).
+    var reasons: [Int: String] = [:]
     defer { for fd in sockets.values { close(fd) } }
 
     /// What the person reads after an attempt ended: which address the race tries next.
@@ -60,7 +62,8 @@ func connectRacing(
                 let fd = socket(
                     target.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
                 guard fd >= 0 else {
-                    lastError = RivetClientError.connectionFailed.with("socket for \(target.text): \(String(cString: strerror(errno)))")
+                    reasons[index] = "socket: \(String(cString: strerror(errno)))"
+                    lastError = RivetClientError.connectionFailed.with("\(target.text): \(reasons[index]!)")
                     events.append(.connectFailed(index))
                     continue
                 }
@@ -73,6 +76,7 @@ func connectRacing(
                     events.append(.connected(index))
                 } else if !connectIsPending(error) {
                     events.append(.connectFailed(index))
+                    reasons[index] = String(cString: strerror(error))
                     lastError = RivetClientError.connectionFailed.with(
                         "connect to \(target.text) failed: \(String(cString: strerror(error)))")
                 }
@@ -106,7 +110,7 @@ func connectRacing(
                 if let fd = sockets.removeValue(forKey: index) { close(fd) }
                 actions = race.handle(event, at: elapsed())
                 if endpoints.count > 1 || targets.count > 1 {
-                    let reason = lastError?.message ?? "connect to \(targets[index].text) failed"
+                    let reason = reasons[index] ?? "failed"
                     report("could not reach \(targets[index].text): \(reason); \(startedText(actions, targets.map(\.text)) ?? next())")
                 }
             } else {
@@ -130,8 +134,9 @@ func connectRacing(
                 if error == 0 {
                     events.append(.connected(index))
                 } else {
+                    reasons[index] = String(cString: strerror(error))
                     lastError = RivetClientError.connectionFailed.with(
-                        "connect to \(targets[index].text) failed: \(String(cString: strerror(error)))")
+                        "connect to \(targets[index].text) failed: \(reasons[index]!)")
                     events.append(.connectFailed(index))
                 }
             }

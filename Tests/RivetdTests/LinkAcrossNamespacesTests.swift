@@ -151,4 +151,29 @@ import ToolTestSupport
         #expect(run.stdout.isEmpty)
         await Self.stop(daemon)
     }
+
+    @Test("a first address that refuses costs nothing: the next starts at once, and one line names the refusal")
+    func refusingFirstAddress() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            let (open, link) = try await LinkPairingTests.openLink(home)
+            let parsed = try RivetPairingLink(parsing: link)
+            // rivetd listens on 127.0.0.1 only: 127.0.0.2 on the same port refuses at once.
+            let refusingFirst = try RivetPairingLink(
+                host: "127.0.0.2", port: parsed.port, applicationID: parsed.applicationID,
+                serverFingerprint: parsed.serverFingerprint, token: parsed.token, additionalAddresses: ["127.0.0.1"])
+            let deviceHome = try home.device("phone")
+            let started = Date()
+            let run = try await LinkPairingTests.connect(refusingFirst.text, deviceHome)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(Date().timeIntervalSince(started) < 8)
+            #expect(
+                run.stderr.contains("could not reach 127.0.0.2:\(daemon.port): Connection refused; trying 127.0.0.1:\(daemon.port)"),
+                "\(run.stderr)")
+            #expect(!run.stderr.contains("no answer yet"), "\(run.stderr)")
+            #expect(try await open.wait() == 0, "\(open.stderr)")
+            let credential = try RivetCompanionCredentialStore(path: deviceHome.path + "/state/rivet/companion-credential.json").load()
+            #expect(credential.serverAddress == "127.0.0.1:\(daemon.port)")
+        }
+    }
 }
