@@ -138,6 +138,8 @@ let package = Package(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
             path: "Sources/Fuzz/fuzz-rvd1"),
         .executableTarget(
+            name: "fuzz-link", dependencies: ["RivetPairing", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-link"),
+        .executableTarget(
             name: "rivet-bench-handshake",
             dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
@@ -205,6 +207,7 @@ let package = Package(
             dependencies: [
                 "TestSupport", "rivetd", "rivet-pair", "rivet-test-backend", "RivetControl", "RivetCompanion", "RivetDevice", "RivetWire", "RivetTransport",
                 "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
+                "RivetDaemon",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
@@ -230,7 +233,10 @@ let package = Package(
             name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles", "ToolTestSupport"],
             resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "RivetPairingTests", dependencies: ["TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "SystemKit"],
+            name: "RivetPairingTests",
+            dependencies: [
+                "TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "SystemKit", "ToolTestSupport", "fuzz-link",
+            ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),
         .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice"]),

@@ -344,7 +344,10 @@ private struct ControlHandler: Sendable {
             return ["ok": true, "seconds_left": .integer(Int64(left.components.seconds))]
         case .open(let request?):
             let (left, link) = try desk.openForLink(host: request.host)
-            return ["ok": true, "seconds_left": .integer(Int64(left.components.seconds)), "link": .string(link.text)]
+            return [
+                "ok": true, "seconds_left": .integer(Int64(left.components.seconds)), "link": .string(link.text),
+                "addresses": .array(([link.host] + link.additionalAddresses).map { .string($0) }),
+            ]
         case .pending:
             // The schema's scopes ride along, so `rivet-pair --confirm` can refuse a misspelt
             // --scope before it waits for a device.

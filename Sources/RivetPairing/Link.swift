@@ -25,9 +25,28 @@ public struct RivetPairingToken: RivetFixedSizeBytes, RivetRedactedBytes {
     public var base64URL: String { Base64URL.encode(bytes) }
 }
 
+/// One address and port a device may reach the desktop at.
+public struct RivetPairingEndpoint: Sendable, Equatable, CustomStringConvertible {
+    /// A DNS name, a dotted IPv4 address or an IPv6 address (without brackets).
+    public let host: String
+    /// The TCP port.
+    public let port: UInt16
+
+    /// An endpoint (the link checks its hosts; this only holds them).
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    /// `host:port`, with an IPv6 host in brackets.
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
 /// A pairing link: where the desktop's rivetd listens, which application it serves, the SHA-256
 /// fingerprint of its key (the pin) and the window's one-time token, as
-/// `rivet://HOST:PORT/pair?app=APP&fp=FP&t=TOKEN` (docs/protocol.md, "Pairing by link").
+/// `rivet://HOST:PORT/pair?app=APP&fp=FP&t=TOKEN` (docs/protocol.md, "Pairing by link"), and,
+/// when the desktop has more than one address, the others as `&addr=ADDRESS` parameters that a
+/// reader older than them ignores.
 ///
 /// Its text forms (`description`) leave the token out; `text` is the whole link.
 public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
@@ -37,6 +56,8 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     public static let scheme = "rivet"
     /// The only path (`/pair`).
     public static let path = "/pair"
+    /// The most `addr` parameters a link carries (7): with the host, 8 addresses.
+    public static let maximumAdditionalAddresses = 7
 
     /// A DNS name, a dotted IPv4 address or an IPv6 address (without brackets).
     public let host: String
@@ -48,13 +69,23 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     public let serverFingerprint: SPKIFingerprint
     /// The window's one-time token.
     public let token: RivetPairingToken
+    /// More addresses of the desktop, in the order to try them after `host` (dotted IPv4 or
+    /// IPv6 without brackets; at most `maximumAdditionalAddresses`), all on `port`.
+    public let additionalAddresses: [String]
+
+    /// Every address to try, in order: `host`, then each of `additionalAddresses`, on `port`.
+    public var endpoints: [RivetPairingEndpoint] {
+        ([host] + additionalAddresses).map { RivetPairingEndpoint(host: $0, port: port) }
+    }
 
     /// Assembles a link.
     /// - Throws: `RivetPairingLinkError.invalidHost` for a host that is not a DNS name, a dotted
-    ///   IPv4 address or an IPv6 address; `.invalidPort` for port 0.
+    ///   IPv4 address or an IPv6 address; `.invalidPort` for port 0; `.invalidAddress` for an
+    ///   additional address that is not a canonical dotted IPv4 or an IPv6 address, repeats the
+    ///   host or another one, or is one too many.
     public init(
         host: String, port: UInt16, applicationID: RivetApplicationID, serverFingerprint: SPKIFingerprint,
-        token: RivetPairingToken
+        token: RivetPairingToken, additionalAddresses: [String] = []
     ) throws(RivetPairingLinkError) {
         guard Self.isValidHost(host) else {
             throw RivetPairingLinkError.invalidHost.with("\(quoted(host, limit: 80)) is not a DNS name or an IP address")
@@ -64,11 +95,48 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         guard Self.hostPort(host, port).utf8.count <= 255 else {
             throw RivetPairingLinkError.invalidHost.with("\(host.utf8.count) bytes: with the port it must fit in 255")
         }
+        var seen: [[UInt8]] = Self.addressBytes(host).map { [$0] } ?? []
+        for (index, address) in additionalAddresses.enumerated() {
+            guard index < Self.maximumAdditionalAddresses else {
+                throw RivetPairingLinkError.invalidAddress.with(
+                    "\(additionalAddresses.count) addr parameters: a link carries at most \(Self.maximumAdditionalAddresses) (8 addresses with the host)")
+            }
+            guard let bytes = Self.addressBytes(address) else {
+                throw RivetPairingLinkError.invalidAddress.with(
+                    "addr \(quoted(address, limit: 60)) is not a dotted IPv4 address (no leading zeros) or an IPv6 address")
+            }
+            guard !seen.contains(bytes) else {
+                throw RivetPairingLinkError.invalidAddress.with("addr \(quoted(address, limit: 60)) repeats an address the link already has")
+            }
+            seen.append(bytes)
+        }
         self.host = host
         self.port = port
         self.applicationID = applicationID
         self.serverFingerprint = serverFingerprint
         self.token = token
+        self.additionalAddresses = additionalAddresses
+    }
+
+    /// The 4 or 16 bytes of a canonical dotted IPv4 address (four decimal numbers 0–255 without
+    /// leading zeros) or an IPv6 address (as `inet_pton` reads it, at most 45 characters, no
+    /// zone); `nil` for anything else.
+    static func addressBytes(_ text: String) -> [UInt8]? {
+        if text.contains(":") {
+            var address = in6_addr()
+            guard text.utf8.count <= 45, inet_pton(AF_INET6, text, &address) == 1 else { return nil }
+            return withUnsafeBytes(of: &address) { Array($0) }
+        }
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        var out: [UInt8] = []
+        for part in parts {
+            guard (1...3).contains(part.utf8.count), part.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                part.utf8.count == 1 || part.first != "0", let value = UInt8(part)
+            else { return nil }
+            out.append(value)
+        }
+        return out
     }
 
     /// The link's one canonical text: host as given (an IPv6 address in brackets), the port in
@@ -81,6 +149,7 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     private func text(token: String) -> String {
         "\(Self.scheme)://\(hostPort)\(Self.path)?app=\(Self.percentEncoded(applicationID.value))"
             + "&fp=\(serverFingerprint.hex)&t=\(token)"
+            + additionalAddresses.map { $0.contains(":") ? "&addr=%5B\($0)%5D" : "&addr=\($0)" }.joined()
     }
 
     /// `host:port`, with an IPv6 host in brackets: the address a device connects to and stores.
@@ -129,9 +198,14 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         }
         let (host, port) = try Self.authority(String(rest[..<pathStart]))
         var fields: [String: String] = [:]
+        var addresses: [String?] = []
         for pair in query.split(separator: "&", omittingEmptySubsequences: false) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = String(parts[0])
+            if name == "addr" {
+                addresses.append(parts.count == 2 ? String(parts[1]) : nil)
+                continue
+            }
             guard ["app", "fp", "t"].contains(name) else { continue }
             guard parts.count == 2 else { throw RivetPairingLinkError.malformed.with("parameter \(name) has no value") }
             guard fields[name] == nil else { throw RivetPairingLinkError.malformed.with("parameter \(name) appears twice") }
@@ -150,7 +224,27 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         guard let tokenBytes = Base64URL.decode(fields["t"]!), let token = RivetPairingToken(bytes: tokenBytes) else {
             throw RivetPairingLinkError.invalidToken.with("t= is not 43 characters of base64url holding 32 bytes")
         }
+        // Rule 13 (the host) before rule 14 (the addresses).
         try self.init(host: host, port: port, applicationID: application, serverFingerprint: fingerprint, token: token)
+        var additional: [String] = []
+        for value in addresses {
+            guard let value else { throw RivetPairingLinkError.invalidAddress.with("parameter addr has no value") }
+            guard additional.count < Self.maximumAdditionalAddresses else {
+                throw RivetPairingLinkError.invalidAddress.with(
+                    "\(addresses.count) addr parameters: a link carries at most \(Self.maximumAdditionalAddresses) (8 addresses with the host)")
+            }
+            let bytes = Array(value.utf8)
+            let bracketed = bytes.count >= 6 && value.prefix(3).uppercased() == "%5B" && value.suffix(3).uppercased() == "%5D"
+            let address = bracketed ? String(value.dropFirst(3).dropLast(3)) : value
+            guard bracketed == address.contains(":"), Self.addressBytes(address) != nil else {
+                throw RivetPairingLinkError.invalidAddress.with(
+                    "addr=\(quoted(value, limit: 60)) is not a dotted IPv4 address or %5B, an IPv6 address and %5D")
+            }
+            additional.append(address)
+        }
+        try self.init(
+            host: host, port: port, applicationID: application, serverFingerprint: fingerprint, token: token,
+            additionalAddresses: additional)
     }
 
     private static func authority(_ text: String) throws(RivetPairingLinkError) -> (String, UInt16) {
@@ -322,7 +416,7 @@ public struct RivetDevicePairLinkBegin: Sendable, Equatable {
 public struct RivetPairingLinkError: Error, Equatable, Sendable, CustomStringConvertible {
     private enum Code: Equatable, Sendable {
         case notALink, tooLong, malformed, invalidHost, invalidPort, invalidApplicationID, invalidFingerprint
-        case invalidToken
+        case invalidToken, invalidAddress
     }
 
     private let code: Code
@@ -350,6 +444,10 @@ public struct RivetPairingLinkError: Error, Equatable, Sendable, CustomStringCon
     public static let invalidFingerprint = Self(.invalidFingerprint, "the pairing link's fingerprint is not valid")
     /// `t` is not 32 bytes of canonical unpadded base64url.
     public static let invalidToken = Self(.invalidToken, "the pairing link's token is not valid")
+
+    /// An `addr` parameter is not a dotted IPv4 address nor a bracketed IPv6 address, repeats an
+    /// address, or is one more than `RivetPairingLink.maximumAdditionalAddresses`.
+    public static let invalidAddress = Self(.invalidAddress, "the pairing link's addr parameter is not valid")
 
     func with(_ detail: String) -> Self { Self(code, "\(message): \(detail)") }
 

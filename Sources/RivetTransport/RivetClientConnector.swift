@@ -197,13 +197,19 @@ public final class RivetClientConnector: Sendable {
     ///   `tooManyFailures`, `versionUnsupported` from a server older than link pairing, …),
     ///   `.timedOut`, `.connectionFailed`, `.tlsFailed`, `.protocolVersion`, `.protocolError`,
     ///   `.invalidAddress`.
+    ///
+    /// A link with several addresses (`link.endpoints`) is raced: the first address at once,
+    /// the next 250 ms later or as soon as one fails, the first TCP connection wins (see
+    /// ``HappyEyeballs``); a pin mismatch on it stops everything. `report` gets one short line
+    /// for each address that failed or had not answered when the next one started. The stored
+    /// address is the one reached.
     public func pair(
         link: RivetPairingLink, deviceName: RivetDeviceName, existingDeviceID: DeviceID? = nil,
-        randomness: any RivetPairingRandomness = RivetSystemRandomness()
+        randomness: any RivetPairingRandomness = RivetSystemRandomness(), report: (String) -> Void = { _ in }
     ) throws(RivetClientError) -> RivetCompanionCredential {
         let deadline = ContinuousClock.now + configuration.setupTimeout
         let context = try pinnedContext(link.serverFingerprint)
-        let (connection, _) = try connect(host: link.host, port: link.port, context: context, deadline: deadline)
+        let (connection, _, reached) = try connectRacing(link.endpoints, context: context, deadline: deadline, report: report)
         defer {
             try? connection.shutdown(deadline: .now + .seconds(1))
             connection.close()
@@ -220,7 +226,17 @@ public final class RivetClientConnector: Sendable {
                 replies.deadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
                 try replies.send(proof, by: deadline, through: self)
             case .paired(let credential):
-                return credential
+                // The address stored is the one reached, which is the link's host only when that
+                // answered first.
+                guard reached.description != credential.serverAddress else { return credential }
+                do {
+                    return try RivetCompanionCredential(
+                        deviceID: credential.deviceID, credential: credential.credential,
+                        serverFingerprint: credential.serverFingerprint, applicationID: credential.applicationID,
+                        serverAddress: reached.description, discoverySecret: credential.discoverySecret)
+                } catch {
+                    throw RivetClientError.pairingFailed.with("storing the address \(reached): \(error.message)")
+                }
             case .rejected(let reason):
                 throw RivetClientError.rejected(reason)
             case .failed(let error):

@@ -15,7 +15,9 @@ extension ToolSpecs {
             sessions. --open --qr --scope NAME pairs by link instead: it opens the window, \
             prints a QR code and the same rivet:// link, and waits; the device that opens the \
             link proves it holds the link's one-time secret and is paired without a code (with \
-            --confirm as well, the person still approves it by name). --list, --show and --revoke work on the pairing registry, which holds \
+            --confirm as well, the person still approves it by name). When rivetd listens on \
+            every address the link carries this desktop's addresses, which a device tries in \
+            turn; --link-host names one host instead. --list, --show and --revoke work on the pairing registry, which holds \
             each device's name, application, scopes and times and only a SHA-256 verifier of \
             its credential; --revoke goes through rivetd when it runs, so the device's live \
             sessions close at once.
@@ -41,7 +43,7 @@ extension ToolSpecs {
                 help: "With --open: pair by link; print a QR code and the rivet:// link, wait, and report the device (needs --scope)."),
             .value(
                 "link-host", valueName: "HOST",
-                help: "With --open --qr: the host in the link (default: rivetd's listening address; needed when that is every address)."),
+                help: "With --open --qr: the one host in the link (default: rivetd's listening address or, when that is every address, this desktop's own addresses)."),
             .flag(
                 "confirm",
                 help: "Wait for a device to ask, show its name and code, and confirm or reject it (with --open --qr: approve it by name)."),

@@ -54,7 +54,8 @@ enum CompanionCommand {
                 try pair(server, application: application, name: name, existingDeviceID: existing)
             }
         case .link(let link):
-            Diagnostics.note("pairing by link with \(link.hostPort), pinned to fingerprint \(link.serverFingerprint.grouped)")
+            Diagnostics.note(
+                "pairing by link with \(link.endpoints.map(\.description).joined(separator: " or ")), pinned to fingerprint \(link.serverFingerprint.grouped)")
             credential = try await onThread { try pair(link, name: name, existingDeviceID: existing) }
         }
         do {
@@ -62,7 +63,9 @@ enum CompanionCommand {
         } catch {
             throw CompanionError(message: "paired, but the credential could not be stored: \(error.message)", exitStatus: .failure)
         }
-        try await onThread { try verify(credential, server) }
+        // Resume where pairing connected: for a link, the address that answered first.
+        let reached = HostPort(parsing: credential.serverAddress) ?? server
+        try await onThread { try verify(credential, reached) }
         if json {
             try JSONOutput.write(PairedJSON(credential, file: store.path))
         } else {
@@ -92,7 +95,8 @@ enum CompanionCommand {
         _ link: RivetPairingLink, name: RivetDeviceName, existingDeviceID: DeviceID?
     ) throws -> RivetCompanionCredential {
         do {
-            return try RivetClientConnector().pair(link: link, deviceName: name, existingDeviceID: existingDeviceID)
+            return try RivetClientConnector().pair(
+                link: link, deviceName: name, existingDeviceID: existingDeviceID, report: { Diagnostics.note($0) })
         } catch {
             throw classifyLink(error, link)
         }

@@ -41,6 +41,10 @@ enum DesktopCommands {
         let seconds = response["seconds_left"]?.integer ?? 0
         do {
             try printLink(link, seconds: seconds, json: json)
+            if case .array(let hosts)? = response["addresses"], hosts.count > 1 {
+                Diagnostics.note(
+                    "the link carries \(hosts.count) addresses of this desktop, which devices try in this order: \(hosts.compactMap(\.string).joined(separator: ", "))")
+            }
             let (attempt, secondsLeft) = try await waitForLinkDevice(client)
             let name = attempt["device_name"]?.string ?? ""
             let application = attempt["application_id"]?.string ?? ""

@@ -14,6 +14,7 @@ struct LinkVectors: Decodable {
         let applicationID: String
         let fingerprint: String
         let token: String
+        let addresses: [String]
     }
 
     struct Valid: Decodable {
@@ -66,6 +67,7 @@ private func linkError(_ name: String) -> RivetPairingLinkError? {
     case "invalidApplicationID": .invalidApplicationID
     case "invalidFingerprint": .invalidFingerprint
     case "invalidToken": .invalidToken
+    case "invalidAddress": .invalidAddress
     default: nil
     }
 }
@@ -92,13 +94,14 @@ private func python(_ arguments: [String]) throws -> (status: Int32, output: Str
         try RivetPairingLink(
             host: fields.host, port: fields.port, applicationID: try RivetApplicationID(fields.applicationID),
             serverFingerprint: try #require(SPKIFingerprint(hex: fields.fingerprint)),
-            token: try #require(Base64URL.decode(fields.token).flatMap { RivetPairingToken(bytes: $0) }))
+            token: try #require(Base64URL.decode(fields.token).flatMap { RivetPairingToken(bytes: $0) }),
+            additionalAddresses: fields.addresses)
     }
 
     private func fields(_ link: RivetPairingLink) -> LinkVectors.Fields {
         LinkVectors.Fields(
             host: link.host, port: link.port, applicationID: link.applicationID.value, fingerprint: link.serverFingerprint.hex,
-            token: link.token.base64URL)
+            token: link.token.base64URL, addresses: link.additionalAddresses)
     }
 
     @Test func everyValidLinkParsesToItsFieldsAndWritesItsCanonicalText() throws {
@@ -125,7 +128,41 @@ private func python(_ arguments: [String]) throws -> (status: Int32, output: Str
         #expect(tooLong.text.utf8.count == RivetPairingLink.maximumByteCount + 1)
         // Every kind has a vector.
         let kinds = Set(vectors.invalid.map(\.error))
-        #expect(kinds == ["notALink", "tooLong", "malformed", "invalidHost", "invalidPort", "invalidApplicationID", "invalidFingerprint", "invalidToken"])
+        #expect(kinds == ["notALink", "tooLong", "malformed", "invalidHost", "invalidPort", "invalidApplicationID", "invalidFingerprint", "invalidToken", "invalidAddress"])
+    }
+
+    /// The addr bound at its edge: 7 addr parameters (8 addresses) pass, 8 fail; the endpoints
+    /// come in the link's order; a link without addr is the one-host link of before.
+    @Test func additionalAddressesAreBoundedAndKeptInOrder() throws {
+        let eight = try #require(vectors.valid.first { $0.name == "eight-addresses" })
+        let parsed = try RivetPairingLink(parsing: eight.text)
+        #expect(parsed.additionalAddresses.count == RivetPairingLink.maximumAdditionalAddresses)
+        #expect(parsed.endpoints.map(\.description) == (1...8).map { "192.0.2.\($0):4433" })
+        let nine = try #require(vectors.invalid.first { $0.name == "nine-addresses" })
+        #expect(nine.text.components(separatedBy: "&addr=").count - 1 == RivetPairingLink.maximumAdditionalAddresses + 1)
+        #expect(throws: RivetPairingLinkError.invalidAddress) {
+            try RivetPairingLink(
+                host: parsed.host, port: parsed.port, applicationID: parsed.applicationID,
+                serverFingerprint: parsed.serverFingerprint, token: parsed.token,
+                additionalAddresses: parsed.additionalAddresses + ["192.0.2.9"])
+        }
+        // The message names the damaged entry.
+        do {
+            _ = try RivetPairingLink(parsing: parsed.text + "&addr=192.0.2.02")
+            Issue.record("accepted a ninth address")
+        } catch {
+            #expect(error == .invalidAddress)
+        }
+        do {
+            _ = try RivetPairingLink(parsing: vectors.valid[0].text + "&addr=192.0.2.02")
+            Issue.record("accepted 192.0.2.02")
+        } catch {
+            #expect(error.message.contains("192.0.2.02"), "\(error.message)")
+        }
+        let old = try RivetPairingLink(parsing: vectors.valid[0].text)
+        #expect(old.additionalAddresses.isEmpty && old.endpoints.count == 1)
+        let four = try RivetPairingLink(parsing: try #require(vectors.valid.first { $0.name == "four-addresses" }).text)
+        #expect(four.endpoints.map(\.description) == ["192.0.2.1:4433", "198.51.100.7:4433", "[fd00:db8:1::1]:4433", "[fd12:3456:789a:1::2]:4433"])
     }
 
     @Test func everyProofVectorGivesItsKeyTranscriptAndProof() throws {
@@ -214,9 +251,9 @@ exec(code)
 vectors = json.load(open(sys.argv[2], encoding="utf-8"))
 failures = []
 for v in vectors["valid"]:
-    host, port, app, fp, token = parse_link(v["text"])
+    host, port, app, fp, token, addresses = parse_link(v["text"])
     f = v["fields"]
-    if (host, port, app, fp.hex(), base64.urlsafe_b64encode(token).rstrip(b"=").decode()) != (f["host"], f["port"], f["applicationID"], f["fingerprint"], f["token"]):
+    if (host, port, app, fp.hex(), base64.urlsafe_b64encode(token).rstrip(b"=").decode(), addresses) != (f["host"], f["port"], f["applicationID"], f["fingerprint"], f["token"], f["addresses"]):
         failures.append(v["name"])
 for v in vectors["invalid"]:
     try:

@@ -8,7 +8,7 @@ complete -c rivet-pair -l show -x -d 'Show the paired device with this ID (32 he
 complete -c rivet-pair -l revoke -x -d 'Revoke the device with this ID: removed from the registry, its live sessions closed.'
 complete -c rivet-pair -l open -d 'Open the running rivetd\'s pairing window (5 minutes).'
 complete -c rivet-pair -l qr -d 'With --open: pair by link; print a QR code and the rivet:// link, wait, and report the device (needs --scope).'
-complete -c rivet-pair -l link-host -x -d 'With --open --qr: the host in the link (default: rivetd\'s listening address; needed when that is every address).'
+complete -c rivet-pair -l link-host -x -d 'With --open --qr: the one host in the link (default: rivetd\'s listening address or, when that is every address, this desktop\'s own addresses).'
 complete -c rivet-pair -l confirm -d 'Wait for a device to ask, show its name and code, and confirm or reject it (with --open --qr: approve it by name).'
 complete -c rivet-pair -l code -x -d 'With --confirm: the code the device shows ("221 418", 221-418 or 221418); confirm without asking.'
 complete -c rivet-pair -l scope -x -d 'With --confirm or --open --qr: grant this scope, one the schema declares (at least one).'

@@ -82,20 +82,30 @@ final class PairingDesk: RivetPairingHost {
     }
 
     /// Opens a window for pairing by link and returns how long it stays open and the link:
-    /// `host` (or, when nil, the address the listener is bound to), the port, the application,
-    /// the fingerprint and the window's token. The token is in the returned link only; it is
-    /// never logged.
+    /// `host` (or, when nil, the address the listener is bound to, or, when it is bound to every
+    /// address, the desktop's own addresses as ``LinkAddresses`` orders them), the port, the
+    /// application, the fingerprint and the window's token. The token is in the returned link
+    /// only; it is never logged.
     /// - Throws: ``RivetControlError/invalidArgument`` when no host can go in the link (the
-    ///   listener is bound to every address and no `host` was given, or `host` is not a name or
-    ///   an address), ``RivetControlError/windowAlreadyOpen``; the window stays as it was.
+    ///   listener is bound to every address and the desktop has no usable address, or `host`
+    ///   is not a name or an address), ``RivetControlError/windowAlreadyOpen``; the window stays
+    ///   as it was.
     func openForLink(host requested: String?) throws(RivetControlError) -> (Duration, RivetPairingLink) {
         guard let bound = listenAddress.withLock({ $0 }) else {
             throw RivetControlError.invalidArgument.with("rivetd is not listening yet")
         }
         let wildcard = bound.host == "0.0.0.0" || bound.host == "::"
-        guard let host = requested ?? (wildcard ? nil : bound.host) else {
+        let hosts: [String]
+        if let requested {
+            hosts = [requested]
+        } else if wildcard {
+            hosts = LinkAddresses.current(ipv4: bound.host == "0.0.0.0")
+        } else {
+            hosts = [bound.host]
+        }
+        guard let host = hosts.first else {
             throw RivetControlError.invalidArgument.with(
-                "rivetd listens on every address (\(bound.host)), so the link needs the host name or address devices should reach: give it with rivet-pair --link-host HOST; no window was opened")
+                "rivetd listens on every \(bound.host == "::" ? "IPv6" : "IPv4") address (\(bound.host)), but no interface that is up has one a device could use (IPv6 link-local addresses are left out), so the link needs the host name or address devices should reach: give it with rivet-pair --link-host HOST; no window was opened")
         }
         guard RivetPairingLink.isValidHost(host) else {
             throw RivetControlError.invalidArgument.with("`link_host` \"\(host)\" is not a DNS name or an IP address; no window was opened")
@@ -108,8 +118,10 @@ final class PairingDesk: RivetPairingHost {
         }
         do throws(RivetPairingLinkError) {
             let link = try RivetPairingLink(
-                host: host, port: bound.port, applicationID: applicationID, serverFingerprint: serverFingerprint, token: token)
-            log.info("the pairing window admits only the device holding its link (\(link.hostPort))")
+                host: host, port: bound.port, applicationID: applicationID, serverFingerprint: serverFingerprint, token: token,
+                additionalAddresses: Array(hosts.dropFirst()))
+            log.info(
+                "the pairing window admits only the device holding its link (\(link.endpoints.map(\.description).joined(separator: ", ")))")
             return (state.timeLeft ?? RivetDevicePairingCoordinator.windowDuration, link)
         } catch {
             try? service.cancel()

@@ -19,6 +19,7 @@ import struct
 import sys
 
 MAXIMUM_BYTES = 2048
+MAXIMUM_ADDR = 7          # addr parameters: the host plus at most 7 more addresses
 UNRESERVED = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 HEX = set(b"0123456789abcdefABCDEF")
 DNS = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-.")
@@ -73,6 +74,49 @@ def percent_decode(value):
         else:
             raise LinkError("invalidApplicationID")
     return bytes(out)
+
+
+def ipv4_bytes(text):
+    """The 4 bytes of a dotted-quad IPv4 address written canonically (four decimal numbers
+    0-255, no leading zero, no sign), else None."""
+    parts = text.split(".")
+    if len(parts) != 4:
+        return None
+    out = bytearray()
+    for part in parts:
+        if not (1 <= len(part) <= 3 and all(c in "0123456789" for c in part)) or (len(part) > 1 and part[0] == "0"):
+            return None
+        if int(part) > 255:
+            return None
+        out.append(int(part))
+    return bytes(out)
+
+
+def ipv6_bytes(text):
+    if ":" not in text or len(text.encode()) > 45:
+        return None
+    try:
+        return socket.inet_pton(socket.AF_INET6, text)
+    except (OSError, ValueError):
+        return None
+
+
+def parse_address(value):
+    """An addr value: a dotted-quad IPv4 address, or %5B IPv6 %5D (either case); the address
+    text and its bytes, else LinkError(invalidAddress)."""
+    if value[:3].upper() == "%5B" and value[-3:].upper() == "%5D" and len(value) >= 6:
+        inner = value[3:-3]
+        raw = ipv6_bytes(inner)
+    else:
+        inner = value
+        raw = ipv4_bytes(inner)
+    if raw is None:
+        raise LinkError("invalidAddress")
+    return inner, raw
+
+
+def address_bytes(host):
+    return ipv6_bytes(host) if ":" in host else ipv4_bytes(host)
 
 
 def percent_encode(text):
@@ -146,14 +190,29 @@ def parse(text):
         raise LinkError("invalidToken")
     if not valid_host(host) or len(host_port(host, int(port_text)).encode()) > 255:
         raise LinkError("invalidHost")
+    seen = [address_bytes(host)]
+    addresses = []
+    for pair in query.split("&"):
+        name, equals, value = pair.partition("=")
+        if name != "addr":
+            continue
+        if not equals or len(addresses) == MAXIMUM_ADDR:
+            raise LinkError("invalidAddress")
+        text, raw = parse_address(value)
+        if raw in seen:
+            raise LinkError("invalidAddress")
+        seen.append(raw)
+        addresses.append(text)
     return {"host": host, "port": int(port_text), "applicationID": app.decode("utf-8"),
-            "fingerprint": fields["fp"].lower(), "token": base64.urlsafe_b64encode(token).rstrip(b"=").decode()}
+            "fingerprint": fields["fp"].lower(), "token": base64.urlsafe_b64encode(token).rstrip(b"=").decode(),
+            "addresses": addresses}
 
 
 def write(fields):
     """The canonical text of a link."""
     return (f"rivet://{host_port(fields['host'], fields['port'])}/pair?app={percent_encode(fields['applicationID'])}"
-            f"&fp={fields['fingerprint']}&t={fields['token']}")
+            f"&fp={fields['fingerprint']}&t={fields['token']}"
+            + "".join(f"&addr=%5B{a}%5D" if ":" in a else f"&addr={a}" for a in fields["addresses"]))
 
 
 # ---------------------------------------------------------------- the proof
@@ -196,8 +255,9 @@ T = b64(TOKEN)
 APP = "org.example.rivet"
 
 
-def fields(host, port, app=APP, fingerprint=F, token=T):
-    return {"host": host, "port": port, "applicationID": app, "fingerprint": fingerprint, "token": token}
+def fields(host, port, app=APP, fingerprint=F, token=T, addresses=()):
+    return {"host": host, "port": port, "applicationID": app, "fingerprint": fingerprint, "token": token,
+            "addresses": list(addresses)}
 
 
 def link(host_and_port, app="org.example.rivet", fp=F, t=T, extra=""):
@@ -237,6 +297,22 @@ accept("mixed-case-scheme", "Rivet" + base[5:], fields("192.168.1.20", 4433))
 accept("unknown-parameters-ignored", link("192.168.1.20:4433", extra="&v=2&flag&&x=%ZZ"), fields("192.168.1.20", 4433))
 accept("parameters-in-another-order", f"rivet://192.168.1.20:4433/pair?t={T}&fp={F}&app=org.example.rivet",
        fields("192.168.1.20", 4433))
+accept("one-more-address", link("192.0.2.1:4433", extra="&addr=%5Bfd00:db8:1::1%5D"),
+       fields("192.0.2.1", 4433, addresses=["fd00:db8:1::1"]))
+four = ["192.0.2.1", "198.51.100.7", "fd00:db8:1::1", "fd12:3456:789a:1::2"]
+accept("four-addresses", link("192.0.2.1:4433", app="net.example.scoreboard",
+                              extra="&addr=198.51.100.7&addr=%5Bfd00:db8:1::1%5D&addr=%5Bfd12:3456:789a:1::2%5D"),
+       fields("192.0.2.1", 4433, app="net.example.scoreboard", addresses=four[1:]))
+eight = ["192.0.2.%d" % i for i in range(1, 9)]
+accept("eight-addresses", link("192.0.2.1:4433", extra="".join("&addr=" + a for a in eight[1:])),
+       fields("192.0.2.1", 4433, addresses=eight[1:]))
+accept("address-lowercase-escapes-kept-in-order",
+       link("[fd00:db8:1::1]:4433", extra="&addr=%5bfd00:db8:1::2%5d&v=2&addr=192.0.2.1"),
+       fields("fd00:db8:1::1", 4433, addresses=["fd00:db8:1::2", "192.0.2.1"]))
+accept("addresses-before-the-other-parameters", f"rivet://192.0.2.1:4433/pair?addr=192.0.2.2&app=org.example.rivet&fp={F}&t={T}",
+       fields("192.0.2.1", 4433, addresses=["192.0.2.2"]))
+accept("address-beside-a-dns-name", link("kitchen-desktop.local:4433", extra="&addr=192.0.2.1"),
+       fields("kitchen-desktop.local", 4433, addresses=["192.0.2.1"]))
 pad_prefix = base + "&pad="
 accept("exactly-2048-bytes", pad_prefix + "x" * (MAXIMUM_BYTES - len(pad_prefix)), fields("192.168.1.20", 4433))
 
@@ -307,6 +383,24 @@ refuse("token-44-characters", link("192.168.1.20:4433", t=T + "A"), "invalidToke
 refuse("token-padded", link("192.168.1.20:4433", t=T + "="), "invalidToken")
 refuse("token-plus-and-slash", link("192.168.1.20:4433", t=T.replace("-", "+").replace("_", "/")), "invalidToken")
 refuse("token-unused-bits-not-zero", link("192.168.1.20:4433", t=noncanonical), "invalidToken")
+nine = ["192.0.2.%d" % i for i in range(1, 10)]
+refuse("nine-addresses", link("192.0.2.1:4433", extra="".join("&addr=" + a for a in nine[1:])), "invalidAddress")
+refuse("addr-without-value", link("192.0.2.1:4433", extra="&addr"), "invalidAddress")
+refuse("addr-empty", link("192.0.2.1:4433", extra="&addr="), "invalidAddress")
+refuse("addr-ipv6-without-brackets", link("192.0.2.1:4433", extra="&addr=fd00:db8:1::1"), "invalidAddress")
+refuse("addr-ipv6-raw-brackets", link("192.0.2.1:4433", extra="&addr=[fd00:db8:1::1]"), "invalidAddress")
+refuse("addr-ipv6-invalid", link("192.0.2.1:4433", extra="&addr=%5Bfd00:db8:1::g%5D"), "invalidAddress")
+refuse("addr-ipv6-zone", link("192.0.2.1:4433", extra="&addr=%5Bfe80::1%25eth0%5D"), "invalidAddress")
+refuse("addr-ipv4-in-brackets", link("192.0.2.1:4433", extra="&addr=%5B192.0.2.2%5D"), "invalidAddress")
+refuse("addr-ipv4-leading-zero", link("192.0.2.1:4433", extra="&addr=192.0.2.02"), "invalidAddress")
+refuse("addr-ipv4-256", link("192.0.2.1:4433", extra="&addr=192.0.2.256"), "invalidAddress")
+refuse("addr-ipv4-three-parts", link("192.0.2.1:4433", extra="&addr=192.0.2"), "invalidAddress")
+refuse("addr-with-port", link("192.0.2.1:4433", extra="&addr=192.0.2.2:4433"), "invalidAddress")
+refuse("addr-dns-name", link("192.0.2.1:4433", extra="&addr=kitchen-desktop.local"), "invalidAddress")
+refuse("addr-same-as-host", link("192.0.2.1:4433", extra="&addr=192.0.2.1"), "invalidAddress")
+refuse("addr-same-ipv6-written-otherwise", link("[fd00:db8:1::1]:4433", extra="&addr=%5Bfd00:db8:1:0::1%5D"), "invalidAddress")
+refuse("addr-twice", link("192.0.2.1:4433", extra="&addr=192.0.2.2&addr=192.0.2.2"), "invalidAddress")
+refuse("addr-after-bad-host", link("kitchen_desktop.local:4433", extra="&addr=192.0.2.2"), "invalidHost")
 
 proofs = []
 
@@ -337,6 +431,7 @@ def check():
             assert error.kind == vector["error"], (vector["name"], error.kind)
         else:
             raise AssertionError(vector["name"] + " was accepted")
+    assert len(next(v for v in valid if v["name"] == "eight-addresses")["fields"]["addresses"]) == MAXIMUM_ADDR
     assert len(valid[-1]["text"].encode()) == MAXIMUM_BYTES and len(invalid[0]["text"].encode()) == MAXIMUM_BYTES + 1
     assert len(host_port(host253, 4)) == 255 and len(app255.encode()) == 255
     assert base64url_decode(T) == TOKEN and len(T) == 43
@@ -364,7 +459,8 @@ def shown(text):
 def described(fields):
     app = fields["applicationID"]
     app = app if len(app) <= 24 else f"{len(app.encode())} bytes"
-    return f'host {fields["host"] if len(fields["host"]) <= 40 else str(len(fields["host"])) + " characters"}, port {fields["port"]}, app "{app}"'
+    more = f', addr {" ".join(fields["addresses"])}' if fields["addresses"] else ""
+    return f'host {fields["host"] if len(fields["host"]) <= 40 else str(len(fields["host"])) + " characters"}, port {fields["port"]}, app "{app}"{more}'
 
 
 check()
