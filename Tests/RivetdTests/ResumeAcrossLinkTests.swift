@@ -96,6 +96,51 @@ import ToolTestSupport
         await daemon.finish()
     }
 
+    /// The companion's default dead-peer bound (``RivetTransport/RivetClientConfiguration``):
+    /// TCP keepalive after 10 s of silence, then 3 probes 5 s apart.
+    static let deadPeerBound = RivetClientConfiguration().deadPeerTimeout
+
+    @Test("an idle resumed session notices, with the default bounds, a gateway gone from the link, and fails instead of waiting forever")
+    func idleSessionNoticesDeadGateway() async throws {
+        let lab = try VethLab("dead-a", "dead-b")
+        let home = try Home()
+        defer { home.remove() }
+        let daemon = try await LinkDaemon.start(home, in: lab.a)
+        do {
+            let credential = try await Self.pairAcrossLink(daemon, home: home, lab: lab)
+            let port = daemon.port
+            let session = try await lab.b.run {
+                try RivetClientConnector().resume(credential, host: VethLab.addressA, port: port)
+            }
+            defer { session.stream.close() }
+            // The desktop's end goes away for good: the device keeps its route, nothing answers.
+            try lab.a.ip("link", "set", "veth-a", "down")
+            let waited = Self.deadPeerBound + .seconds(35)
+            let stream = session.stream
+            let (outcome, elapsed): (String, Duration) = try await offPool { () -> (String, Duration) in
+                let start = ContinuousClock.now
+                let outcome: String
+                // The gateway's hello may still be arriving: read past it until the stream ends.
+                do throws(RivetStreamError) {
+                    while try !stream.read(maxCount: 4096, deadline: start + waited).isEmpty {}
+                    outcome = "ended cleanly"
+                } catch {
+                    let kind = error == .failed ? "failed" : error == .timedOut ? "timed out" : "closed"
+                    outcome = kind + ": " + error.message
+                }
+                return (outcome, ContinuousClock.now - start)
+            }
+            print("dead gateway: the idle session ended after \(elapsed): \(outcome)")
+            #expect(Self.deadPeerBound == .seconds(25))
+            #expect(outcome.hasPrefix("failed"), "after \(elapsed) the idle session's read \(outcome)")
+            #expect(elapsed < Self.deadPeerBound + .seconds(20), "noticed only after \(elapsed)")
+        } catch {
+            await daemon.finish()
+            throw error
+        }
+        await daemon.finish()
+    }
+
     /// Pairs a device living in namespace `b` by code: `rivet-pair --connect 192.0.2.1:PORT` runs
     /// in `b`, `--open` and `--confirm` on the desktop's side (rivetd's control socket is a file,
     /// reachable from any namespace). Returns the stored credential.
