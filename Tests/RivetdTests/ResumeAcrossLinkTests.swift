@@ -78,8 +78,8 @@ import ToolTestSupport
                     + "\(driver.sessions) session(s)")
             #expect(stop == .requested)
             // The TCP connection outlives the outage: nothing on either side drops it within 5 s
-            // (no keepalive probe is due, and the socket keeps taking writes, so the stream's
-            // write timeout never fires), and the companion never had to resume again.
+            // (well inside the 25 s dead-peer bound, and the socket keeps taking writes, so the
+            // stream's write timeout never fires), and the companion never had to resume again.
             #expect(driver.sessions == 1, "the companion resumed \(driver.sessions) times")
             // Every call made returned: answered or failed with a reason, none hung past its
             // timeout by more than the slack a loaded machine needs.
