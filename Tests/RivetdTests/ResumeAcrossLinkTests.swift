@@ -38,19 +38,36 @@ import ToolTestSupport
         }
     }
 
+    /// One run: which end goes down, and whether rivetd listens on every IPv6 address (`[::]`,
+    /// the companion connecting to `fd00:db8:1::1`) or every IPv4 one (`0.0.0.0`, to
+    /// `192.0.2.1`).
+    struct Outage: CustomTestStringConvertible, Sendable {
+        let end: FailingEnd
+        let ipv6: Bool
+        var testDescription: String { "the \(end.rawValue)'s end, over IPv\(ipv6 ? 6 : 4)" }
+        var listen: String { ipv6 ? "[::]" : "0.0.0.0" }
+        var gateway: String { ipv6 ? VethLab.address6A : VethLab.addressA }
+    }
+
     @Test(
         "a resumed session survives a 5 s link outage, answers again soon after the link returns, and every call is answered or reported failed",
-        arguments: FailingEnd.allCases)
-    func sessionSurvivesOutage(_ end: FailingEnd) async throws {
+        arguments: [Outage(end: .device, ipv6: false), Outage(end: .desktop, ipv6: false), Outage(end: .device, ipv6: true)])
+    func sessionSurvivesOutage(_ outage: Outage) async throws {
+        let end = outage.end
         let lab = try VethLab("rsm-a", "rsm-b")
+        // Linux drops an interface's IPv6 addresses when it goes down; a real host gets its
+        // address back (SLAAC, DHCPv6, its configuration) when the link returns. These hosts
+        // keep theirs, as a statically addressed host set up that way does.
+        try lab.a.sysctl("net.ipv6.conf.veth-a.keep_addr_on_down=1")
+        try lab.b.sysctl("net.ipv6.conf.veth-b.keep_addr_on_down=1")
         let home = try Home()
         defer { home.remove() }
-        let daemon = try await LinkDaemon.start(home, in: lab.a)
+        let daemon = try await LinkDaemon.start(home, in: lab.a, listen: outage.listen)
         do {
-            let credential = try await Self.pairAcrossLink(daemon, home: home, lab: lab)
-            #expect(credential.serverAddress == "\(VethLab.addressA):\(daemon.port)")
+            let credential = try await Self.pairAcrossLink(daemon, home: home, lab: lab, host: outage.gateway)
+            #expect(credential.serverAddress == joinHostPort(outage.gateway, daemon.port))
 
-            let driver = CallingCompanion(credential: credential, host: VethLab.addressA, port: daemon.port)
+            let driver = CallingCompanion(credential: credential, host: outage.gateway, port: daemon.port)
             let running = Task { try await lab.b.run { driver.run() } }
             defer { driver.stop() }
             try await eventually("the companion's first answered call", timeout: .seconds(30)) { driver.answered > 0 }
@@ -72,7 +89,7 @@ import ToolTestSupport
             let calls = driver.calls
             let failedDuringOutage = calls.filter { $0.failure != nil && $0.ended > down }.count
             print(
-                "resume across a link: \(end.rawValue)'s end down \(Self.outage), first answer \(recovered) after the link returned; "
+                "resume across a link (IPv\(outage.ipv6 ? 6 : 4)): \(end.rawValue)'s end down \(Self.outage), first answer \(recovered) after the link returned; "
                     + "\(calls.count) calls, \(calls.filter { $0.failure == nil }.count) answered, "
                     + "\(calls.filter { $0.failure != nil }.count) failed (\(failedDuringOutage) after the link went down), "
                     + "\(driver.sessions) session(s)")
@@ -107,7 +124,7 @@ import ToolTestSupport
         defer { home.remove() }
         let daemon = try await LinkDaemon.start(home, in: lab.a)
         do {
-            let credential = try await Self.pairAcrossLink(daemon, home: home, lab: lab)
+            let credential = try await Self.pairAcrossLink(daemon, home: home, lab: lab, host: VethLab.addressA)
             let port = daemon.port
             let session = try await lab.b.run {
                 try RivetClientConnector().resume(credential, host: VethLab.addressA, port: port)
@@ -141,17 +158,17 @@ import ToolTestSupport
         await daemon.finish()
     }
 
-    /// Pairs a device living in namespace `b` by code: `rivet-pair --connect 192.0.2.1:PORT` runs
+    /// Pairs a device living in namespace `b` by code: `rivet-pair --connect HOST:PORT` runs
     /// in `b`, `--open` and `--confirm` on the desktop's side (rivetd's control socket is a file,
     /// reachable from any namespace). Returns the stored credential.
-    static func pairAcrossLink(_ daemon: LinkDaemon, home: Home, lab: VethLab) async throws -> RivetCompanionCredential {
+    static func pairAcrossLink(_ daemon: LinkDaemon, home: Home, lab: VethLab, host: String) async throws -> RivetCompanionCredential {
         let open = try PairingTests.rivetPair(home, ["--open"])
         #expect(try await open.wait() == 0)
         let deviceHome = try home.device("phone")
         let connect = try Spawned.start(
             ToolProcess.path(of: "rivet-pair"),
             [
-                "--connect", "\(VethLab.addressA):\(daemon.port)", "--application-id", testApplication,
+                "--connect", joinHostPort(host, daemon.port), "--application-id", testApplication,
                 "--device-name", "Link Phone", "--json",
             ], environment: deviceHome.environment, directory: deviceHome.path, stdinPipe: true,
             prefix: lab.b.command([]))
@@ -166,7 +183,7 @@ import ToolTestSupport
     }
 }
 
-/// rivetd with the test backend inside a namespace, listening on every IPv4 address of it.
+/// rivetd with the test backend inside a namespace, listening on every address of one family.
 final class LinkDaemon: Sendable {
     let process: Spawned
     let port: UInt16
@@ -176,15 +193,15 @@ final class LinkDaemon: Sendable {
         self.port = port
     }
 
-    /// Starts rivetd in `namespace` with `--listen 0.0.0.0:0` and waits until it listens. It does
-    /// not advertise: the namespace has no avahi-daemon of its own.
-    static func start(_ home: Home, in namespace: NetworkNamespace, arguments: [String] = []) async throws -> LinkDaemon {
+    /// Starts rivetd in `namespace` with `--listen LISTEN:0` (`0.0.0.0` or `[::]`) and waits
+    /// until it listens. It does not advertise: the namespace has no avahi-daemon of its own.
+    static func start(_ home: Home, in namespace: NetworkNamespace, listen: String = "0.0.0.0") async throws -> LinkDaemon {
         let process = try Spawned.start(
             ToolProcess.path(of: "rivetd"),
             [
-                "--listen", "0.0.0.0:0", "--schema", exampleSchema, "--application-id", testApplication,
+                "--listen", "\(listen):0", "--schema", exampleSchema, "--application-id", testApplication,
                 "--log-level", "debug", "--no-advertise",
-            ] + arguments + ["--backend", ToolProcess.path(of: "rivet-test-backend")],
+            ] + ["--backend", ToolProcess.path(of: "rivet-test-backend")],
             environment: home.environment, directory: home.path, prefix: namespace.command([]))
         var port: UInt16?
         do {
@@ -192,7 +209,7 @@ final class LinkDaemon: Sendable {
                 if let status = process.poll() {
                     throw TestFailure("rivetd exited with \(status) before listening: \(process.stderr)")
                 }
-                guard let range = process.stderr.range(of: "listening on 0.0.0.0:") else { return false }
+                guard let range = process.stderr.range(of: "listening on \(listen):") else { return false }
                 port = UInt16(process.stderr[range.upperBound...].prefix { $0.isNumber })
                 return port != nil
             }
