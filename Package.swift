@@ -198,7 +198,10 @@ let package = Package(
         .testTarget(name: "ToolTestSupportTests", dependencies: ["ToolTestSupport"]),
         .testTarget(
             name: "RivetBrowseToolTests",
-            dependencies: ["rivet-browse", "RivetDiscovery", "RivetPairing", "AvahiKit", "ToolTestSupport", "AvahiTestSupport"]),
+            dependencies: [
+                "rivet-browse", "RivetDiscovery", "RivetPairing", "AvahiKit", "ToolTestSupport", "AvahiTestSupport", "TestSupport", "rivetd",
+                "rivet-test-backend",
+            ]),
         .testTarget(
             name: "RivetPairToolTests",
             dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),

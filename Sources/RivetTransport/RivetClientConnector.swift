@@ -18,9 +18,34 @@ public struct RivetClientConfiguration: Sendable, Equatable {
     public var pairingConfirmationTimeout: Duration = .seconds(300)
     /// Buffers of the authenticated stream.
     public var stream = RivetStreamConfiguration()
+    /// How a connection notices a gateway that is gone (its host down, the link between dead)
+    /// while the session is quiet: after this much silence TCP sends a keepalive probe
+    /// (default 10 s; whole seconds, rounded up).
+    public var keepAliveIdle: Duration = .seconds(10)
+    /// Time between unanswered keepalive probes (default 5 s; whole seconds, rounded up).
+    public var keepAliveInterval: Duration = .seconds(5)
+    /// Unanswered probes after which the connection fails (default 3). The connection's
+    /// `TCP_USER_TIMEOUT` is the same total, `keepAliveIdle + keepAliveInterval ×
+    /// keepAliveProbes` (25 s by default), so bytes the gateway leaves unacknowledged that long
+    /// fail it too: the stream's reads then throw `RivetStreamError.failed` and a
+    /// `RivetReconnectingClient` resumes a new session. A shorter outage (a link down for a few
+    /// seconds) leaves the session as it was.
+    public var keepAliveProbes: Int = 3
 
     /// The defaults.
     public init() {}
+
+    /// How long a silent or unacknowledged connection lasts before it fails:
+    /// `keepAliveIdle + keepAliveInterval × keepAliveProbes`, in the whole seconds TCP uses.
+    public var deadPeerTimeout: Duration {
+        .seconds(Self.wholeSeconds(keepAliveIdle) + Self.wholeSeconds(keepAliveInterval) * Int64(max(1, keepAliveProbes)))
+    }
+
+    /// `duration` in whole seconds, rounded up, at least 1.
+    static func wholeSeconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return max(1, seconds + (attoseconds > 0 ? 1 : 0))
+    }
 }
 
 /// What the device's person sees during pairing.
@@ -277,7 +302,11 @@ public final class RivetClientConnector: Sendable {
             throw RivetClientError.invalidAddress.with("\(joinHostPort(host, port)) is not a host and port to connect to")
         }
         let fd: Int32
-        switch connectSocket(host: host, port: port, deadline: deadline) {
+        let keepAlive = TCPKeepAlive(
+            idleSeconds: Int32(clamping: RivetClientConfiguration.wholeSeconds(configuration.keepAliveIdle)),
+            intervalSeconds: Int32(clamping: RivetClientConfiguration.wholeSeconds(configuration.keepAliveInterval)),
+            probes: Int32(clamping: max(1, configuration.keepAliveProbes)))
+        switch connectSocket(host: host, port: port, deadline: deadline, keepAlive: keepAlive) {
         case .success(let connected): fd = connected
         case .failure(let failure):
             if failure.what.hasPrefix("resolving") {

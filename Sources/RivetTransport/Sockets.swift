@@ -161,9 +161,38 @@ func setNoDelay(_ fd: Int32) {
     setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
 }
 
+/// TCP keepalive for a connection that must notice a dead peer, with `TCP_USER_TIMEOUT` set to
+/// the same total (`idle + interval × probes`), so unacknowledged data fails it as soon.
+struct TCPKeepAlive: Equatable {
+    var idleSeconds: Int32
+    var intervalSeconds: Int32
+    var probes: Int32
+
+    /// The user timeout in milliseconds.
+    var userTimeoutMilliseconds: UInt32 {
+        UInt32(clamping: (Int64(idleSeconds) + Int64(intervalSeconds) * Int64(probes)) * 1000)
+    }
+
+    /// Applies the options to `fd`; the errno of the first that failed, or nil.
+    func apply(to fd: Int32) -> (option: String, errno: Int32)? {
+        func set(_ level: Int32, _ name: Int32, _ value: Int32, _ option: String) -> (String, Int32)? {
+            var value = value
+            return setsockopt(fd, level, name, &value, socklen_t(MemoryLayout<Int32>.size)) == 0 ? nil : (option, errno)
+        }
+        let tcp = Int32(IPPROTO_TCP)
+        return set(SOL_SOCKET, SO_KEEPALIVE, 1, "SO_KEEPALIVE")
+            ?? set(tcp, TCP_KEEPIDLE, idleSeconds, "TCP_KEEPIDLE")
+            ?? set(tcp, TCP_KEEPINTVL, intervalSeconds, "TCP_KEEPINTVL")
+            ?? set(tcp, TCP_KEEPCNT, probes, "TCP_KEEPCNT")
+            ?? set(tcp, TCP_USER_TIMEOUT, Int32(bitPattern: userTimeoutMilliseconds), "TCP_USER_TIMEOUT")
+    }
+}
+
 /// Connects a new TCP socket to `host:port`, trying each resolved address in turn until
-/// `deadline`. The socket is close-on-exec with `TCP_NODELAY`.
-func connectSocket(host: String, port: UInt16, deadline: ContinuousClock.Instant) -> Result<Int32, SocketFailure> {
+/// `deadline`. The socket is close-on-exec with `TCP_NODELAY`, and with `keepAlive` when given.
+func connectSocket(
+    host: String, port: UInt16, deadline: ContinuousClock.Instant, keepAlive: TCPKeepAlive? = nil
+) -> Result<Int32, SocketFailure> {
     let addresses: [(family: Int32, address: [UInt8])]
     switch resolve(host: host, port: port, passive: false) {
     case .success(let found): addresses = found
@@ -192,7 +221,9 @@ func connectSocket(host: String, port: UInt16, deadline: ContinuousClock.Instant
         }
         if error == 0 {
             setNoDelay(fd)
-            return .success(fd)
+            guard let failed = keepAlive?.apply(to: fd) else { return .success(fd) }
+            close(fd)
+            return .failure(SocketFailure(what: "setting \(failed.option) on the connection to \(joinHostPort(host, port))", errno: failed.errno))
         }
         close(fd)
         lastFailure = SocketFailure(what: "connect to \(joinHostPort(host, port))", errno: error)

@@ -257,7 +257,7 @@ public struct PrivateBus: Sendable {
 /// Writes a bus configuration that listens at `address` (and lets anyone own any name) to
 /// `directory`/bus.conf and starts `dbus-daemon` on it, forked, without a PID file; returns its
 /// PID. Throws `PrivateAvahiError` when it does not start.
-private func launchBus(directory: String, address: String) throws -> pid_t {
+func launchBus(directory: String, address: String) throws -> pid_t {
     let config = """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
