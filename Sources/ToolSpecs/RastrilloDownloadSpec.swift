@@ -33,6 +33,8 @@ extension ToolSpecs {
             credentialEnvOption,
             credentialHeaderOption,
             cacertOption,
+            proxyOption,
+            noproxyOption,
             timeoutOption,
             connectTimeoutOption,
             stallTimeoutOption,

@@ -40,6 +40,8 @@ extension ToolSpecs {
                 "max-bytes", valueName: "N", kind: .integer(0...fetchMaxBytesLimit),
                 help: "Accept a response body of at most N bytes (default 4194304, 4 MiB)."),
             cacertOption,
+            proxyOption,
+            noproxyOption,
             timeoutOption,
             connectTimeoutOption,
             stallTimeoutOption,

@@ -32,6 +32,8 @@ extension ToolSpecs {
             credentialEnvOption,
             credentialHeaderOption,
             cacertOption,
+            proxyOption,
+            noproxyOption,
             connectTimeoutOption,
             stallTimeout(
                 help: "Give up on a connection when no byte arrives for SECONDS before the stream opens (default 60; 0 for no limit)."),
