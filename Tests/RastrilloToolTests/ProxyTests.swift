@@ -11,12 +11,19 @@ final class ForwardProxy: Sendable {
     let port: UInt16
     let pid: pid_t
     let logPath: String
+    let bind: String
     let eventsPath: String
 
     /// - Parameters:
     ///   - auth: the `user:password` it requires, or nil for none.
     ///   - connectReply: `ok`, `502`, `garbage` or `close`.
-    init(home: Home, auth: String? = nil, connectReply: String = "ok") async throws {
+    ///   - namespace: the network namespace it runs in, or nil for this one.
+    ///   - bind: the address it listens on.
+    init(
+        home: Home, auth: String? = nil, connectReply: String = "ok", namespace: NetworkNamespace? = nil,
+        bind: String = "127.0.0.1"
+    ) async throws {
+        self.bind = bind
         let name = UUID().uuidString
         logPath = home.file("proxy-\(name).bytes")
         eventsPath = home.file("proxy-\(name).events")
@@ -24,7 +31,7 @@ final class ForwardProxy: Sendable {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Support/ForwardProxy/forward_proxy.py").path
         var arguments = ["/usr/bin/python3", script, "--log", logPath, "--events", eventsPath, "--connect-reply", connectReply,
-            "--lifetime", "240"]
+            "--lifetime", "240", "--bind", bind]
         if let auth { arguments += ["--auth", auth] }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -32,7 +39,8 @@ final class ForwardProxy: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, outputPath + ".err", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        pid = try spawnProcess(arguments, environment: ["PATH": "/usr/bin:/bin"], actions: &actions)
+        pid = try spawnProcess(
+            namespace?.command(arguments) ?? arguments, environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"], actions: &actions)
         var found: UInt16?
         for _ in 0..<400 {
             if let text = try? String(contentsOfFile: outputPath, encoding: .utf8), text.hasPrefix("PORT "),
@@ -52,7 +60,7 @@ final class ForwardProxy: Sendable {
 
     deinit { if ChildExits.status(of: pid) == nil { kill(pid, SIGKILL) } }
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    var url: String { "http://\(bind):\(port)" }
     /// Every byte clients sent the proxy.
     var received: String { (try? String(contentsOfFile: logPath, encoding: .isoLatin1)) ?? "" }
     /// One line per request it handled: `CONNECT host:port`, `GET http://...`, `407 ...`.
@@ -287,15 +295,60 @@ struct ProxyStartFailure: Error {
     /// Each reconnect of rastrillo-stream goes through the same proxy.
     @Test func streamReconnectsThroughTheProxy() async throws {
         let home = try Home()
-        let proxy = try await ForwardProxy(home: home)
+        let proxy = try await ForwardProxy(home: home, auth: "carol:str3am-pw")
         let server = try LoopbackHTTPServer { _ in .eventStream("id: 1\ndata: hello\n\nretry: 100\n\n") }
-        let tool = try BackgroundTool("rastrillo-stream", ["--proxy", proxy.url, server.url("/events")], home: home)
-        #expect(await eventually(timeout: .seconds(30)) { proxy.events.count >= 3 })
+        let tool = try BackgroundTool(
+            "rastrillo-stream", ["--proxy", "http://carol:str3am-pw@127.0.0.1:\(proxy.port)", server.url("/events")], home: home)
+        #expect(await eventually(timeout: .seconds(30)) { server.requests.count >= 3 })
         tool.send(SIGTERM)
         #expect(await tool.wait() == 143)
         #expect(proxy.events.allSatisfy { $0 == "GET \(server.url("/events"))" }, "\(proxy.events)")
-        #expect(server.requests.count == proxy.events.count)
-        #expect(tool.stderr.contains("via proxy http://127.0.0.1:\(proxy.port) (from --proxy)"))
-        #expect(((try? String(contentsOfFile: tool.outputPath, encoding: .utf8)) ?? "").contains("hello"))
+        // Every request the origin saw came through the proxy (the proxy may log one more, cut
+        // short by SIGTERM).
+        #expect(proxy.events.count >= server.requests.count)
+        #expect(tool.stderr.contains("via proxy http://***@127.0.0.1:\(proxy.port) (from --proxy)"))
+        #expect(!tool.stderr.contains("str3am-pw"))
+        #expect(proxy.received.contains("Proxy-Authorization: Basic \(Data("carol:str3am-pw".utf8).base64EncodedString())"))
+        let output = (try? String(contentsOfFile: tool.outputPath, encoding: .utf8)) ?? ""
+        #expect(output.contains("hello"))
+        #expect(!output.contains("str3am-pw"))
+        // Each reconnect resumes through the proxy with Last-Event-ID.
+        #expect(server.requests.dropFirst().allSatisfy { $0.headers.contains { $0.name == "Last-Event-ID" && $0.value == "1" } })
+    }
+
+    /// Off loopback: the client's namespace has no way to the origin, which listens only inside
+    /// the proxy's namespace; through the proxy (https_proxy) it is reached, over CONNECT.
+    @Test func aClientWithoutARouteReachesTheOriginOnlyThroughTheProxy() async throws {
+        let home = try Home()
+        let lab = try VethLab("pxc", "pxp")
+        let identity = try await LoopbackTLSIdentity.make()
+        let server = try await lab.b.run {
+            var configuration = LoopbackHTTPServer.Configuration()
+            configuration.useTLS(identity)
+            return try LoopbackHTTPServer(configuration: configuration) { _ in .fixed(body: bytes("from the far side")) }
+        }
+        let proxy = try await ForwardProxy(home: home, namespace: lab.b, bind: VethLab.addressB)
+        func fetch(_ environment: [String: String]) async throws -> ToolRun {
+            let arguments = lab.a.command([
+                ToolProcess.path(of: "rastrillo-fetch"), "--connect-timeout", "10", "--cacert", identity.certificatePath,
+                "https://127.0.0.1:\(server.port)/",
+            ])
+            let environment = home.environment.merging(environment) { $1 }
+            return try await withCheckedThrowingContinuation { continuation in
+                Thread {
+                    continuation.resume(
+                        with: Result {
+                            try ToolProcess.runProgram(at: arguments[0], Array(arguments.dropFirst()), environment: environment)
+                        })
+                }.start()
+            }
+        }
+        let direct = try await fetch([:])
+        #expect(direct.status == 3, "\(direct.stderr)")
+        let proxied = try await fetch(["https_proxy": "http://\(VethLab.addressB):\(proxy.port)"])
+        #expect(proxied.status == 0, "\(proxied.stderr)")
+        #expect(proxied.stdout == "from the far side")
+        #expect(proxy.events == ["CONNECT 127.0.0.1:\(server.port)"])
+        #expect(server.requests.count == 1)
     }
 }
