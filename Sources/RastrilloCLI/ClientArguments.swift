@@ -79,10 +79,16 @@ public struct ClientArguments {
         } catch {
             throw UsageError(error.message)
         }
-        if let proxy, credential != nil, origin.scheme != "https" {
-            throw UsageError(
-                "refusing to send the credential in the clear through the proxy \(proxy) (from \(proxy.source)): "
-                    + "use an https URL, or reach \(origin.host) directly with --noproxy \(origin.host)")
+        if let proxy, origin.scheme != "https" {
+            // A plain-http request goes to the proxy whole: a credential would cross it in the
+            // clear, whether from --credential-* or a hand-made header.
+            let handMade = headers.first { ["authorization", "cookie"].contains($0.name.lowercased()) }
+            if credential != nil || handMade != nil {
+                let what = handMade.map { "the \($0.name) header" } ?? "the credential"
+                throw UsageError(
+                    "refusing to send \(what) in the clear through the proxy \(proxy) (from \(proxy.source)): "
+                        + "use an https URL, or reach \(origin.host) directly with --noproxy \(origin.host)")
+            }
         }
         connectTimeout = .seconds(arguments.integer("connect-timeout") ?? 30)
         let stall = arguments.integer("stall-timeout") ?? 60

@@ -257,6 +257,13 @@ struct ProxyStartFailure: Error {
             #expect(result.stderr.contains("https"))
             #expect(!result.stderr.contains("clear-s3cret"))
         }
+        for header in ["Authorization: Basic eDp5", "cookie: session=clear-s3cret"] {
+            let result = try await run(
+                "rastrillo-fetch", ["-H", header, server.url("/")], home: home, extraEnvironment: ["all_proxy": proxy.url])
+            #expect(result.status == 2, "\(header): \(result.stderr)")
+            #expect(result.stderr.contains("header in the clear"))
+            #expect(!result.stderr.contains("clear-s3cret"))
+        }
         #expect(proxy.received.isEmpty)
         #expect(server.requests.isEmpty)
         // Reaching the origin directly is the way out.
