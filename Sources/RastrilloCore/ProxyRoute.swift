@@ -142,14 +142,18 @@ public enum ProxyURL {
         return ProxyRoute(host: host, port: port, username: username, password: password, source: source)
     }
 
-    /// `text` with the credential of a URL-like value replaced by `***`, quoted, for messages.
+    /// `text` with the credential of a URL-like value replaced by `***` (everything up to the
+    /// last `@`, after the scheme when one comes before it), then cut to 120 characters, quoted,
+    /// for messages. Redacting before cutting keeps a long password from showing in part.
     static func shown(_ text: String) -> String {
-        var value = Substring(text.utf8.count > 120 ? String(text.prefix(120)) + "..." : text)
+        var value = Substring(text)
         if let at = value.lastIndex(of: "@") {
-            let start = value.firstRange(ofText: "://").map(\.upperBound) ?? value.startIndex
-            if start <= at { value = value[..<start] + "***" + value[at...] }
+            var start = value.startIndex
+            if let scheme = value.firstRange(ofText: "://"), scheme.upperBound <= at { start = scheme.upperBound }
+            value = value[..<start] + "***" + value[at...]
         }
-        return String(reflecting: String(value))
+        let cut = value.count > 120 ? String(value.prefix(120)) + "..." : String(value)
+        return String(reflecting: cut)
     }
 
     /// `text` with `%XX` escapes decoded, or nil for a bad escape or a result that is not UTF-8

@@ -47,6 +47,23 @@ import ToolTestSupport
             #expect(!error.message.contains("s3cret-pw"))
             #expect(error.message.contains("\"socks5://***@proxy:1080\""))
         }
+        // A password past the 120-character cut of a quoted value is redacted before the cut
+        // (fuzz-proxy found the cut leaking a part of it).
+        let long = String(repeating: "q", count: 200)
+        do {
+            _ = try ProxyURL.parse("socks5://alice:\(long)@proxy:1080", source: "ALL_PROXY")
+            Issue.record("accepted")
+        } catch {
+            #expect(!error.message.contains("qqqq"))
+        }
+        // A "://" after the last "@" is no scheme: everything before the "@" is hidden.
+        do {
+            _ = try ProxyURL.parse("ht\u{FFFD}:/x/sec@ret@ctp://host:9", source: "ALL_PROXY")
+            Issue.record("accepted")
+        } catch {
+            #expect(!error.message.contains("sec@ret"))
+            #expect(error.message.contains("\"***@ctp://host:9\""))
+        }
     }
 
     @Test func boundsAtTheEdge() throws {
