@@ -85,10 +85,14 @@ public enum ProxyURL {
         }
         var rest = Substring(text)
         if let range = rest.firstRange(ofText: "://") {
+            // What stands before "://" is named only when it is a scheme: otherwise it may hold
+            // a credential.
+            guard isScheme(rest[..<range.lowerBound]) else { throw refuse("what precedes :// is not a URL scheme") }
             let scheme = rest[..<range.lowerBound].lowercased()
             guard scheme == "http" else {
+                let named = scheme.count <= 16 ? "the scheme \(scheme)\u{3A}//" : "that scheme"
                 throw refuse(
-                    "the scheme \(scheme)\u{3A}// is not supported; only http:// proxies are (HTTPS origins still go "
+                    "\(named) is not supported; only http:// proxies are (HTTPS origins still go "
                         + "through them encrypted, with CONNECT)")
             }
             rest = rest[range.upperBound...]
@@ -143,17 +147,27 @@ public enum ProxyURL {
     }
 
     /// `text` with the credential of a URL-like value replaced by `***` (everything up to the
-    /// last `@`, after the scheme when one comes before it), then cut to 120 characters, quoted,
+    /// last `@`, after a leading `scheme://` when there is one), then cut to 120 characters, quoted,
     /// for messages. Redacting before cutting keeps a long password from showing in part.
     static func shown(_ text: String) -> String {
         var value = Substring(text)
         if let at = value.lastIndex(of: "@") {
             var start = value.startIndex
-            if let scheme = value.firstRange(ofText: "://"), scheme.upperBound <= at { start = scheme.upperBound }
+            if let scheme = value.firstRange(ofText: "://"), scheme.upperBound <= at,
+                isScheme(value[..<scheme.lowerBound])
+            {
+                start = scheme.upperBound
+            }
             value = value[..<start] + "***" + value[at...]
         }
         let cut = value.count > 120 ? String(value.prefix(120)) + "..." : String(value)
         return String(reflecting: cut)
+    }
+
+    /// A URL scheme: a letter, then letters, digits, `+`, `-` or `.`.
+    private static func isScheme(_ text: Substring) -> Bool {
+        guard let first = text.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else { return false }
+        return text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0)) }
     }
 
     /// `text` with `%XX` escapes decoded, or nil for a bad escape or a result that is not UTF-8

@@ -64,6 +64,14 @@ import ToolTestSupport
             #expect(!error.message.contains("sec@ret"))
             #expect(error.message.contains("\"***@ctp://host:9\""))
         }
+        // Only a leading scheme is kept: text before a later "://" may be part of the credential.
+        do {
+            _ = try ProxyURL.parse("u:pa55w0rd@x.http://v:w@host\u{FFFD}", source: "ALL_PROXY")
+            Issue.record("accepted")
+        } catch {
+            #expect(!error.message.contains("pa55w0rd"))
+            #expect(error.message.contains("\"***@host\u{FFFD}\""))
+        }
     }
 
     @Test func boundsAtTheEdge() throws {

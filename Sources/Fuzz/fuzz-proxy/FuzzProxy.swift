@@ -26,7 +26,12 @@ func fuzz(_ bytes: [UInt8]) {
     var secret: String?
     if let at = proxyText.lastIndex(of: "@"), let colon = proxyText[..<at].lastIndex(of: ":") {
         let password = String(proxyText[proxyText.index(after: colon)..<at])
-        if password.utf8.count >= 6 { secret = password }
+        // Text that also stands elsewhere in the value is no secret the parser could keep apart.
+        if password.utf8.count >= 6, let first = proxyText.firstRange(ofText: password),
+            !proxyText[proxyText.index(after: first.lowerBound)...].containsText(password)
+        {
+            secret = password
+        }
     }
     do {
         let route = try ProxyURL.parse(proxyText, source: "fuzz_proxy")
