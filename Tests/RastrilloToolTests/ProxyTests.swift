@@ -209,6 +209,18 @@ struct ProxyStartFailure: Error {
         let text = try await run("rastrillo-fetch", ["--proxy", "127.0.0.1:\(proxy.port)"] + target, home: home)
         #expect(text.status == 5)
         #expect(text.stderr.contains("requires a credential"))
+        // The other two tools class it the same way.
+        let stream = try await run(
+            "rastrillo-stream", ["--proxy", "http://alice:wr0ng-pw@127.0.0.1:\(proxy.port)"] + target, home: home)
+        #expect(stream.status == 5, "\(stream.stderr)")
+        #expect(stream.stderr.contains("refused its credential (407 Proxy Authentication Required)"))
+        let download = try await run(
+            "rastrillo-download", ["--json", "--proxy", "http://alice:wr0ng-pw@127.0.0.1:\(proxy.port)"] + target + [home.file("d")],
+            home: home)
+        #expect(download.status == 5, "\(download.stderr)")
+        #expect(try jsonObject(download.stderrLines.last ?? "")["reason"] as? String == "proxy-auth")
+        #expect(!stream.stderr.contains("wr0ng-pw") && !download.stderr.contains("wr0ng-pw"))
+        #expect(!FileManager.default.fileExists(atPath: home.file("d")))
     }
 
     @Test func unreachableProxyIsOffline() async throws {
