@@ -149,6 +149,9 @@ let package = Package(
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
         .executableTarget(
+            name: "fuzz-proxy", dependencies: ["RastrilloCore", "RivetFuzzSupport", "SystemKit"],
+            path: "Sources/Fuzz/fuzz-proxy"),
+        .executableTarget(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
@@ -231,7 +234,11 @@ let package = Package(
                 "LoopbackHTTPServer", "OpenSSLKit",
             ]),
         .testTarget(
-            name: "RastrilloTests", dependencies: ["TestSupport", "Rastrillo", "RastrilloHTTP", "RastrilloCore", "RastrilloTestSupport", "LoopbackHTTPServer", "CurlKit"]),
+            name: "RastrilloTests",
+            dependencies: [
+                "TestSupport", "Rastrillo", "RastrilloHTTP", "RastrilloCore", "RastrilloTestSupport", "LoopbackHTTPServer",
+                "CurlKit", "fuzz-proxy", "ToolTestSupport",
+            ]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles", "ToolTestSupport"],
             resources: [.copy("Fixtures")]),

@@ -27,6 +27,9 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     public let detail: String?
     /// For `aborted`, the reason the callback gave.
     public let abortReason: String?
+    /// The status of the proxy's reply to `CONNECT` (`CURLINFO_HTTP_CONNECTCODE`) when a tunnel
+    /// was asked for and the proxy answered; nil when no reply status arrived.
+    public internal(set) var proxyConnectStatus: Int?
 
     init(
         code: Code, message: String, curlCode: Int32? = nil, curlDescription: String? = nil,

@@ -63,8 +63,15 @@ public final class CurlTransfer {
     public var pinnedPublicKey: String?
     /// The proxy to use, as a URL with an explicit scheme (`http`, `https`, `socks4`, `socks4a`,
     /// `socks5`, `socks5h`); nil for a direct connection. The proxy environment variables are
-    /// never consulted.
+    /// never consulted, and every host goes through it (libcurl's no-proxy list is empty).
     public var proxy: String?
+    /// The Basic credential sent to `proxy` only (`Proxy-Authorization`), never to the origin;
+    /// nil for none. Kept out of the proxy URL, so libcurl never prints it.
+    public var proxyCredential: CurlProxyCredential?
+    /// Tunnels through an HTTP `proxy` with `CONNECT` (the proxy sees only the origin's host and
+    /// port; the request, its headers and its body travel inside the tunnel), instead of sending
+    /// the request to the proxy in absolute form. Off by default; set it for `https` origins.
+    public var proxyTunnel = false
     /// The receive buffer: the most body bytes one `onBody` call delivers
     /// (`CURLOPT_BUFFERSIZE`), from 1 KiB to 10 MiB; nil for libcurl's 16 KiB. A larger buffer
     /// means fewer reads and calls for a fast body; it never delays bytes, since each read
@@ -347,6 +354,16 @@ public final class CurlTransfer {
             try setLong(CURLOPT_NETRC, "CURLOPT_NETRC", Int(CURL_NETRC_IGNORED.rawValue))
             try setString(CURLOPT_PROXY, "proxy", proxy ?? "")
             try setString(CURLOPT_NOPROXY, "CURLOPT_NOPROXY", "")
+            // The caller's headers go to the origin only, never into a CONNECT request.
+            try setLong(CURLOPT_HEADEROPT, "CURLOPT_HEADEROPT", Int(CURLHEADER_SEPARATE))
+            if proxy != nil {
+                try setLong(CURLOPT_HTTPPROXYTUNNEL, "CURLOPT_HTTPPROXYTUNNEL", proxyTunnel ? 1 : 0)
+                if let proxyCredential {
+                    try setLong(CURLOPT_PROXYAUTH, "CURLOPT_PROXYAUTH", 1)  // CURLAUTH_BASIC, a cast macro Swift cannot import
+                    try setString(CURLOPT_PROXYUSERNAME, "proxy user name", proxyCredential.username)
+                    try setString(CURLOPT_PROXYPASSWORD, "proxy password", proxyCredential.password)
+                }
+            }
             try setLong(CURLOPT_SUPPRESS_CONNECT_HEADERS, "CURLOPT_SUPPRESS_CONNECT_HEADERS", 1)
             if automaticDecompression {
                 try setString(CURLOPT_ACCEPT_ENCODING, "CURLOPT_ACCEPT_ENCODING", "")
@@ -466,6 +483,8 @@ public final class CurlTransfer {
                 return .failure(CurlError(code: .bodySourceFailed, message: "the request body source failed: \(failure)"))
             }
             let detail = String(cString: errorBuffer)
+            var connectStatus = 0
+            _ = ccurl_getinfo_long(easy, CURLINFO_HTTP_CONNECTCODE, &connectStatus)
             // libcurl fails a single header line over its own 100 KiB bound as out of memory.
             if code == CURLE_OUT_OF_MEMORY, context.parser.finalHead == nil, context.headByteCount > 0 {
                 return .failure(
@@ -476,11 +495,12 @@ public final class CurlTransfer {
                         curlCode: Int32(bitPattern: code.rawValue),
                         curlDescription: String(cString: curl_easy_strerror(code)), detail: detail.isEmpty ? nil : detail))
             }
-            return .failure(
-                CurlError(
-                    curlCode: Int32(bitPattern: code.rawValue),
-                    curlDescription: String(cString: curl_easy_strerror(code)),
-                    detail: detail.isEmpty ? nil : detail))
+            var error = CurlError(
+                curlCode: Int32(bitPattern: code.rawValue),
+                curlDescription: String(cString: curl_easy_strerror(code)),
+                detail: detail.isEmpty ? nil : detail)
+            error.proxyConnectStatus = connectStatus == 0 ? nil : connectStatus
+            return .failure(error)
         }
         guard let head = context.parser.finalHead else {
             return .failure(
@@ -515,6 +535,24 @@ public final class CurlTransfer {
         guard ccurl_getinfo_off_t(easy, key, &value) == CURLE_OK else { return .zero }
         return .microseconds(value)
     }
+}
+
+/// The Basic credential of a proxy (`CurlTransfer.proxyCredential`). Its description never
+/// shows the password.
+public struct CurlProxyCredential: Sendable, Hashable, CustomStringConvertible {
+    /// The user name, sent as is (already percent-decoded).
+    public let username: String
+    /// The password, sent as is (already percent-decoded).
+    public let password: String
+
+    /// A credential of `username` and `password`.
+    public init(username: String, password: String) {
+        self.username = username
+        self.password = password
+    }
+
+    /// `user:***`.
+    public var description: String { "\(username):***" }
 }
 
 /// TCP keepalive settings (`CurlTransfer.tcpKeepAlive`): the first probe after `idle` without

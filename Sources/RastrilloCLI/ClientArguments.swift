@@ -25,6 +25,11 @@ public struct ClientArguments {
     public let connectTimeout: Duration
     /// `--stall-timeout`, 60 s by default; nil when it is 0 (no limit).
     public let stallTimeout: Duration?
+    /// The HTTP proxy the tool reaches ``origin`` through, or nil when it connects directly:
+    /// `--proxy` (`''` for none), else `https_proxy`/`HTTPS_PROXY` (https) or `http_proxy`
+    /// (http), else `all_proxy`/`ALL_PROXY`; unless `--noproxy` (or, without it,
+    /// `no_proxy`/`NO_PROXY`) excludes the origin's host. See ``ProxySelection``.
+    public let proxy: ProxyRoute?
     /// The environment credentials are read from; nil for the process's own, read by name.
     private let environment: [String: String]?
 
@@ -67,6 +72,24 @@ public struct ClientArguments {
             // tool there.
             Glibc.close(try RegularFile.open(caFile, what: "the CA file", followingLinks: true))
         }
+        do {
+            proxy = try ProxySelection.route(
+                for: origin, proxyOption: arguments.value("proxy"), noProxyOption: arguments.value("noproxy"),
+                environment: { name in environment.map { $0[name] } ?? ProcessEnvironment.value(name) })
+        } catch {
+            throw UsageError(error.message)
+        }
+        if let proxy, origin.scheme != "https" {
+            // A plain-http request goes to the proxy whole: a credential would cross it in the
+            // clear, whether from --credential-* or a hand-made header.
+            let handMade = headers.first { ["authorization", "cookie"].contains($0.name.lowercased()) }
+            if credential != nil || handMade != nil {
+                let what = handMade.map { "the \($0.name) header" } ?? "the credential"
+                throw UsageError(
+                    "refusing to send \(what) in the clear through the proxy \(proxy) (from \(proxy.source)): "
+                        + "use an https URL, or reach \(origin.host) directly with --noproxy \(origin.host)")
+            }
+        }
         connectTimeout = .seconds(arguments.integer("connect-timeout") ?? 30)
         let stall = arguments.integer("stall-timeout") ?? 60
         stallTimeout = stall == 0 ? nil : .seconds(stall)
@@ -103,9 +126,28 @@ public struct ClientArguments {
             options: NativeHTTP.Options(
                 caFile: caFile, connectTimeout: connectTimeout, stallTimeout: stallTimeout,
                 streamIdleTimeout: streamIdleTimeout, transfersOnCallingThread: interruptDescriptor != nil,
-                cancelDescriptor: interruptDescriptor))
+                cancelDescriptor: interruptDescriptor, proxy: proxy))
         http.skipTLSStartupIfPlain()
         return http
+    }
+
+    /// Says once on standard error which proxy the run goes through, when it uses one:
+    /// `TOOL: note: via proxy http://host:port (from VARIABLE)` (the credential shown as `***`),
+    /// or with `json`, one JSON line `{"notice":"proxy","proxy":URL,"source":VARIABLE}`.
+    public func announceProxy(json: Bool) {
+        guard let proxy else { return }
+        if json {
+            struct Notice: Encodable {
+                let notice = "proxy"
+                let proxy: String
+                let source: String
+            }
+            if let line = try? JSONOutput.line(Notice(proxy: proxy.redacted, source: proxy.source)) {
+                try? OutputChannel.standardError.write(line)
+            }
+        } else {
+            Diagnostics.note("via proxy \(proxy.redacted) (from \(proxy.source))")
+        }
     }
 
     /// `NAME: VALUE` (or `NAME:VALUE`) as a header field.

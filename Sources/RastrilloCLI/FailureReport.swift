@@ -10,7 +10,8 @@ public struct FailureReport: Encodable, Equatable {
     /// The case's snake-case name (`not_found`, `offline`, `disk_full`, `usage`, ...).
     public let error: String
     /// A finer name for a failure a person must not take for a network blip:
-    /// `tls-certificate` (the server's certificate is not trusted); nil for the others.
+    /// `tls-certificate` (the server's certificate is not trusted), `proxy-auth` (the proxy
+    /// refused or wanted its credential: 407); nil for the others.
     public let reason: String?
     /// The retry class, or nil for a local failure.
     public let retry_class: String?
@@ -29,7 +30,10 @@ public struct FailureReport: Encodable, Equatable {
             retry_class = client.retryClass.rawValue
             retry_after = client.retryAfter?.components.seconds
             status = client.status
-            if client.networkCode == .serverCertificateUntrusted {
+            if client == .unauthorized, client.status == 407 {
+                reason = "proxy-auth"
+                message = client.message
+            } else if client.networkCode == .serverCertificateUntrusted {
                 reason = "tls-certificate"
                 message = client.message + "; if you trust it, name its CA certificate with --cacert FILE"
             } else {

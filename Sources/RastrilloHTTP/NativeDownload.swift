@@ -135,7 +135,7 @@ extension NativeHTTP {
             if head.status != 200 {
                 let response = NativeResponse(
                     status: head.status, headers: head.headers, body: state.errorBody?.bytes ?? [],
-                    receivedAt: head.receivedAt, credentialSent: credentialSent)
+                    receivedAt: head.receivedAt, credentialSent: credentialSent, proxy: options.proxy)
                 throw response.error
                     ?? NativeClientError.rejected(status: head.status, body: response.body).with(
                         "the server answered \(head.status) where a download requires 200 OK")

@@ -8,8 +8,9 @@ import RastrilloCore
 /// - No redirect is ever followed: a 3xx comes back as a response (and as `unauthorized` for
 ///   303, `rejected` for the others, from ``NativeResponse/requireSuccess()``). So the credential
 ///   reaches the origin only, never a redirect target.
-/// - Ephemeral: no cookie engine, no cache, no `.netrc`, no proxy from the environment, nothing
-///   written to disk but a download's own file.
+/// - Ephemeral: no cookie engine, no cache, no `.netrc`, no proxy but ``Options/proxy`` (the
+///   environment is read by the tools, not here), nothing written to disk but a download's own
+///   file.
 /// - Response bodies in memory are bounded (4 MiB by default, up to 256 MiB when asked): an
 ///   oversized body fails with `tooLarge` as soon as the bound is crossed, never truncated.
 /// - The observer sees every response and every offline-class failure.
@@ -47,12 +48,20 @@ public struct NativeHTTP: NativeTransport {
         /// (`CurlTransfer.cancelDescriptor`), for a transfer on a thread no canceller can reach;
         /// nil for none. Waited on, never read.
         public var cancelDescriptor: Int32?
+        /// The HTTP proxy every request goes through, or nil for direct connections. An https
+        /// origin is reached through a `CONNECT` tunnel (the proxy sees only its host and port);
+        /// an http origin's request goes to the proxy in absolute form, so a client with a
+        /// credential refuses it (`invalidRequest`) rather than send the credential in the clear.
+        public var proxy: ProxyRoute?
 
-        /// The defaults: the system's CAs, libcurl's connect timeout, a thread per transfer.
+        /// The defaults: the system's CAs, libcurl's connect timeout, a thread per transfer, no
+        /// proxy.
         public init(
             caFile: String? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
-            streamIdleTimeout: Duration? = nil, transfersOnCallingThread: Bool = false, cancelDescriptor: Int32? = nil
+            streamIdleTimeout: Duration? = nil, transfersOnCallingThread: Bool = false, cancelDescriptor: Int32? = nil,
+            proxy: ProxyRoute? = nil
         ) {
+            self.proxy = proxy
             self.caFile = caFile
             self.connectTimeout = connectTimeout
             self.stallTimeout = stallTimeout
@@ -105,7 +114,7 @@ public struct NativeHTTP: NativeTransport {
             request, onHead: { collector.begin($0) }, onBody: { collector.append($0) })
         return NativeResponse(
             status: head.status, headers: head.headers, body: collector.bytes, receivedAt: head.receivedAt,
-            credentialSent: credentialSent)
+            credentialSent: credentialSent, proxy: options.proxy)
     }
 
     /// Whether requests carry a credential of the client's own.
@@ -157,7 +166,14 @@ public struct NativeHTTP: NativeTransport {
         let origin = self.origin
         let observer = self.observer
         let now = self.now
+        let proxy = options.proxy
+        let tunnel = transfer.proxyTunnel
         transfer.onStatusAndHeaders = { head in
+            // Through a proxy in absolute form, a 407 is the proxy's, not the origin's.
+            if let proxy, !tunnel, head.status == 407 {
+                state.stopError = ProxyFailure.authenticationRequired(proxy)
+                return .abort(reason: "the proxy refused its credential")
+            }
             let response = ResponseHead(
                 status: head.status,
                 headers: NativeHeaders(head.headers.map { NativeHeaderField(received: $0.name, value: $0.value) }),
@@ -180,8 +196,17 @@ public struct NativeHTTP: NativeTransport {
         do {
             _ = try await transfer.perform()
         } catch let error as CurlError {
-            if error == CurlError.aborted(""), let stopped = state.stopError { throw stopped }
-            let mapped = await TransportFailure.map(error, origin: origin)
+            if error == CurlError.aborted(""), let stopped = state.stopError {
+                if let proxy, let client = stopped as? NativeClientError { throw ProxyFailure.naming(proxy, in: client) }
+                throw stopped
+            }
+            var mapped: NativeClientError
+            if let proxy, let failure = ProxyFailure.classify(error, proxy: proxy, origin: origin, tunnel: tunnel) {
+                mapped = failure
+            } else {
+                mapped = await TransportFailure.map(error, origin: origin, probing: proxy == nil)
+                if let proxy { mapped = ProxyFailure.naming(proxy, in: mapped) }
+            }
             if mapped.retryClass == .offline { observer?(.offline(origin, mapped)) }
             throw mapped
         }
@@ -204,8 +229,20 @@ public struct NativeHTTP: NativeTransport {
                     "header \(field.name) is refused: it would replace the client's credential")
             }
         }
+        if let proxy = options.proxy, credential != nil, origin.scheme != "https" {
+            throw NativeClientError.invalidRequest.with(
+                "refusing to send the credential in the clear through the proxy \(proxy) (from \(proxy.source)): "
+                    + "use an https URL, or reach \(origin.host) directly with --noproxy \(origin.host)")
+        }
         do throws(CurlError) {
             let transfer = try CurlTransfer(url: url)
+            if let proxy = options.proxy {
+                transfer.proxy = proxy.url
+                transfer.proxyTunnel = origin.scheme == "https"
+                if let username = proxy.username {
+                    transfer.proxyCredential = CurlProxyCredential(username: username, password: proxy.password ?? "")
+                }
+            }
             transfer.method = try CurlMethod(request.method)
             var headers = try request.headers.map { (field) throws(CurlError) in
                 try CurlHeader(name: field.name, value: field.value)

@@ -14,17 +14,21 @@ public struct NativeResponse: Sendable, Hashable {
     /// Whether the request carried the client's credential: a 401 to a request without one
     /// says the server requires authentication, not that it refused a credential.
     public let credentialSent: Bool
+    /// The proxy the exchange went through, or nil for a direct one: a 407 is then the proxy's
+    /// refusal of its credential, and every error's message names the proxy (redacted).
+    public let proxy: ProxyRoute?
 
     /// A response; the client builds these, tests and scripted transports may too.
     public init(
         status: Int, headers: NativeHeaders = NativeHeaders([]), body: [UInt8] = [], receivedAt: Date,
-        credentialSent: Bool = true
+        credentialSent: Bool = true, proxy: ProxyRoute? = nil
     ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.receivedAt = receivedAt
         self.credentialSent = credentialSent
+        self.proxy = proxy
     }
 
     /// Whether the status is 2xx.
@@ -43,6 +47,13 @@ public struct NativeResponse: Sendable, Hashable {
     /// `Retry-After`) `rateLimited`, other 5xx `server`, anything else `rejected(status:body:)`.
     /// A redirect's `Location` is named in the message and never followed.
     public var error: NativeClientError? {
+        guard !isSuccess else { return nil }
+        guard let proxy else { return statusError }
+        if status == 407 { return ProxyFailure.authenticationRequired(proxy) }
+        return statusError.map { ProxyFailure.naming(proxy, in: $0) }
+    }
+
+    private var statusError: NativeClientError? {
         guard !isSuccess else { return nil }
         let location = headers["Location"].map { " to \($0)" } ?? ""
         let retryHeader = headers["Retry-After"]

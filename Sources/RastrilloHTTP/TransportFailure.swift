@@ -9,9 +9,11 @@ enum TransportFailure {
     /// The case for `error`, a failure of an exchange with `origin`. A failure to resolve or to
     /// connect is probed once more to tell its kind apart (see ``Probe``), off the cooperative
     /// thread pool since resolution may block.
-    static func map(_ error: CurlError, origin: NativeOrigin) async -> NativeClientError {
+    /// `probing` false skips the probe (through a proxy, the origin's own route says nothing).
+    static func map(_ error: CurlError, origin: NativeOrigin, probing: Bool = true) async -> NativeClientError {
         var probe: Probe.Outcome?
-        if error == .couldNotResolveHost {
+        if !probing {
+        } else if error == .couldNotResolveHost {
             probe = await Probe.offThePool { Probe.resolve(origin.host) }
         } else if error == .couldNotConnect {
             probe = await Probe.offThePool { Probe.route(to: origin) }

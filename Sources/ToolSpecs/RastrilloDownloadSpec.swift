@@ -19,6 +19,11 @@ extension ToolSpecs {
             Redirects are never followed and the credential goes to the URL's origin only. The \
             exit statuses are rastrillo-fetch's.
 
+            Proxies are honoured as curl does: https_proxy/HTTPS_PROXY for https, http_proxy \
+            (lower case only) for http, then all_proxy/ALL_PROXY, except for the hosts in \
+            no_proxy/NO_PROXY; --proxy and --noproxy override them. https goes through a CONNECT \
+            tunnel; a credential is never sent to a proxy in the clear.
+
             When DEST is an existing directory, the file in it is named after the URL's last \
             path segment, percent-decoded (as curl -O --output-dir and wget -P do); a segment \
             that is empty, '.', '..', or holds '/' or NUL is refused. DEST '-' is refused: \
@@ -33,6 +38,8 @@ extension ToolSpecs {
             credentialEnvOption,
             credentialHeaderOption,
             cacertOption,
+            proxyOption,
+            noproxyOption,
             timeoutOption,
             connectTimeoutOption,
             stallTimeoutOption,

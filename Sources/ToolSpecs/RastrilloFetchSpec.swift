@@ -17,6 +17,11 @@ extension ToolSpecs {
             body larger than --max-bytes (4 MiB by default) fails the request; nothing \
             truncated is ever printed.
 
+            Proxies are honoured as curl does: https_proxy/HTTPS_PROXY for https, http_proxy \
+            (lower case only) for http, then all_proxy/ALL_PROXY, except for the hosts in \
+            no_proxy/NO_PROXY; --proxy and --noproxy override them. https goes through a CONNECT \
+            tunnel; a credential is never sent to a proxy in the clear.
+
             The exit status tells scripts what to do next: 0 for a 2xx response; 3 offline, 4 \
             transient (5xx, 429, TLS), 5 auth (401, 403, 303), 6 permanent, 7 conflict (409).
 
@@ -40,6 +45,8 @@ extension ToolSpecs {
                 "max-bytes", valueName: "N", kind: .integer(0...fetchMaxBytesLimit),
                 help: "Accept a response body of at most N bytes (default 4194304, 4 MiB)."),
             cacertOption,
+            proxyOption,
+            noproxyOption,
             timeoutOption,
             connectTimeoutOption,
             stallTimeoutOption,

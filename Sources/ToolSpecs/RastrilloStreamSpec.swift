@@ -17,6 +17,11 @@ extension ToolSpecs {
             is picked up. Redirects are never followed; the credential goes to the URL's origin \
             only.
 
+            Proxies are honoured as curl does: https_proxy/HTTPS_PROXY for https, http_proxy \
+            (lower case only) for http, then all_proxy/ALL_PROXY, except for the hosts in \
+            no_proxy/NO_PROXY; --proxy and --noproxy override them. https goes through a CONNECT \
+            tunnel; a credential is never sent to a proxy in the clear.
+
             The exit status tells scripts what to do next: 3 offline and 4 transient (with \
             --once, or once --max-attempts or --give-up-after is reached), 5 auth (401, 403, 303), 6 permanent (404, not an event stream, a line over \
             256 KiB or an event over 1 MiB), 7 conflict; 130 after SIGINT.
@@ -32,6 +37,8 @@ extension ToolSpecs {
             credentialEnvOption,
             credentialHeaderOption,
             cacertOption,
+            proxyOption,
+            noproxyOption,
             connectTimeoutOption,
             stallTimeout(
                 help: "Give up on a connection when no byte arrives for SECONDS before the stream opens (default 60; 0 for no limit)."),

@@ -28,6 +28,15 @@ extension ToolSpecs {
     static let cacertOption = OptionSpec.value(
         "cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE.")
 
+    static let proxyOption = OptionSpec.value(
+        "proxy", valueName: "URL",
+        help: "Go through the HTTP proxy URL ([http://][user:password@]host[:port], port 1080 by default), "
+            + "overriding https_proxy, http_proxy and all_proxy; '' for none. https origins go through CONNECT.")
+    static let noproxyOption = OptionSpec.value(
+        "noproxy", valueName: "LIST",
+        help: "Reach the hosts in LIST directly, replacing no_proxy: names (and the names under them), "
+            + "IP addresses, CIDR ranges, or * for every host.")
+
     static let connectTimeoutOption = OptionSpec.value(
         "connect-timeout", valueName: "SECONDS", kind: .integer(1...86_400),
         help: "Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).")

@@ -9,6 +9,7 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(Fa
     defer { bar?.finish() }
     return try await FailureReport.reporting(json: json, beforeReport: { bar?.finish() }) {
         let client = try ClientArguments(arguments)
+        client.announceProxy(json: json)
         let destination = try DownloadDestination.path(for: arguments.positional("DEST") ?? "", target: client.target)
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
         bar = progress

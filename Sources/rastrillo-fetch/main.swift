@@ -13,6 +13,7 @@ ToolRunner.main(
     let json = arguments.flag("json")
     return try await FailureReport.reporting(json: json) {
         let client = try ClientArguments(arguments)
+        client.announceProxy(json: json)
         let body = try RequestBodyFile(arguments.value("body-file")) ?? RequestBodyFile(data: arguments.value("data"))
         defer { body?.close() }
         let request = NativeRequest(

@@ -6,6 +6,7 @@ import ToolSpecs
 ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
     try await FailureReport.reporting(json: false) {
         let client = try ClientArguments(arguments)
+        client.announceProxy(json: false)
         let snapshot = try arguments.value("snapshot").map { path in
             do {
                 return try client.origin.target(for: path)

@@ -8,6 +8,8 @@ complete -c rastrillo-download -l credential-file -r -F -d 'Read the credential 
 complete -c rastrillo-download -l credential-env -x -d 'Read the credential from the environment variable NAME.'
 complete -c rastrillo-download -l credential-header -x -d 'Send the credential as the whole value of header NAME instead of \'Authorization: Bearer\'.'
 complete -c rastrillo-download -l cacert -r -F -d 'Verify https servers with the CA certificates in FILE.'
+complete -c rastrillo-download -l proxy -x -d 'Go through the HTTP proxy URL ([http://][user:password@]host[:port], port 1080 by default), overriding https_proxy, http_proxy and all_proxy; \'\' for none. https origins go through CONNECT.'
+complete -c rastrillo-download -l noproxy -x -d 'Reach the hosts in LIST directly, replacing no_proxy: names (and the names under them), IP addresses, CIDR ranges, or * for every host.'
 complete -c rastrillo-download -l timeout -x -d 'Give up when the whole exchange takes longer than SECONDS (exit 3).'
 complete -c rastrillo-download -l connect-timeout -x -d 'Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).'
 complete -c rastrillo-download -l stall-timeout -x -d 'Give up when no byte arrives for SECONDS (default 60; 0 for no limit; exit 4).'

@@ -12,6 +12,8 @@ complete -c rastrillo-fetch -l credential-env -x -d 'Read the credential from th
 complete -c rastrillo-fetch -l credential-header -x -d 'Send the credential as the whole value of header NAME instead of \'Authorization: Bearer\'.'
 complete -c rastrillo-fetch -l max-bytes -x -d 'Accept a response body of at most N bytes (default 4194304, 4 MiB).'
 complete -c rastrillo-fetch -l cacert -r -F -d 'Verify https servers with the CA certificates in FILE.'
+complete -c rastrillo-fetch -l proxy -x -d 'Go through the HTTP proxy URL ([http://][user:password@]host[:port], port 1080 by default), overriding https_proxy, http_proxy and all_proxy; \'\' for none. https origins go through CONNECT.'
+complete -c rastrillo-fetch -l noproxy -x -d 'Reach the hosts in LIST directly, replacing no_proxy: names (and the names under them), IP addresses, CIDR ranges, or * for every host.'
 complete -c rastrillo-fetch -l timeout -x -d 'Give up when the whole exchange takes longer than SECONDS (exit 3).'
 complete -c rastrillo-fetch -l connect-timeout -x -d 'Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).'
 complete -c rastrillo-fetch -l stall-timeout -x -d 'Give up when no byte arrives for SECONDS (default 60; 0 for no limit; exit 4).'

@@ -8,6 +8,8 @@ complete -c rastrillo-stream -l credential-file -r -F -d 'Read the credential fr
 complete -c rastrillo-stream -l credential-env -x -d 'Read the credential from the environment variable NAME.'
 complete -c rastrillo-stream -l credential-header -x -d 'Send the credential as the whole value of header NAME instead of \'Authorization: Bearer\'.'
 complete -c rastrillo-stream -l cacert -r -F -d 'Verify https servers with the CA certificates in FILE.'
+complete -c rastrillo-stream -l proxy -x -d 'Go through the HTTP proxy URL ([http://][user:password@]host[:port], port 1080 by default), overriding https_proxy, http_proxy and all_proxy; \'\' for none. https origins go through CONNECT.'
+complete -c rastrillo-stream -l noproxy -x -d 'Reach the hosts in LIST directly, replacing no_proxy: names (and the names under them), IP addresses, CIDR ranges, or * for every host.'
 complete -c rastrillo-stream -l connect-timeout -x -d 'Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).'
 complete -c rastrillo-stream -l stall-timeout -x -d 'Give up on a connection when no byte arrives for SECONDS before the stream opens (default 60; 0 for no limit).'
 complete -c rastrillo-stream -l idle-timeout -x -d 'Reconnect when an open stream sends nothing for SECONDS (default: no limit; TCP keepalive still detects a dead peer).'
