@@ -170,8 +170,11 @@ struct StreamFollower {
     }
 
     /// Where the stream connects to, whose route decides whether an attempt can be made: the
-    /// server.
-    private var reachabilityTarget: NativeOrigin { client.origin }
+    /// proxy it goes through (`--proxy`, the proxy variables), else the server.
+    private var reachabilityTarget: NativeOrigin {
+        guard let proxy = client.proxy, let origin = try? NativeOrigin(proxy.url) else { return client.origin }
+        return origin
+    }
 
     /// Waits before the next attempt: the longer of the pacer's pause and the server's last
     /// `retry:` value, announced by a reconnect line first (`next attempt in 1.5 s`). While there
