@@ -157,8 +157,13 @@ public final class NativeReconnect: Sendable {
         return connectivity.route(to: origin)
     }
 
-    /// Waits, with no timer, until there is a route to the server; resets the backoff when it
-    /// had to wait.
+    /// Waits, with no timer, until there is a route to the server (at once when there is one);
+    /// resets the backoff when it had to wait. What a stream does before its first attempt.
+    /// - Throws: `CancellationError` when the calling task is cancelled.
+    public func waitForRoute() async throws(CancellationError) {
+        try await waitForPath()
+    }
+
     private func waitForPath() async throws(CancellationError) {
         var waited = false
         while true {

@@ -46,6 +46,21 @@ struct StreamFollower {
         var failedAttempts = 0
         var downSince = ContinuousClock.now
         let opened = Mutex(false)
+        // With no route to the server at the start, no attempt is made until one appears
+        // (`--once` attempts at once, and fails offline).
+        if !once, case .noRoute(let why) = reconnect.verdict() {
+            routes.waiting()
+            try output.reachability(offline: true, json: json)
+            if !quiet { Diagnostics.error("\(WaitAnnouncement.route(host: target.host, reason: why))") }
+            if !(try await waitForRoute(reconnect, until: giveUpAfter.map { ContinuousClock.now + $0 })) {
+                Diagnostics.error(
+                    "giving up: no route to \(target.host) for \(giveUpAfter?.components.seconds ?? 0) s "
+                        + "(--give-up-after \(giveUpAfter?.components.seconds ?? 0))")
+                return .offline
+            }
+            routes.note(reconnect.verdict())
+            try output.reachability(offline: false, json: json)
+        }
         while true {
             if !firstAttempt { credential = try client.reloadCredential() }
             firstAttempt = false
@@ -167,6 +182,27 @@ struct StreamFollower {
             return rawFields.withLock { ($0.lastEventID, $0.reconnectionTime ?? retryFloor) }
         }
         return (parser.lastEventID, parser.reconnectionTime ?? retryFloor)
+    }
+
+    /// Waits until there is a route to the stream's target, or until `deadline`.
+    /// - Returns: false when the deadline came first.
+    private func waitForRoute(_ reconnect: NativeReconnect, until deadline: ContinuousClock.Instant?) async throws -> Bool {
+        guard let deadline else {
+            try await reconnect.waitForRoute()
+            return true
+        }
+        return try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await reconnect.waitForRoute()
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                return false
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
+        }
     }
 
     /// Where the stream connects to, whose route decides whether an attempt can be made: the

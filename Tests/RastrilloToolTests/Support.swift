@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Glibc
 import LoopbackHTTPServer
 import Testing
@@ -53,7 +54,8 @@ final class BackgroundTool: Sendable {
     let outputPath: String
     let errorPath: String
 
-    init(_ tool: String, _ arguments: [String], home: Home) throws {
+    /// Starts `tool` with `arguments`, inside `namespace` when one is given.
+    init(_ tool: String, _ arguments: [String], home: Home, in namespace: NetworkNamespace? = nil) throws {
         outputPath = home.file("bg-stdout-\(UUID().uuidString)")
         errorPath = home.file("bg-stderr-\(UUID().uuidString)")
         var actions = posix_spawn_file_actions_t()
@@ -62,7 +64,8 @@ final class BackgroundTool: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         posix_spawn_file_actions_addopen(&actions, 2, errorPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        pid = try spawnProcess([ToolProcess.path(of: tool)] + arguments, environment: home.environment, actions: &actions)
+        let command = [ToolProcess.path(of: tool)] + arguments
+        pid = try spawnProcess(namespace?.command(command) ?? command, environment: home.environment, actions: &actions)
     }
 
     /// Sends `signal`, unless the tool has already exited (and been reaped: its PID may be
@@ -84,6 +87,7 @@ final class BackgroundTool: Sendable {
     }
 
     var stderr: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+    var stdout: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 }
 
 /// A TLS server and the CA file that trusts it.

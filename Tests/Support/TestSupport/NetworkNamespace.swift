@@ -122,6 +122,10 @@ public final class NetworkNamespace: Sendable {
 /// A command of the namespace helpers failed; the description names it and quotes its stderr.
 public struct NetworkNamespaceError: Error, CustomStringConvertible {
     public let description: String
+
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// Two namespaces joined by one veth pair, with no default route anywhere: a LAN-only network
@@ -153,13 +157,27 @@ public final class VethLab: Sendable {
         try b.ip("link", "set", "veth-b", "up")
     }
 
-    /// Takes `b`'s end down (the link is lost on both sides: `a`'s end loses carrier).
+    /// Takes `b`'s end down (the link is lost on both sides: `a`'s end loses carrier), and
+    /// returns once `a`'s end reports it (the kernel applies a carrier change to the operational
+    /// state a moment later).
     public func linkDown() throws {
         try b.ip("link", "set", "veth-b", "down")
+        try awaitOperationalState(up: false)
     }
 
-    /// Brings `b`'s end up again; the kernel restores the prefix routes with the link.
+    /// Brings `b`'s end up again, and returns once `a`'s end has carrier; the kernel restores
+    /// the prefix routes with the link.
     public func linkUp() throws {
         try b.ip("link", "set", "veth-b", "up")
+        try awaitOperationalState(up: true)
+    }
+
+    private func awaitOperationalState(up: Bool) throws {
+        for _ in 0..<1000 {
+            let line = try a.ipOutput("-o", "link", "show", "veth-a")
+            if line.contains(" state UP ") == up { return }
+            usleep(10_000)
+        }
+        throw NetworkNamespaceError(description: "veth-a did not go \(up ? "up" : "down") within 10 s")
     }
 }
