@@ -1,5 +1,6 @@
 import AvahiKit
 import Foundation
+import SystemKit
 
 #if canImport(Glibc)
 import Glibc
@@ -99,30 +100,9 @@ enum ListenerAddresses {
     /// Every IPv4 and IPv6 address of every interface that is up, from `getifaddrs`, each on its
     /// interface (by index). Empty when `getifaddrs` fails.
     static func current() -> [AvahiHostAddress] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0 else { return [] }
-        defer { freeifaddrs(list) }
-        var found: [AvahiHostAddress] = []
-        var node = list
-        while let entry = node?.pointee {
-            defer { node = entry.ifa_next }
-            guard let address = entry.ifa_addr, entry.ifa_flags & UInt32(IFF_UP) != 0 else { continue }
-            let index = if_nametoindex(entry.ifa_name)
-            guard index != 0, let interfaceIndex = Int32(exactly: index) else { continue }
-            let interface = AvahiInterface(index: interfaceIndex)
-            let bytes: [UInt8]
-            switch Int32(address.pointee.sa_family) {
-            case AF_INET:
-                var v4 = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self).sin_addr
-                bytes = withUnsafeBytes(of: &v4) { Array($0) }
-            case AF_INET6:
-                var v6 = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in6.self).sin6_addr
-                bytes = withUnsafeBytes(of: &v6) { Array($0) }
-            default:
-                continue
-            }
-            if let host = AvahiHostAddress(bytes: bytes, interface: interface) { found.append(host) }
+        InterfaceAddress.current().compactMap { address in
+            guard address.isUp, address.index != 0 else { return nil }
+            return AvahiHostAddress(bytes: address.bytes, interface: AvahiInterface(index: address.index))
         }
-        return found
     }
 }

@@ -52,7 +52,7 @@ struct StreamFollower {
             routes.waiting()
             try output.reachability(offline: true, json: json)
             if !quiet { Diagnostics.error("\(WaitAnnouncement.route(host: target.host, reason: why))") }
-            if !(try await waitForRoute(reconnect, until: giveUpAfter.map { ContinuousClock.now + $0 })) {
+            if !(try await Self.waiting(until: giveUpAfter.map { ContinuousClock.now + $0 }, { try await reconnect.waitForRoute() })) {
                 Diagnostics.error(
                     "giving up: no route to \(target.host) for \(giveUpAfter?.components.seconds ?? 0) s "
                         + "(--give-up-after \(giveUpAfter?.components.seconds ?? 0))")
@@ -184,16 +184,19 @@ struct StreamFollower {
         return (parser.lastEventID, parser.reconnectionTime ?? retryFloor)
     }
 
-    /// Waits until there is a route to the stream's target, or until `deadline`.
-    /// - Returns: false when the deadline came first.
-    private func waitForRoute(_ reconnect: NativeReconnect, until deadline: ContinuousClock.Instant?) async throws -> Bool {
+    /// Runs `wait` until it returns, or until `deadline` (nil for none) comes first.
+    /// - Returns: false when the deadline came first (or had passed), true otherwise.
+    private static func waiting(
+        until deadline: ContinuousClock.Instant?, _ wait: @escaping @Sendable () async throws -> Void
+    ) async throws -> Bool {
         guard let deadline else {
-            try await reconnect.waitForRoute()
+            try await wait()
             return true
         }
+        guard deadline > ContinuousClock.now else { return false }
         return try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
-                try await reconnect.waitForRoute()
+                try await wait()
                 return true
             }
             group.addTask {
@@ -247,23 +250,7 @@ struct StreamFollower {
                 if rest > .zero { try await Task.sleep(for: rest) }
             }
         }
-        guard let deadline else {
-            try await waitOut()
-            return true
-        }
-        guard deadline > ContinuousClock.now else { return false }
-        return try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                try await waitOut()
-                return true
-            }
-            group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                return false
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? false
-        }
+        return try await Self.waiting(until: deadline, waitOut)
     }
 }
 

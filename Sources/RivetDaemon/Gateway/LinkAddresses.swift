@@ -1,4 +1,5 @@
 import Foundation
+import SystemKit
 
 #if canImport(Glibc)
 import Glibc
@@ -106,31 +107,8 @@ enum LinkAddresses {
 
     /// Every IPv4 and IPv6 address of every interface that is up and running.
     static func interfaceAddresses() -> [Candidate] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0 else { return [] }
-        defer { freeifaddrs(list) }
-        var found: [Candidate] = []
-        var node = list
-        while let entry = node?.pointee {
-            defer { node = entry.ifa_next }
-            let running = UInt32(IFF_UP) | UInt32(IFF_RUNNING)
-            guard let address = entry.ifa_addr, entry.ifa_flags & running == running else { continue }
-            let bytes: [UInt8]
-            switch Int32(address.pointee.sa_family) {
-            case AF_INET:
-                var v4 = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in.self).sin_addr
-                bytes = withUnsafeBytes(of: &v4) { Array($0) }
-            case AF_INET6:
-                var v6 = UnsafeRawPointer(address).loadUnaligned(as: sockaddr_in6.self).sin6_addr
-                bytes = withUnsafeBytes(of: &v6) { Array($0) }
-            default:
-                continue
-            }
-            found.append(
-                Candidate(
-                    interface: String(cString: entry.ifa_name), bytes: bytes,
-                    isLoopback: entry.ifa_flags & UInt32(IFF_LOOPBACK) != 0))
+        InterfaceAddress.current().filter(\.isRunning).map { address in
+            Candidate(interface: address.interface, bytes: address.bytes, isLoopback: address.isLoopback)
         }
-        return found
     }
 }
