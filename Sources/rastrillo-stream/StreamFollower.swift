@@ -19,6 +19,11 @@ struct StreamFollower {
     let giveUpAfter: Duration?
     /// `--idle-timeout`: how long an open stream may stay quiet; nil for no limit.
     let idleTimeout: Duration?
+    /// The `--header` fields but `Last-Event-ID`, sent with every connection.
+    let headers: [NativeHeaderField]
+    /// The `Last-Event-ID` given with `--header`: where the first connection resumes. Later
+    /// connections send the stream's own last event ID instead (the field is never sent twice).
+    let startEventID: String
 
     /// Follows the stream until a permanent failure, `--once`'s first end, or cancellation.
     /// - Throws: `CancellationError` when interrupted; output errors.
@@ -37,7 +42,10 @@ struct StreamFollower {
             }
         }
         defer { watcher.cancel() }
-        var lastEventID = ""
+        var lastEventID = startEventID
+        // The last event ID that could not be sent, said once on stderr (nil when it can be sent).
+        var unsendable: UnsendableEventID?
+        var saidUnsendable: String?
         var retryFloor: Duration?
         var credential = client.credential
         var firstAttempt = true
@@ -66,9 +74,9 @@ struct StreamFollower {
             firstAttempt = false
             let http = client.client(
                 credential: credential, observer: connectivity.trafficObserver, streamIdleTimeout: idleTimeout)
-            var headers = client.headers
-            if !lastEventID.isEmpty, let field = try? NativeHeaderField(name: "Last-Event-ID", value: lastEventID) {
-                headers.append(field)
+            var headers = self.headers
+            if !lastEventID.isEmpty, unsendable == nil {
+                headers.append(try NativeHeaderField(name: "Last-Event-ID", value: lastEventID))
             }
             var parser = EventStreamParser(lastEventID: lastEventID)
             // --raw prints lines as they come, but still follows their `id` and `retry` fields,
@@ -117,6 +125,7 @@ struct StreamFollower {
                 if error is OutputClosed || error is OutputError { throw error }
                 try output.finishConnection()
                 (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
+                unsendable = UnsendableEventID(lastEventID)
                 guard let failure = error as? NativeClientError,
                     failure.retryClass == .offline || failure.retryClass == .transient
                 else {
@@ -137,10 +146,11 @@ struct StreamFollower {
                     return HTTPToolExit.status(for: failure)
                 }
                 reconnect.failed(failure)
+                say(unsendable, of: lastEventID, saidFor: &saidUnsendable)
                 let deadline = giveUpAfter.map { downSince + $0 }
                 let inTime = try await pause(
-                    reconnect, floor: retryFloor, reason: failure.message, output: output, json: json,
-                    until: deadline, routes: routes,
+                    reconnect, floor: retryFloor, reason: failure.message, dropped: unsendable, output: output,
+                    json: json, until: deadline, routes: routes,
                     announce: { wait in
                         if !quiet { Diagnostics.error("\(failed); \(wait)") }
                     })
@@ -153,17 +163,36 @@ struct StreamFollower {
                 continue
             }
             (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
+            unsendable = UnsendableEventID(lastEventID)
             if once { return .ok }
             if opened.withLock({ $0 }) {
                 failedAttempts = 0
                 downSince = ContinuousClock.now
             }
-            _ = try await pause(
-                reconnect, floor: retryFloor, reason: reason, output: output, json: json, until: nil, routes: routes,
+            say(unsendable, of: lastEventID, saidFor: &saidUnsendable)
+            // --give-up-after bounds this wait too: a server's long `retry:` cannot outlast it.
+            let inTime = try await pause(
+                reconnect, floor: retryFloor, reason: reason, dropped: unsendable, output: output, json: json,
+                until: giveUpAfter.map { downSince + $0 }, routes: routes,
                 announce: { wait in
                     if !quiet { Diagnostics.error("\(reason); \(wait)") }
                 })
+            if !inTime, let giveUpAfter {
+                Diagnostics.error(
+                    "giving up: the stream has not been open for \(giveUpAfter.components.seconds) s "
+                        + "(--give-up-after \(giveUpAfter.components.seconds)); the last attempt: \(reason)")
+                return .transient
+            }
         }
+    }
+
+    /// Says on stderr, once per ID, that the last event ID cannot be sent as `Last-Event-ID`.
+    private func say(_ unsendable: UnsendableEventID?, of id: String, saidFor said: inout String?) {
+        guard let unsendable, said != id else { return }
+        said = id
+        Diagnostics.error(
+            "the last event ID (\(id.utf8.count) bytes) \(unsendable.reason), so it cannot be sent as "
+                + "Last-Event-ID; reconnecting without it (the server may replay from the start)")
     }
 
     /// `wait` in seconds with one decimal, as the stderr lines say it (`1.5 s`).
@@ -223,7 +252,8 @@ struct StreamFollower {
     /// Returns false, without waiting longer, when `deadline` comes first (a wait for the
     /// network included).
     private func pause(
-        _ reconnect: NativeReconnect, floor: Duration?, reason: String, output: StreamOutput, json: Bool,
+        _ reconnect: NativeReconnect, floor: Duration?, reason: String, dropped: UnsendableEventID?,
+        output: StreamOutput, json: Bool,
         until deadline: ContinuousClock.Instant?, routes: RouteAnnouncer, announce: (WaitAnnouncement) -> Void
     ) async throws -> Bool {
         let planned = reconnect.plannedDelay()
@@ -234,7 +264,7 @@ struct StreamFollower {
             try output.reachability(offline: true, json: json)
             announce(.route(host: routes.host, reason: why))
         } else {
-            if json { try output.reconnect(wait: wait, reason: reason) }
+            if json { try output.reconnect(wait: wait, reason: reason, lastEventIDDropped: dropped) }
             announce(.timer(wait))
         }
         defer {
@@ -300,6 +330,47 @@ final class RouteAnnouncer: Sendable {
             Diagnostics.error("a route to \(host) is back")
         } else if case .noRoute(let reason) = verdict {
             Diagnostics.error("no route to \(host) any more (\(reason))")
+        }
+    }
+}
+
+/// Why an event ID cannot be sent as `Last-Event-ID`: HTTP allows no control character but
+/// horizontal tab in a field value (the stream's line rules already keep CR, LF and NUL out of an
+/// ID), and the tools send no field over 65 536 bytes. Browsers send every other ID, and so
+/// does rastrillo-stream.
+enum UnsendableEventID: Equatable {
+    /// A control character (U+0001 to U+001F but tab, or DEL).
+    case controlCharacter
+    /// Over 65 536 bytes of UTF-8.
+    case tooLong
+
+    /// Nil when `id` can be sent (the empty ID sends no field at all).
+    init?(_ id: String) {
+        if id.utf8.count > Self.maxBytes {
+            self = .tooLong
+        } else if id.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
+            self = .controlCharacter
+        } else {
+            return nil
+        }
+    }
+
+    /// The most bytes an ID sent as `Last-Event-ID` may have.
+    static let maxBytes = 65_536
+
+    /// `control_character` or `too_long`, the JSON reconnect line's `last_event_id_dropped`.
+    var code: String {
+        switch self {
+        case .controlCharacter: "control_character"
+        case .tooLong: "too_long"
+        }
+    }
+
+    /// What the stderr line says.
+    var reason: String {
+        switch self {
+        case .controlCharacter: "holds a control character"
+        case .tooLong: "is over \(Self.maxBytes) bytes"
         }
     }
 }

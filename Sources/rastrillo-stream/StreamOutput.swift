@@ -63,12 +63,19 @@ final class StreamOutput: Sendable {
         try immediate(line.string)
     }
 
-    /// `{"reason":…,"type":"reconnect","wait_seconds":S}`.
-    func reconnect(wait: Duration, reason: String) throws {
+    /// `{"reason":…,"type":"reconnect","wait_seconds":S}`, with `"last_event_id_dropped":WHY`
+    /// first when the last event ID cannot be sent on this reconnect (see ``UnsendableEventID``).
+    func reconnect(wait: Duration, reason: String, lastEventIDDropped: UnsendableEventID? = nil) throws {
         let seconds = Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18
         let rounded = (seconds * 1000).rounded() / 1000
         var line = ByteBuffer()
-        JSONByteWriter.append(#"{"reason":"#, to: &line)
+        if let lastEventIDDropped {
+            JSONByteWriter.append(#"{"last_event_id_dropped":"#, to: &line)
+            JSONByteWriter.appendString(lastEventIDDropped.code, to: &line)
+            JSONByteWriter.append(#","reason":"#, to: &line)
+        } else {
+            JSONByteWriter.append(#"{"reason":"#, to: &line)
+        }
         JSONByteWriter.appendString(reason, to: &line)
         JSONByteWriter.appendString(#","type":"reconnect","wait_seconds":\#(rounded)}"#, quoted: false, to: &line)
         try immediate(line.string)
