@@ -43,13 +43,20 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
         try parse(url)
     }
 
-    /// The request target for `pathOrURL`: a path starting with one `/` (with an optional query),
+    /// The request target for `pathOrURL`: a path starting with `/` (with an optional query),
     /// or an absolute URL of this same origin.
-    /// - Throws: `NativeClientError.invalidRequest` for an absolute URL of another origin, a
-    ///   network-path reference (`//host/...`), a relative path, or a character outside
-    ///   printable ASCII (percent-encode it).
+    ///
+    /// One rule decides both what is refused and what is sent: the path's dot segments are
+    /// removed as RFC 3986 §5.2.4 says (`/a/./b/../c` is sent as `/a/c`, `/..` as `/`; `%2E` is
+    /// no dot, as in libcurl), and a path that then starts with `//` is refused, since a
+    /// receiver can read its first segment as a host name. So `//b` and `/a/../..//b` are both
+    /// refused, never sent as `//b`; libcurl, which removes dot segments the same way, has
+    /// nothing left to change.
+    /// - Throws: `NativeClientError.invalidRequest` for an absolute URL of another origin, a path
+    ///   that starts with `//` (once dot segments are removed), a relative path, or a character
+    ///   outside printable ASCII (percent-encode it).
     public func target(for pathOrURL: String) throws(NativeClientError) -> String {
-        if pathOrURL.hasPrefix("/") && !pathOrURL.hasPrefix("//") {
+        if pathOrURL.hasPrefix("/") {
             return try Self.checkTarget(Self.droppingFragment(pathOrURL))
         }
         guard Self.schemeSeparator(in: pathOrURL[...]) != nil else {
@@ -184,13 +191,54 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// A target is printable ASCII without spaces.
+    /// A target (starting with `/`) is printable ASCII without spaces; its path loses its dot
+    /// segments and may not then start with `//`.
     private static func checkTarget(_ target: String) throws(NativeClientError) -> String {
         if let bad = target.unicodeScalars.first(where: { $0.value <= 0x20 || $0.value >= 0x7F }) {
             throw refused(
                 "the path \(String(reflecting: target)) holds \(bad.value <= 0x20 ? "a space or control character" : "a non-ASCII character"); percent-encode it")
         }
-        return target
+        let queryStart = target.firstIndex(of: "?") ?? target.endIndex
+        let path = removingDotSegments(target[..<queryStart])
+        if path.hasPrefix("//") {
+            let resolved = path == target[..<queryStart] ? "" : " (its dot segments removed, it is \(String(reflecting: path)))"
+            throw refused(
+                "the path \(String(reflecting: target))\(resolved) starts with //, which reads as a host name; "
+                    + "remove the empty segment or percent-encode its slash (%2F)")
+        }
+        return path + target[queryStart...]
+    }
+
+    /// `path` without its `.` and `..` segments: RFC 3986 §5.2.4's remove_dot_segments for a
+    /// path that starts with `/` (a `..` above the root stays at the root).
+    package static func removingDotSegments(_ path: Substring) -> String {
+        var input = path
+        var output: [Substring] = []  // each piece is "/segment"
+        while !input.isEmpty {
+            if input.hasPrefix("../") {
+                input = input.dropFirst(3)
+            } else if input.hasPrefix("./") {
+                input = input.dropFirst(2)
+            } else if input.hasPrefix("/./") {
+                input = input.dropFirst(2)
+            } else if input == "/." {
+                input = "/"
+            } else if input.hasPrefix("/../") {
+                input = input.dropFirst(3)
+                _ = output.popLast()
+            } else if input == "/.." {
+                input = "/"
+                _ = output.popLast()
+            } else if input == "." || input == ".." {
+                input = ""
+            } else {
+                let searchStart = input.hasPrefix("/") ? input.index(after: input.startIndex) : input.startIndex
+                let end = input[searchStart...].firstIndex(of: "/") ?? input.endIndex
+                output.append(input[..<end])
+                input = input[end...]
+            }
+        }
+        return output.joined()
     }
 }
 

@@ -1,5 +1,5 @@
-// libFuzzer target for the proxy URL and no_proxy parsers (RastrilloCore's ProxyURL and
-// NoProxyList). Built with -DFUZZING it hands inputs from libFuzzer to `fuzz(_:)`; built
+// libFuzzer target for RastrilloCore's URL parsers: the proxy URL and no_proxy parsers
+// (ProxyURL and NoProxyList) and the origin and request-target parser (NativeOrigin). Built with -DFUZZING it hands inputs from libFuzzer to `fuzz(_:)`; built
 // normally it replays every file of the seed corpus (or of the paths given), so
 // `swift run fuzz-proxy` is a regression check.
 //
@@ -47,6 +47,8 @@ func fuzz(_ bytes: [UInt8]) {
         precondition(error.message.hasPrefix("fuzz_proxy: "), "an error does not name its source")
     }
 
+    checkTarget(proxyText)
+
     do {
         let list = try NoProxyList.parse(listText, source: "fuzz_no_proxy")
         let again = try NoProxyList.parse(listText, source: "fuzz_no_proxy")
@@ -58,6 +60,25 @@ func fuzz(_ bytes: [UInt8]) {
         }
     } catch {
         precondition(error.message.hasPrefix("fuzz_no_proxy: "), "an error does not name its source")
+    }
+}
+
+/// `text` as a request URL or path (NativeOrigin): a target it gives starts with one `/`, holds
+/// no dot segment in its path, and reads back unchanged, alone and on its origin.
+func checkTarget(_ text: String) {
+    let origin = try! NativeOrigin("http://127.0.0.1:8080")
+    var targets: [String] = []
+    if let target = try? origin.target(for: text) { targets.append(target) }
+    if let (parsed, target) = try? NativeOrigin.split(text) {
+        precondition((try? parsed.target(for: parsed.description + target)) == target, "the URL does not read back")
+        targets.append(target)
+    }
+    for target in targets {
+        precondition(target.hasPrefix("/") && !target.hasPrefix("//"), "the target \(target) does not start with one /")
+        let path = target.prefix { $0 != "?" }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        precondition(!segments.contains { $0 == "." || $0 == ".." }, "the target \(target) keeps a dot segment")
+        precondition((try? origin.target(for: target)) == target, "the target \(target) does not read back")
     }
 }
 
