@@ -15,7 +15,9 @@ extension ToolSpecs {
             a file or an environment variable, goes to the URL's origin only, as \
             'Authorization: Bearer TOKEN' unless --credential-header names another header. A \
             body larger than --max-bytes (4 MiB by default) fails the request; nothing \
-            truncated is ever printed.
+            truncated is ever printed. A body that is not text (binary, or holding control \
+            characters a terminal would obey) is not written to a terminal unless \
+            --binary-to-terminal is given.
 
             Proxies are honoured as curl does: https_proxy/HTTPS_PROXY for https, http_proxy \
             (lower case only) for http, then all_proxy/ALL_PROXY, except for the hosts in \
@@ -53,6 +55,9 @@ extension ToolSpecs {
             .flag(
                 "fail", short: "f",
                 help: "Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged."),
+            .flag(
+                "binary-to-terminal",
+                help: "Write a body that is not text (binary, or holding control characters) to a terminal anyway."),
             .flag("json", help: "Print {status, headers, body} as one JSON object, and failures (usage errors too) as JSON on stderr."),
         ],
         positionals: [PositionalSpec("URL", help: "The http or https URL to request.", kind: .url)],

@@ -28,6 +28,7 @@ ToolRunner.main(
         } else if json {
             try JSONOutput.write(ResponseJSON(response))
         } else {
+            try TerminalGuard.check(response.body, status: response.status, allowed: arguments.flag("binary-to-terminal"))
             try StandardOutput.write(response.body)
         }
         if let error = response.error { return FailureReport.emit(error, json: json) }
