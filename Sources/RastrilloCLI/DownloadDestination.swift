@@ -25,6 +25,28 @@ public enum DownloadDestination {
         return destination.hasSuffix("/") ? destination + name : destination + "/" + name
     }
 
+    /// Says on standard error, one line each, which hidden files beside `path` a killed
+    /// download left (``PendingFile/leftovers(of:)``: only on a file system without
+    /// `O_TMPFILE`): `rastrillo-download: note: P is left by an interrupted download of DEST;
+    /// remove it with rm -- P`, or with `json` the line `{"notice":"leftover","path":P}`. They
+    /// are named, never removed: one may belong to a download still running.
+    public static func announceLeftovers(of path: String, json: Bool) {
+        for leftover in PendingFile.leftovers(of: path) {
+            if json {
+                struct Notice: Encodable {
+                    let notice = "leftover"
+                    let path: String
+                }
+                if let line = try? JSONOutput.line(Notice(path: leftover)) {
+                    try? OutputChannel.standardError.write(line)
+                }
+            } else {
+                Diagnostics.note(
+                    "\(leftover) is left by an interrupted download of \(path); remove it with rm -- \(leftover)")
+            }
+        }
+    }
+
     /// The percent-decoded last path segment of `target`.
     /// - Throws: `UsageError` when it cannot name a file.
     public static func fileName(fromTarget target: String) throws -> String {

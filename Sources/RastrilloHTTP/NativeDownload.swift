@@ -4,13 +4,13 @@ import OpenSSLKit
 import RastrilloCore
 import SystemKit
 
-/// A local failure of a download: its destination file could not be created, written or made
-/// durable. Whatever it is, the partial file the download created is gone.
+/// A local failure of a download: its destination file could not be created, written, made
+/// durable or named. Whatever it is, nothing the download wrote is left at the destination.
 ///
 /// Equality compares the kind; `systemError` keeps the `errno`.
 public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
-        case destinationExists, cannotCreate, diskFull, writeFailed, syncFailed
+        case destinationExists, destinationMoved, cannotCreate, diskFull, writeFailed, syncFailed
     }
 
     private let code: Code
@@ -28,6 +28,9 @@ public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConver
     /// The destination exists (a file, a directory or a symbolic link, dangling or not): it is
     /// never overwritten or followed.
     public static let destinationExists = NativeDownloadError(.destinationExists, "the destination exists")
+    /// DEST's directory was removed or renamed during the download (or DEST no longer names the
+    /// file written): nothing is reported as saved.
+    public static let destinationMoved = NativeDownloadError(.destinationMoved, "the destination's directory moved")
     /// The destination could not be created (no such directory, no permission, ...).
     public static let cannotCreate = NativeDownloadError(.cannotCreate, "the destination could not be created")
     /// The file system ran out of space or quota (`ENOSPC`, `EDQUOT`, `EFBIG`).
@@ -41,11 +44,12 @@ public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConver
         NativeDownloadError(base.code, message, systemError: code)
     }
 
-    /// The stable snake-case name (`destination_exists`, `cannot_create`, `disk_full`,
+    /// The stable snake-case name (`destination_exists`, `destination_moved`, `cannot_create`, `disk_full`,
     /// `write_failed`, `sync_failed`), as the tools print it.
     public var name: String {
         switch code {
         case .destinationExists: "destination_exists"
+        case .destinationMoved: "destination_moved"
         case .cannotCreate: "cannot_create"
         case .diskFull: "disk_full"
         case .writeFailed: "write_failed"
@@ -71,7 +75,7 @@ public struct NativeDownload: Sendable, Hashable {
     /// SHA-256 of the bytes written, 32 bytes; nil when the download was asked not to compute
     /// it.
     public let sha256: [UInt8]?
-    /// From the creation of the file to its `fsync`.
+    /// From the creation of the file to its publication at `path`.
     public let duration: Duration
     /// The response's headers.
     public let headers: NativeHeaders
@@ -86,11 +90,13 @@ extension NativeHTTP {
     /// Downloads `target` on the origin into a new file at `path`, streaming it to disk with no
     /// size cap and a fixed 256 KiB buffer.
     ///
-    /// The file is created before any request is sent, exclusively (`O_CREAT | O_EXCL |
-    /// O_NOFOLLOW`, mode 0600): an existing path, a symbolic link included, is refused and left
-    /// as it is. The response must be 200. The file is `fsync`ed before this returns. On any
-    /// failure or cancellation the file is closed and removed, but only if the path still names
-    /// the file this call created (same device and inode); nothing else is ever removed.
+    /// `path` appears only when the download is complete: an existing path, a symbolic link
+    /// included, is refused before any request is sent, and the bytes go to a ``PendingFile``
+    /// in `path`'s directory (unnamed, mode 0600), which is `fsync`ed, linked to `path` (never
+    /// replacing what someone made there meanwhile: `destinationExists`), and the directory
+    /// `fsync`ed and checked to be the one `path` names (`destinationMoved`) before this
+    /// returns. The response must be 200. On any failure or cancellation nothing is left at
+    /// `path`, and nothing else is ever removed.
     ///
     /// - Parameters:
     ///   - timeout: the longest the whole exchange may take; nil for no limit.
@@ -158,14 +164,13 @@ private final class DownloadState {
 }
 
 /// The file a download creates and owns: written through a fixed buffer, hashed as it goes,
-/// synced at the end, removed on failure only while the path still names it.
+/// synced and published at its path at the end, discarded on failure.
 final class DownloadFile {
     static let bufferSize = 256 << 10
 
     let path: String
-    private var descriptor: Int32
-    private let device: UInt
-    private let inode: UInt
+    private let file: PendingFile
+    private var descriptor: Int32 { file.descriptor }
     private let buffer: UnsafeMutableRawBufferPointer
     private var buffered = 0
     private let hasher: SHA256?
@@ -174,33 +179,26 @@ final class DownloadFile {
     /// The SHA-256 of every byte, set by `finish()` when hashing.
     private(set) var digest: [UInt8]?
 
-    /// Creates `path` exclusively, mode 0600, never through a symbolic link.
+    /// Refuses an existing `path` (never following a symbolic link) and creates the pending
+    /// file in its directory.
     init(creating path: String, hashing: Bool) throws(NativeDownloadError) {
-        let descriptor: Int32
+        var status = stat()
+        if lstat(path, &status) == 0 {
+            throw Self.creationError(path, errno: (status.st_mode & S_IFMT) == S_IFLNK ? ELOOP : EEXIST)
+        }
         do {
-            descriptor = try PrivateFile.createExclusive(path)
+            file = try PendingFile(for: path)
         } catch where error.operation == "fchmod" {
             throw .failure(.cannotCreate, "cannot set up \(path): \(error.reason)", errno: error.errno)
         } catch {
             throw Self.creationError(path, errno: error.errno)
         }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else {
-            let code = errno
-            close(descriptor)
-            unlink(path)
-            throw .failure(.cannotCreate, "cannot set up \(path): \(String(cString: strerror(code)))", errno: code)
-        }
         self.path = path
-        self.descriptor = descriptor
-        self.device = UInt(status.st_dev)
-        self.inode = UInt(status.st_ino)
         self.buffer = .allocate(byteCount: Self.bufferSize, alignment: 16)
         self.hasher = hashing ? SHA256() : nil
     }
 
     deinit {
-        if descriptor >= 0 { close(descriptor) }
         buffer.deallocate()
     }
 
@@ -217,7 +215,6 @@ final class DownloadFile {
             code == ENOENT ? "its directory does not exist" : String(cString: strerror(code))
         return .failure(.cannotCreate, "cannot create \(path): \(reason); nothing was downloaded", errno: code)
     }
-
     /// Hashes and buffers `piece`, writing the buffer out when it fills. A piece of at least a
     /// quarter of the buffer is written straight from where libcurl put it, after what is
     /// buffered: most bytes of a fast download are never copied.
@@ -270,7 +267,7 @@ final class DownloadFile {
         return nil
     }
 
-    /// Writes what is buffered, syncs the file to disk and closes it.
+    /// Writes what is buffered, syncs the file to disk and publishes it at `path`.
     func finish() throws(NativeDownloadError) {
         if let error = flush() { throw error }
         digest = hasher?.finalize()
@@ -283,26 +280,29 @@ final class DownloadFile {
                 .syncFailed, "cannot sync \(path) to disk: \(String(cString: strerror(code))); the partial file was removed",
                 errno: code)
         }
-        let descriptor = self.descriptor
-        self.descriptor = -1
-        guard close(descriptor) == 0 else {
-            let code = errno
-            throw .failure(
-                .syncFailed, "cannot close \(path): \(String(cString: strerror(code))); the partial file was removed",
-                errno: code)
+        do {
+            try file.publish()
+        } catch {
+            switch error {
+            case .taken:
+                throw .failure(
+                    .destinationExists,
+                    "\(path) was created by someone else during the download and was left as it is; the \(byteCount) downloaded bytes were discarded",
+                    errno: EEXIST)
+            case .directoryMoved:
+                throw .failure(
+                    .destinationMoved,
+                    "the directory of \(path) was removed or renamed during the download; nothing was saved and the \(byteCount) downloaded bytes were discarded",
+                    errno: nil)
+            case .system(let failure):
+                throw .failure(
+                    .syncFailed, "cannot save \(path): \(failure); the downloaded bytes were discarded", errno: failure.errno)
+            }
         }
     }
 
-    /// Closes the file and removes it, if the path still names the file created here.
+    /// Discards the pending file: nothing is left at `path` or beside it.
     func discard() {
-        if descriptor >= 0 {
-            close(descriptor)
-            descriptor = -1
-        }
-        var status = stat()
-        guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG,
-            UInt(status.st_dev) == device, UInt(status.st_ino) == inode
-        else { return }
-        unlink(path)
+        file.discard()
     }
 }

@@ -239,4 +239,4 @@ public enum PrivateFile {
 /// glibc's `getrandom(2)` (declared in <sys/random.h>, which Glibc's Swift module does not
 /// export): random bytes for temporary names.
 @_silgen_name("getrandom")
-private func systemGetrandom(_ buffer: UnsafeMutableRawPointer?, _ count: Int, _ flags: UInt32) -> Int
+func systemGetrandom(_ buffer: UnsafeMutableRawPointer?, _ count: Int, _ flags: UInt32) -> Int

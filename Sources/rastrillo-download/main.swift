@@ -11,6 +11,7 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(Fa
         let client = try ClientArguments(arguments)
         client.announceProxy(json: json)
         let destination = try DownloadDestination.path(for: arguments.positional("DEST") ?? "", target: client.target)
+        DownloadDestination.announceLeftovers(of: destination, json: json)
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
         bar = progress
         let http = client.client()

@@ -26,7 +26,7 @@ ToolRunner.main(
         if arguments.flag("fail") && !response.isSuccess {
             // As curl -f: nothing on stdout, so `rastrillo-fetch -f URL | jq` sees only a success.
         } else if json {
-            try JSONOutput.write(ResponseJSON(response))
+            try ResponseJSON.write(response)
         } else {
             try TerminalGuard.check(response.body, status: response.status, allowed: arguments.flag("binary-to-terminal"))
             try StandardOutput.write(response.body)

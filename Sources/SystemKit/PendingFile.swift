@@ -1,0 +1,201 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a ``PendingFile`` could not take its name.
+public enum PendingFileError: Error, Equatable, Sendable {
+    /// Something was at the name when the file was linked there (made meanwhile by someone
+    /// else); it was left as it is.
+    case taken
+    /// The directory the file was created in no longer is the one the path names: it was
+    /// removed or renamed (or replaced) while the file was written. Nothing was left under the
+    /// name.
+    case directoryMoved
+    /// A system call failed (`"linkat"`, `"fsync"` of the directory, `"close"`).
+    case system(SystemError)
+}
+
+/// A file that appears under its name only when it is complete.
+///
+/// It is created unnamed in the target's directory (`O_TMPFILE`, mode 0600), written and
+/// `fsync`ed through ``descriptor``, then ``publish()`` links it to the name with `linkat(2)`,
+/// which never replaces anything, `fsync`s the directory and checks that the directory is still
+/// the one the path names and the name still holds this file. A process killed at any point
+/// before that leaves nothing: the kernel frees an unnamed file with its last descriptor.
+///
+/// Where the file system has no `O_TMPFILE` (`EOPNOTSUPP`, `EISDIR`), or `/proc/self/fd` is
+/// not there to link one by, the file is created under a private hidden name beside the
+/// target, `.NAME.rastrillo-XXXXXX` (`O_EXCL`, 0600), removed on failure; only a kill can leave
+/// one, and ``leftovers(of:)`` finds them.
+public final class PendingFile {
+    /// The descriptor to write to (the caller must not close it).
+    public private(set) var descriptor: Int32
+    /// The path the file is published under.
+    public let path: String
+    /// The hidden name the file has in the meantime, nil when it is unnamed (`O_TMPFILE`).
+    public let temporaryName: String?
+    private let directory: Int32
+    private let directoryPath: String
+    private let name: String
+    private let device: UInt
+    private let inode: UInt
+    private var published = false
+
+    /// The prefix of the hidden names for `name`: `.NAME.rastrillo-`.
+    public static func hiddenPrefix(for name: String) -> String { ".\(name).rastrillo-" }
+
+    /// Creates the pending file for `path` in its directory.
+    /// - Throws: `SystemError` (`"open"` of the directory, `"create"`, `"fchmod"`, `"fstat"`,
+    ///   `"getrandom"`).
+    public init(for path: String) throws(SystemError) {
+        let (directoryPath, name) = PrivateFile.splitPath(path)
+        let directory = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw .current("open", path: directoryPath) }
+        var descriptor: Int32 = -1
+        var temporaryName: String?
+        if access("/proc/self/fd", X_OK) == 0 {
+            descriptor = openat(directory, ".", openTemporaryFile | O_WRONLY | O_CLOEXEC, 0o600)
+            if descriptor < 0 && errno != EOPNOTSUPP && errno != EISDIR {
+                let error = SystemError.current("create", path: path)
+                FileDescriptor.close(directory)
+                throw error
+            }
+        }
+        if descriptor < 0 {
+            var random = [UInt8](repeating: 0, count: 6)
+            guard random.withUnsafeMutableBytes({ systemGetrandom($0.baseAddress, $0.count, 0) }) == 6 else {
+                let error = SystemError.current("getrandom", path: path)
+                FileDescriptor.close(directory)
+                throw error
+            }
+            let hidden = Self.hiddenPrefix(for: name) + Hex.encode(random)
+            descriptor = openat(directory, hidden, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else {
+                let error = SystemError.current("create", path: directoryPath + "/" + hidden)
+                FileDescriptor.close(directory)
+                throw error
+            }
+            temporaryName = hidden
+        }
+        var status = stat()
+        if fchmod(descriptor, 0o600) != 0 || fstat(descriptor, &status) != 0 {
+            let error = SystemError.current("fchmod", path: path)
+            FileDescriptor.close(descriptor)
+            if let temporaryName { unlinkat(directory, temporaryName, 0) }
+            FileDescriptor.close(directory)
+            throw error
+        }
+        self.descriptor = descriptor
+        self.path = path
+        self.temporaryName = temporaryName
+        self.directory = directory
+        self.directoryPath = directoryPath
+        self.name = name
+        self.device = UInt(status.st_dev)
+        self.inode = UInt(status.st_ino)
+    }
+
+    deinit {
+        discard()
+        FileDescriptor.close(directory)
+    }
+
+    /// Links the file (already written and `fsync`ed by the caller) to ``path``, never replacing
+    /// anything, `fsync`s the directory, checks that ``path`` names this file in the same
+    /// directory, and closes the descriptor. On failure nothing this call made is left under
+    /// ``path``; the file stays pending until ``discard()``.
+    /// - Throws: `.taken`, `.directoryMoved`, `.system`.
+    public func publish() throws(PendingFileError) {
+        let linked: Int32
+        if let temporaryName {
+            linked = linkat(directory, temporaryName, directory, name, 0)
+        } else {
+            linked = linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", directory, name, AT_SYMLINK_FOLLOW)
+        }
+        guard linked == 0 else {
+            let code = errno
+            if code == EEXIST { throw .taken }
+            // A removed directory takes no new entry.
+            if code == ENOENT && !directoryIsCurrent() { throw .directoryMoved }
+            throw .system(SystemError("linkat", path: path, errno: code))
+        }
+        published = true
+        if let temporaryName { unlinkat(directory, temporaryName, 0) }
+        guard fsync(directory) == 0 else {
+            let error = SystemError.current("fsync", path: directoryPath)
+            unpublish()
+            throw .system(error)
+        }
+        guard directoryIsCurrent(), namesThisFile() else {
+            unpublish()
+            throw .directoryMoved
+        }
+        let descriptor = self.descriptor
+        self.descriptor = -1
+        guard close(descriptor) == 0 else {
+            let error = SystemError.current("close", path: path)
+            unpublish()
+            throw .system(error)
+        }
+    }
+
+    /// Closes the file and removes what of it has a name (the hidden name; ``path`` only if a
+    /// failed ``publish()`` linked it and it still names this file). A no-op once published.
+    public func discard() {
+        if descriptor >= 0 {
+            FileDescriptor.close(descriptor)
+            descriptor = -1
+        }
+        if let temporaryName, isThisFile(temporaryName) { unlinkat(directory, temporaryName, 0) }
+    }
+
+    /// The hidden names of pending files for `path` (``hiddenPrefix(for:)``) in its directory,
+    /// sorted: what a killed run on a file system without `O_TMPFILE` leaves.
+    public static func leftovers(of path: String) -> [String] {
+        let (directoryPath, name) = PrivateFile.splitPath(path)
+        guard let stream = opendir(directoryPath) else { return [] }
+        defer { closedir(stream) }
+        let prefix = hiddenPrefix(for: name)
+        var found: [String] = []
+        while let entry = readdir(stream) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if entryName.hasPrefix(prefix) && entryName.utf8.count == prefix.utf8.count + 12 {
+                found.append(directoryPath == "/" ? "/" + entryName : directoryPath + "/" + entryName)
+            }
+        }
+        return found.sorted()
+    }
+
+    private func unpublish() {
+        if published && isThisFile(name) { unlinkat(directory, name, 0) }
+        published = false
+    }
+
+    /// Whether a fresh lookup of the directory's path finds the directory this file is in.
+    private func directoryIsCurrent() -> Bool {
+        var held = stat()
+        var named = stat()
+        return fstat(directory, &held) == 0 && stat(directoryPath, &named) == 0
+            && held.st_dev == named.st_dev && held.st_ino == named.st_ino
+    }
+
+    /// Whether ``path``, looked up afresh, is this file.
+    private func namesThisFile() -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0 && UInt(status.st_dev) == device && UInt(status.st_ino) == inode
+    }
+
+    /// Whether `entry` in the directory held open is this file.
+    private func isThisFile(_ entry: String) -> Bool {
+        var status = stat()
+        return fstatat(directory, entry, &status, AT_SYMLINK_NOFOLLOW) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+            && UInt(status.st_dev) == device && UInt(status.st_ino) == inode
+    }
+}
+
+/// `O_TMPFILE`, which Glibc's Swift module hides behind `_GNU_SOURCE`: `__O_TMPFILE |
+/// O_DIRECTORY`, with `__O_TMPFILE` 020000000 as <asm-generic/fcntl.h> has it on x86-64 and
+/// arm64.
+private let openTemporaryFile: Int32 = 0o20000000 | O_DIRECTORY
