@@ -116,7 +116,8 @@ public final class ProgressBar: Sendable {
         let available = columns - 1
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let rate = seconds > 0 ? Double(max(completed, 0)) / seconds : nil
-        let rateText = rate.map { format(Int64($0)) + "/s" } ?? ""
+        // A server's length can be anything up to Int64.max: nothing here may trap on it.
+        let rateText = rate.map { format(Self.clampedInteger($0)) + "/s" } ?? ""
         guard let total, total > 0 else {
             let amount = padded(format(completed), to: Self.amountWidth)
             var tail = amount
@@ -126,7 +127,7 @@ public final class ProgressBar: Sendable {
             return (plain, plain.count)
         }
         let clamped = min(max(completed, 0), total)
-        let percent = Int(clamped * 100 / total)
+        let percent = Int(Self.scaled(clamped, by: 100, over: total))
         var suffix = " \(String(repeating: " ", count: 3 - String(percent).count))\(percent)% \(padded(format(clamped), to: Self.amountWidth)) / \(format(total))"
         if unit == .bytes {
             let left = rate.flatMap { $0 > 0 ? Double(total - clamped) / $0 : nil }
@@ -136,8 +137,9 @@ public final class ProgressBar: Sendable {
             if available - suffix.count - timing.count >= 24 { suffix += timing }
         }
         let name = truncated(label, to: max(0, available - suffix.count - 12))
-        let barWidth = available - suffix.count - name.count - (name.isEmpty ? 2 : 3)
-        let filled = Int(Int64(barWidth) * clamped / total)
+        // A narrow terminal and a long total can leave no room for the bar: draw it empty.
+        let barWidth = max(0, available - suffix.count - name.count - (name.isEmpty ? 2 : 3))
+        let filled = Int(Self.scaled(clamped, by: Int64(max(barWidth, 0)), over: total))
         let done = String(repeating: "=", count: filled)
         let left = String(repeating: " ", count: barWidth - filled)
         let bar = usesColor ? "\u{1B}[32m" + done + "\u{1B}[0m" + left : done + left
@@ -182,8 +184,27 @@ public final class ProgressBar: Sendable {
             index += 1
         }
         if index == 0 { return "\(amount) B" }
-        let tenths = amount * 10 / divisor
-        return "\(tenths / 10).\(tenths % 10) \(units[index])"
+        // Whole units and tenths apart: `amount * 10` would overflow from Int64.max / 10 up.
+        let whole = amount / divisor
+        let tenth = amount % divisor * 10 / divisor
+        return "\(whole).\(tenth) \(units[index])"
+    }
+
+    /// `value × factor / divisor`, rounded down, for `0 ≤ value ≤ divisor` and `factor ≥ 0`:
+    /// computed in 128 bits, so it never overflows, and at most `factor`.
+    public static func scaled(_ value: Int64, by factor: Int64, over divisor: Int64) -> Int64 {
+        guard divisor > 0, value > 0, factor > 0 else { return 0 }
+        let product = factor.multipliedFullWidth(by: value)
+        let (quotient, _) = divisor.dividingFullWidth(product)
+        return min(quotient, factor)
+    }
+
+    /// `value` as an Int64, clamped to its range (NaN as 0).
+    public static func clampedInteger(_ value: Double) -> Int64 {
+        guard value.isFinite else { return value.isNaN ? 0 : (value > 0 ? .max : .min) }
+        if value >= 9_223_372_036_854_775_807 { return .max }
+        if value <= -9_223_372_036_854_775_808 { return .min }
+        return Int64(value)
     }
 
     private static func terminalColumns(environment: [String: String]) -> Int {

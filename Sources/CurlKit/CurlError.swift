@@ -9,7 +9,7 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidURL, invalidMethod, invalidHeader, invalidRequest, setupFailed
         case couldNotResolveHost, couldNotResolveProxy, couldNotConnect, operationTimedOut
         case sendFailed, receiveFailed, partialBody, emptyReply, weirdServerReply, badContentEncoding
-        case responseHeadTooLarge, invalidContentLength, invalidChunkedEncoding, stalled
+        case responseHeadTooLarge, trailersTooLarge, invalidContentLength, invalidChunkedEncoding, stalled
         case tlsHandshakeFailed, tlsPeerCertificateRejected, tlsCACertificateUnusable, tlsPinnedKeyMismatch
         case aborted, bodySourceFailed
         /// A CURLcode with no kind of its own; equality compares the code.
@@ -55,11 +55,15 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
         [.sendFailed, .receiveFailed, .partialBody, .emptyReply].contains(code)
     }
 
-    /// The server broke HTTP in a way no retry can mend: a response head over
-    /// `CurlTransfer.maxResponseHeadBytes`, a `Content-Length` that is invalid or conflicts with
-    /// another (RFC 9112 §6.3), or a chunked body that is not valid chunked encoding.
+    /// The server broke HTTP in a way no retry can mend: a reply that is not HTTP at all
+    /// (`weirdServerReply`: HTTP/0.9, a NUL or a colon-less line in the head, a status outside
+    /// 100 to 599, an unsolicited 101), a response head over
+    /// `CurlTransfer.maxResponseHeadBytes`, trailers over `CurlTransfer.maxTrailerBytes`, a
+    /// `Content-Length` that is invalid or conflicts with another (RFC 9112 §6.3), or a chunked
+    /// body that is not valid chunked encoding.
     public var isProtocolViolation: Bool {
-        [.responseHeadTooLarge, .invalidContentLength, .invalidChunkedEncoding].contains(code)
+        [.weirdServerReply, .responseHeadTooLarge, .trailersTooLarge, .invalidContentLength, .invalidChunkedEncoding]
+            .contains(code)
     }
 
     /// TLS failed: the handshake, the peer's certificate, the CA file or the pinned key.
@@ -103,7 +107,8 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     public static let partialBody = CurlError(code: .partialBody, message: "partial response body")
     /// The server closed the connection without sending any response.
     public static let emptyReply = CurlError(code: .emptyReply, message: "empty reply from server")
-    /// The server's reply is not valid HTTP (no status line, HTTP/0.9, a bad status code, ...).
+    /// The server's reply is not valid HTTP (no status line, HTTP/0.9, a status code outside
+    /// 100 to 599, an unsolicited 101, a NUL or a colon-less line in the head, ...).
     public static let weirdServerReply = CurlError(code: .weirdServerReply, message: "weird server reply")
     /// Automatic decompression was asked for and the body did not decode.
     public static let badContentEncoding = CurlError(code: .badContentEncoding, message: "bad content encoding")
@@ -112,6 +117,10 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `CurlTransfer.maxResponseHeadBytes`.
     public static let responseHeadTooLarge = CurlError(
         code: .responseHeadTooLarge, message: "the server sent an oversized response head")
+    /// More than `CurlTransfer.maxTrailerBytes` of header lines (trailer fields) arrived after
+    /// the final response head.
+    public static let trailersTooLarge = CurlError(
+        code: .trailersTooLarge, message: "the server sent too much after the response head")
     /// The response's `Content-Length` is not a number that fits 64 bits, or two of its values
     /// differ (RFC 9112 §6.3): the body's end cannot be known.
     public static let invalidContentLength = CurlError(

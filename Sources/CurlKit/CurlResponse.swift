@@ -99,6 +99,10 @@ struct ResponseHeadParser {
     enum Event: Equatable {
         case none
         case finalHead(CurlResponseHead)
+        /// The line breaks HTTP (RFC 9112): a NUL byte, a status line that is not
+        /// `HTTP/x.y NNN` with NNN from 100 to 599, a 101 nobody asked for (no request ever
+        /// offers an upgrade), or a field line without a colon. Says what was wrong.
+        case malformed(String)
     }
 
     private enum State {
@@ -117,6 +121,8 @@ struct ResponseHeadParser {
     private(set) var finalHead: CurlResponseHead?
 
     mutating func consume(line raw: UnsafeRawBufferPointer) -> Event {
+        if state == .done { return .none }
+        if raw.contains(0) { return .malformed("a NUL byte in the response head") }
         var line = Substring(decoding: raw, as: UTF8.self)
         while let last = line.last, last == "\n" || last == "\r" || last == "\r\n" {
             line = line.dropLast()
@@ -125,13 +131,9 @@ struct ResponseHeadParser {
         case .done:
             return .none
         case .awaitingStatusLine:
-            if let next = Self.parseStatusLine(line) { begin(next) }
-            return .none
+            return beginning(line)
         case .inHead:
-            if line.hasPrefix("HTTP/"), let next = Self.parseStatusLine(line) {
-                begin(next)
-                return .none
-            }
+            if line.hasPrefix("HTTP/") { return beginning(line) }
             if line.isEmpty {
                 if (100...199).contains(status) {
                     state = .awaitingStatusLine
@@ -154,9 +156,24 @@ struct ResponseHeadParser {
                 let name = line[..<colon]
                 let value = line[line.index(after: colon)...].trimmingOWS()
                 headers.append(CurlHeader(received: String(name), value: String(value)))
+            } else {
+                return .malformed("a header line without a colon (\(String(reflecting: String(line.prefix(40)))))")
             }
             return .none
         }
+    }
+
+    /// Starts a head at the status line `line`, or says why it is not one.
+    private mutating func beginning(_ line: Substring) -> Event {
+        guard let next = Self.parseStatusLine(line) else {
+            return .malformed("an invalid status line \(String(reflecting: String(line.prefix(40))))")
+        }
+        guard (100...599).contains(next.0) else {
+            return .malformed("the status code \(next.0), outside 100 to 599 (RFC 9110 15)")
+        }
+        guard next.0 != 101 else { return .malformed("an unsolicited 101 (Switching Protocols): no upgrade was asked for") }
+        begin(next)
+        return .none
     }
 
     private mutating func begin(_ line: (Int, String, CurlHTTPVersion)) {
@@ -172,7 +189,7 @@ struct ResponseHeadParser {
         let versionText = afterSlash.prefix { $0 != " " }
         let rest = afterSlash.dropFirst(versionText.count).drop { $0 == " " }
         let codeText = rest.prefix { $0 != " " }
-        guard codeText.count == 3, let status = Int(codeText) else { return nil }
+        guard codeText.count == 3, codeText.allSatisfy({ $0.isASCII && $0.isNumber }), let status = Int(codeText) else { return nil }
         let reason = rest.dropFirst(codeText.count).drop { $0 == " " }
         let numbers = versionText.split(separator: ".", omittingEmptySubsequences: false)
         guard let major = numbers.first.flatMap({ Int($0) }) else { return nil }

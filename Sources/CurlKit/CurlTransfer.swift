@@ -51,6 +51,17 @@ public final class CurlTransfer {
     /// The longest no byte of the response body may arrive once the final head is complete; nil
     /// for no limit (a quiet stream). Expiry fails the transfer with `CurlError.stalled`.
     public var bodyStallTimeout: Duration?
+    /// The slowest average, in bytes per second, the transfer may keep over any
+    /// `headStallTimeout`-long window before the final head is complete (the request body sent
+    /// counts); nil for none, and none without `headStallTimeout`. Below it, the transfer fails
+    /// with `CurlError.stalled` ("too slow"): a server that drips a byte now and then never
+    /// goes quiet long enough for the stall timeout. At least 1.
+    public var headMinimumRate: Int?
+    /// The slowest average, in bytes per second, of the response body over any
+    /// `bodyStallTimeout`-long window once the final head is complete; nil for none, and none
+    /// without `bodyStallTimeout`. Below it, the transfer fails with `CurlError.stalled` ("too
+    /// slow"). At least 1.
+    public var bodyMinimumRate: Int?
     /// TCP keepalive probes on the connection, so a peer that vanished is noticed on a quiet
     /// connection (`CURLOPT_TCP_KEEPALIVE`); nil for none.
     public var tcpKeepAlive: CurlKeepAlive?
@@ -107,6 +118,13 @@ public final class CurlTransfer {
     /// included) a transfer accepts: 256 KiB. A larger head fails with
     /// `CurlError.responseHeadTooLarge`.
     public static let maxResponseHeadBytes = 256 << 10
+
+    /// The most bytes of header lines a transfer accepts after the final response head (the
+    /// trailer fields of a chunked body): 16 KiB. libcurl keeps every field it passes on, so
+    /// without a bound a server sending trailers forever grows memory without limit. More fails
+    /// with `CurlError.trailersTooLarge`; these bytes never count as progress for the stall
+    /// timeouts.
+    public static let maxTrailerBytes = 16 << 10
 
     private let easy: UnsafeMutableRawPointer
     private let multi: UnsafeMutableRawPointer
@@ -318,6 +336,11 @@ public final class CurlTransfer {
         for (stall, name) in [(headStallTimeout, "stall timeout"), (bodyStallTimeout, "body stall timeout")] {
             if let stall { _ = try Self.milliseconds(stall, name) }
         }
+        for (rate, name) in [(headMinimumRate, "head minimum rate"), (bodyMinimumRate, "body minimum rate")] {
+            if let rate, rate < 1 {
+                throw CurlError(code: .invalidRequest, message: "invalid \(name) \(rate): it must be at least 1 byte per second")
+            }
+        }
         if let tcpKeepAlive {
             _ = try Self.milliseconds(tcpKeepAlive.idle, "keepalive idle time")
             _ = try Self.milliseconds(tcpKeepAlive.interval, "keepalive interval")
@@ -444,7 +467,8 @@ public final class CurlTransfer {
         defer { curl_multi_remove_handle(multi, easy) }
 
         var finished: CURLcode?
-        var stall = StallWatch(head: headStallTimeout, body: bodyStallTimeout)
+        var stall = StallWatch(
+            head: headStallTimeout, body: bodyStallTimeout, headRate: headMinimumRate, bodyRate: bodyMinimumRate)
         while finished == nil {
             if context.cancel.isCancelled { return .failure(CancellationError()) }
             var running: Int32 = 0
@@ -572,31 +596,58 @@ public struct CurlKeepAlive: Sendable, Hashable {
 }
 
 /// The stall check of one perform: when the count of moved bytes last changed, and whether the
-/// limit of the current phase (before or after the final head) has passed since.
+/// limit of the current phase (before or after the final head) has passed since; and, where a
+/// minimum rate is set, whether the bytes moved over the last limit-long window average at
+/// least that rate.
 struct StallWatch {
-    enum Verdict {
+    enum Verdict: Equatable {
         case wait(Int32)
         case stalled(CurlError)
     }
 
     private let head: Duration?
     private let body: Duration?
+    private let headRate: Int?
+    private let bodyRate: Int?
     private var lastMoved: Int64 = -1
-    private var lastChange = ContinuousClock.now
+    private var lastChange: ContinuousClock.Instant
     private var wasInBody = false
+    /// When the current phase began.
+    private var phaseStart: ContinuousClock.Instant
+    /// The count of moved bytes at about one-second steps of the current phase, oldest first,
+    /// trimmed to what the window needs.
+    private var samples: [(at: ContinuousClock.Instant, moved: Int64)] = []
 
-    init(head: Duration?, body: Duration?) {
+    /// - Parameters:
+    ///   - head, body: the longest quiet time before and after the final head; nil for none.
+    ///   - headRate, bodyRate: the slowest average (bytes per second, at least 1) over the
+    ///     phase's limit-long window; nil for none. Applies only where the phase has a limit.
+    ///   - now: the start of the perform.
+    init(
+        head: Duration?, body: Duration?, headRate: Int? = nil, bodyRate: Int? = nil,
+        now: ContinuousClock.Instant = ContinuousClock.now
+    ) {
         self.head = head
         self.body = body
+        self.headRate = headRate
+        self.bodyRate = bodyRate
+        lastChange = now
+        phaseStart = now
+        samples = [(now, 0)]
     }
 
     var isActive: Bool { head != nil || body != nil }
 
-    /// The verdict now, given the bytes moved so far: how long the next wait may last (at most
-    /// until the limit passes), or the failure.
-    mutating func check(moved: Int64, inBody: Bool) -> Verdict {
-        let now = ContinuousClock.now
+    /// The verdict at `now`, given the bytes moved so far: how long the next wait may last (at
+    /// most until the limit passes), or the failure.
+    mutating func check(
+        moved: Int64, inBody: Bool, now: ContinuousClock.Instant = ContinuousClock.now
+    ) -> Verdict {
         // Crossing into the body starts the body's clock afresh.
+        if inBody != wasInBody {
+            phaseStart = now
+            samples = [(now, moved)]
+        }
         if moved != lastMoved || inBody != wasInBody {
             lastMoved = moved
             lastChange = now
@@ -604,18 +655,47 @@ struct StallWatch {
         }
         guard let limit = inBody ? body : head else { return .wait(1000) }
         let quiet = now - lastChange
+        let seconds = limit.components.seconds + (limit.components.attoseconds > 0 ? 1 : 0)
         if quiet >= limit {
-            let seconds = limit.components.seconds + (limit.components.attoseconds > 0 ? 1 : 0)
             let phase = inBody ? "in the response body" : "while waiting for the response head"
             return .stalled(
                 CurlError(
                     code: .stalled,
                     message: "the transfer stalled: nothing arrived for \(seconds) s \(phase)"))
         }
+        if let rate = inBody ? bodyRate : headRate, let failure = tooSlow(rate: rate, window: limit, moved: moved, now: now) {
+            return .stalled(failure)
+        }
         let left = limit - quiet
         let milliseconds = left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1
-        return .wait(Int32(clamping: milliseconds))
+        return .wait(Int32(clamping: min(milliseconds, 1000)))
     }
+
+    /// The failure when the bytes moved over the last `window` average less than `rate` per
+    /// second; nil when they do not, or the phase is younger than the window.
+    private mutating func tooSlow(rate: Int, window: Duration, moved: Int64, now: ContinuousClock.Instant) -> CurlError? {
+        if now - samples[samples.count - 1].at >= .seconds(1) { samples.append((now, moved)) }
+        // Keep one sample at or before the window's start (the first is the phase's start), and
+        // those after it.
+        while samples.count > 1, now - samples[1].at >= window { samples.removeFirst() }
+        guard now - phaseStart >= window else { return nil }
+        let base = samples[0]
+        let span = now - base.at
+        // rate × span in bytes, without overflow: the span is at most a day past the window.
+        let spanMilliseconds = span.components.seconds * 1000 + span.components.attoseconds / 1_000_000_000_000_000
+        let (product, overflow) = Int64(rate).multipliedReportingOverflow(by: spanMilliseconds)
+        let needed = overflow ? Int64.max : product / 1000
+        let got = moved &- base.moved
+        guard got < needed else { return nil }
+        let windowSeconds = window.components.seconds + (window.components.attoseconds > 0 ? 1 : 0)
+        let phase = inBodyText
+        return CurlError(
+            code: .stalled,
+            message: "the transfer was too slow: \(got) bytes in the last \(windowSeconds) s \(phase), "
+                + "under the minimum average of \(rate) bytes/s")
+    }
+
+    private var inBodyText: String { wasInBody ? "of the response body" : "while waiting for the response head" }
 }
 
 /// curl_global_init, once per process: Swift runs a static's initialiser exactly once, on first

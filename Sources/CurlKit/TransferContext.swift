@@ -22,8 +22,13 @@ final class TransferContext {
     private var bodyBytesSent: Int64 = 0
     private var headerBytesReceived: Int64 = 0
 
-    /// Every byte moved so far: response head and body received, request body sent. The stall
-    /// check watches it change.
+    /// Bytes of header lines after the final head (trailer fields, and anything else libcurl
+    /// passes on as a header line once the body has begun).
+    private(set) var trailerByteCount = 0
+
+    /// Every byte moved so far that makes progress: the response head up to its end, the
+    /// body received, the request body sent. The stall check watches it change. Trailer bytes
+    /// carry no body, so they never count: a server sending endless trailers stalls.
     var movedByteCount: Int64 { headerBytesReceived + bodyByteCount + bodyBytesSent }
 
     init(
@@ -40,18 +45,36 @@ final class TransferContext {
     /// CURLOPT_HEADERFUNCTION: returns the line's length to continue, 0 to stop the transfer.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
         if abortReason != nil || cancel.isCancelled { return 0 }
-        headerBytesReceived += Int64(line.count)
-        if parser.finalHead == nil {
-            headByteCount += line.count
-            if headByteCount > CurlTransfer.maxResponseHeadBytes {
+        if parser.finalHead != nil {
+            // libcurl keeps every field it passes on, trailers included: bound them, or a server
+            // sending trailers forever grows memory without limit.
+            trailerByteCount += line.count
+            if trailerByteCount > CurlTransfer.maxTrailerBytes {
                 protocolFailure = CurlError(
-                    code: .responseHeadTooLarge,
-                    message: "the server sent an oversized response head: more than "
-                        + "\(CurlTransfer.maxResponseHeadBytes) bytes (256 KiB) of status line and header fields")
+                    code: .trailersTooLarge,
+                    message: "the server sent too much after the response head: more than "
+                        + "\(CurlTransfer.maxTrailerBytes) bytes (16 KiB) of trailer fields")
                 return 0
             }
+            return line.count
         }
-        guard case .finalHead(let head) = parser.consume(line: line) else { return line.count }
+        headerBytesReceived += Int64(line.count)
+        headByteCount += line.count
+        if headByteCount > CurlTransfer.maxResponseHeadBytes {
+            protocolFailure = CurlError(
+                code: .responseHeadTooLarge,
+                message: "the server sent an oversized response head: more than "
+                    + "\(CurlTransfer.maxResponseHeadBytes) bytes (256 KiB) of status line and header fields")
+            return 0
+        }
+        let head: CurlResponseHead
+        switch parser.consume(line: line) {
+        case .none: return line.count
+        case .malformed(let problem):
+            protocolFailure = CurlError(code: .weirdServerReply, message: "the server's reply is not valid HTTP: \(problem)")
+            return 0
+        case .finalHead(let final): head = final
+        }
         if let problem = Self.contentLengthProblem(head, isHead: isHead) {
             protocolFailure = CurlError(
                 code: .invalidContentLength, message: "the server sent \(problem) (RFC 9112 6.3)")

@@ -25,6 +25,12 @@ public struct ClientArguments {
     public let connectTimeout: Duration
     /// `--stall-timeout`, 60 s by default; nil when it is 0 (no limit).
     public let stallTimeout: Duration?
+    /// `--min-rate`, 100 bytes per second over each stall-timeout window by default; nil when
+    /// it is 0 (no limit).
+    public let minimumRate: Int?
+    /// The default of `--min-rate`, in bytes per second: a dial-up link (several KB/s) passes by
+    /// far, a server dripping a byte every few seconds does not.
+    public static let defaultMinimumRate = 100
     /// The HTTP proxy the tool reaches ``origin`` through, or nil when it connects directly:
     /// `--proxy` (`''` for none), else `https_proxy`/`HTTPS_PROXY` (https) or `http_proxy`
     /// (http), else `all_proxy`/`ALL_PROXY`; unless `--noproxy` (or, without it,
@@ -70,7 +76,7 @@ public struct ClientArguments {
         if let caFile {
             // libcurl would open it blocking, on the transfer's thread: a FIFO must not hold the
             // tool there.
-            Glibc.close(try RegularFile.open(caFile, what: "the CA file", followingLinks: true))
+            try Self.checkCertificates(in: caFile)
         }
         do {
             proxy = try ProxySelection.route(
@@ -93,6 +99,39 @@ public struct ClientArguments {
         connectTimeout = .seconds(arguments.integer("connect-timeout") ?? 30)
         let stall = arguments.integer("stall-timeout") ?? 60
         stallTimeout = stall == 0 ? nil : .seconds(stall)
+        let rate = arguments.integer("min-rate") ?? Self.defaultMinimumRate
+        minimumRate = rate == 0 ? nil : rate
+    }
+
+    /// The most a `--cacert` file may hold: 16 MiB (the system's whole bundle is about 200 KiB).
+    static let maxCAFileBytes = 16 << 20
+
+    /// Refuses a `--cacert` file that is not a regular file or holds no PEM certificate, as a
+    /// local failure (exit 1) before any I/O, like a missing one: libcurl would report it only
+    /// at the TLS handshake, as a failure of the connection.
+    /// - Throws: `LocalFailure`.
+    static func checkCertificates(in path: String) throws {
+        let descriptor = try RegularFile.open(path, what: "the CA file", followingLinks: true)
+        defer { Glibc.close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            throw LocalFailure("cannot read the CA file \(path): \(String(cString: strerror(errno)))")
+        }
+        // One byte past the size the file has now, or past the bound, shows growth or excess.
+        var bytes = [UInt8](repeating: 0, count: min(Int(max(status.st_size, 0)), maxCAFileBytes) + 1)
+        let count: Int
+        switch bytes.withUnsafeMutableBytes({ raw in Result { () throws(SystemError) in try FileDescriptor.readFully(descriptor, into: raw) } }) {
+        case .success(let read): count = read
+        case .failure(let error): throw LocalFailure("cannot read the CA file \(path): \(error.reason)")
+        }
+        guard count <= maxCAFileBytes else {
+            throw LocalFailure("the CA file \(path) is larger than 16 MiB")
+        }
+        guard PEMCertificates.containsCertificate(bytes[..<count]) else {
+            throw LocalFailure(
+                "the CA file \(path) holds no certificate: it needs at least one PEM block "
+                    + "(-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)")
+        }
     }
 
     /// The credential read again from its source (the file as it is now), or nil without one.
@@ -124,7 +163,7 @@ public struct ClientArguments {
         let http = NativeHTTP(
             origin: origin, credential: credential, observer: observer,
             options: NativeHTTP.Options(
-                caFile: caFile, connectTimeout: connectTimeout, stallTimeout: stallTimeout,
+                caFile: caFile, connectTimeout: connectTimeout, stallTimeout: stallTimeout, minimumRate: minimumRate,
                 streamIdleTimeout: streamIdleTimeout, transfersOnCallingThread: interruptDescriptor != nil,
                 cancelDescriptor: interruptDescriptor, proxy: proxy))
         http.skipTLSStartupIfPlain()
@@ -314,5 +353,48 @@ enum RegularFile {
         // Reads of a regular file never block; clear the flag all the same.
         _ = fcntl(descriptor, F_SETFL, 0)
         return descriptor
+    }
+}
+
+/// What OpenSSL (through libcurl's `--cacert`) reads as a certificate in a PEM file.
+enum PEMCertificates {
+    /// The labels OpenSSL's `PEM_X509_INFO_read_bio` takes as a certificate.
+    private static let labels = ["CERTIFICATE", "TRUSTED CERTIFICATE", "X509 CERTIFICATE"]
+
+    /// Whether `bytes` hold at least one PEM certificate block: a `-----BEGIN LABEL-----` line,
+    /// then base64 text (at least one character of it), then `-----END LABEL-----`.
+    static func containsCertificate(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let text = String(decoding: bytes, as: UTF8.self)
+        var lines = text.split(omittingEmptySubsequences: true) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }[...]
+        while let line = lines.popFirst() {
+            guard let label = labels.first(where: { line.trimmingTrailingBlanks == "-----BEGIN \($0)-----" }) else { continue }
+            var body = 0
+            while let inner = lines.popFirst() {
+                let trimmed = inner.trimmingTrailingBlanks
+                if trimmed == "-----END \(label)-----" {
+                    if body > 0 { return true }
+                    break
+                }
+                guard trimmed.unicodeScalars.allSatisfy(isBase64) else { break }
+                body += trimmed.count
+            }
+        }
+        return false
+    }
+
+    private static func isBase64(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "A"..."Z", "a"..."z", "0"..."9", "+", "/", "=": true
+        default: false
+        }
+    }
+}
+
+extension Substring {
+    /// Without trailing spaces and tabs.
+    fileprivate var trimmingTrailingBlanks: Substring {
+        var text = self
+        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+        return text
     }
 }

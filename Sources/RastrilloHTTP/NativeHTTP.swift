@@ -35,6 +35,11 @@ public struct NativeHTTP: NativeTransport {
         /// response or download body (a stream's body has ``streamIdleTimeout`` instead); nil for
         /// no limit. Expiry is `transport(.stalled)`.
         public var stallTimeout: Duration?
+        /// The slowest average, in bytes per second, a transfer may keep over any
+        /// ``stallTimeout``-long window: until the response head is complete, and in a response
+        /// or download body (never in a stream's body, which may be quiet); nil for none, and
+        /// none without a stall timeout. Below it is `transport(.stalled)`, "too slow".
+        public var minimumRate: Int?
         /// The longest an open event stream may stay quiet; nil (the default) for no limit, so a
         /// healthy quiet stream is never ended. Expiry is `transport(.stalled)`. Streams use
         /// TCP keepalive (``streamKeepAlive``) whatever this is.
@@ -58,13 +63,14 @@ public struct NativeHTTP: NativeTransport {
         /// proxy.
         public init(
             caFile: String? = nil, connectTimeout: Duration? = nil, stallTimeout: Duration? = nil,
-            streamIdleTimeout: Duration? = nil, transfersOnCallingThread: Bool = false, cancelDescriptor: Int32? = nil,
+            minimumRate: Int? = nil, streamIdleTimeout: Duration? = nil, transfersOnCallingThread: Bool = false, cancelDescriptor: Int32? = nil,
             proxy: ProxyRoute? = nil
         ) {
             self.proxy = proxy
             self.caFile = caFile
             self.connectTimeout = connectTimeout
             self.stallTimeout = stallTimeout
+            self.minimumRate = minimumRate
             self.streamIdleTimeout = streamIdleTimeout
             self.transfersOnCallingThread = transfersOnCallingThread
             self.cancelDescriptor = cancelDescriptor
@@ -160,6 +166,7 @@ public struct NativeHTTP: NativeTransport {
         transfer.receiveBufferSize = receiveBufferSize
         if isStream {
             transfer.bodyStallTimeout = options.streamIdleTimeout
+            transfer.bodyMinimumRate = nil
             transfer.tcpKeepAlive = Self.streamKeepAlive
         }
         let state = ExchangeState()
@@ -211,7 +218,7 @@ public struct NativeHTTP: NativeTransport {
             throw mapped
         }
         guard let delivered = state.head else {
-            throw NativeClientError.transport(.badServerResponse).with("the exchange ended without a response head")
+            throw NativeClientError.invalidResponse.with("the server broke HTTP (\(origin.authority)): the exchange ended without a response head")
         }
         return delivered
     }
@@ -260,6 +267,8 @@ public struct NativeHTTP: NativeTransport {
             transfer.connectTimeout = options.connectTimeout
             transfer.headStallTimeout = options.stallTimeout
             transfer.bodyStallTimeout = options.stallTimeout
+            transfer.headMinimumRate = options.minimumRate
+            transfer.bodyMinimumRate = options.minimumRate
             transfer.caFile = options.caFile
             transfer.runsOnCallingThread = options.transfersOnCallingThread
             transfer.cancelDescriptor = options.cancelDescriptor

@@ -43,8 +43,6 @@ enum TransportFailure {
             base = .offline(.timedOut)
         case .sendFailed, .receiveFailed, .partialBody, .emptyReply:
             base = .offline(.networkConnectionLost)
-        case .weirdServerReply:
-            base = .transport(.badServerResponse)
         case .badContentEncoding:
             base = .transport(.cannotDecodeContentData)
         case .tlsPeerCertificateRejected:

@@ -43,6 +43,7 @@ extension ToolSpecs {
             timeoutOption,
             connectTimeoutOption,
             stallTimeoutOption,
+            minRateOption,
             .flag("json", help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr."),
         ],
         positionals: [

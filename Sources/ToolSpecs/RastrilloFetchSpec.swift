@@ -52,6 +52,7 @@ extension ToolSpecs {
             timeoutOption,
             connectTimeoutOption,
             stallTimeoutOption,
+            minRateOption,
             .flag(
                 "fail", short: "f",
                 help: "Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged."),

@@ -42,6 +42,9 @@ extension ToolSpecs {
             connectTimeoutOption,
             stallTimeout(
                 help: "Give up on a connection when no byte arrives for SECONDS before the stream opens (default 60; 0 for no limit)."),
+            minRate(
+                help: "Give up on a connection as too slow when less than BYTES per second arrive on average over a "
+                    + "--stall-timeout window before the stream opens (default 100; 0 for no limit)."),
             .value(
                 "idle-timeout", valueName: "SECONDS", kind: .integer(1...86_400),
                 help: "Reconnect when an open stream sends nothing for SECONDS (default: no limit; TCP keepalive still detects a dead peer)."),

@@ -49,6 +49,15 @@ extension ToolSpecs {
     static let stallTimeoutOption = stallTimeout(
         help: "Give up when no byte arrives for SECONDS (default 60; 0 for no limit; exit 4).")
 
+    /// `--min-rate` with a tool's own help text.
+    static func minRate(help: String) -> OptionSpec {
+        .value("min-rate", valueName: "BYTES", kind: .integer(0...1_073_741_824), help: help)
+    }
+
+    static let minRateOption = minRate(
+        help: "Give up as too slow when less than BYTES per second arrive on average over a --stall-timeout window "
+            + "(default 100; 0 for no limit; exit 4).")
+
     static let timeoutOption = OptionSpec.value(
         "timeout", valueName: "SECONDS", kind: .integer(1...86_400),
         help: "Give up when the whole exchange takes longer than SECONDS (exit 3).")

@@ -159,7 +159,7 @@ import Rastrillo
             (.receiveFailed, nil, .offline(.networkConnectionLost)),
             (.partialBody, nil, .offline(.networkConnectionLost)),
             (.emptyReply, nil, .offline(.networkConnectionLost)),
-            (.weirdServerReply, nil, .transport(.badServerResponse)),
+            (.weirdServerReply, nil, .invalidResponse),
             (.badContentEncoding, nil, .transport(.cannotDecodeContentData)),
             (.tlsHandshakeFailed, nil, .transport(.secureConnectionFailed)),
             (.tlsPeerCertificateRejected, nil, .transport(.serverCertificateUntrusted)),

@@ -54,11 +54,13 @@ import Testing
         #expect(error as? NativeClientError == .offline(.timedOut))
     }
 
-    @Test func garbageIsABadServerResponseNotOffline() async throws {
+    /// A reply that is not HTTP is the server breaking HTTP: permanent, not offline, and not
+    /// transient either (issue 26: retry loops never stopped).
+    @Test func garbageIsAnInvalidResponseNotOffline() async throws {
         let server = try LoopbackHTTPServer { _ in LoopbackHTTPResponse(steps: [.send(bytes("HTTP/1.1 2x0 nope\r\n\r\n"))]) }
         let error = await caught { _ = try await client(server).request("/") }
-        #expect(error as? NativeClientError == .transport(.badServerResponse))
-        #expect((error as? NativeClientError)?.retryClass == .transient)
+        #expect(error as? NativeClientError == .invalidResponse)
+        #expect((error as? NativeClientError)?.retryClass == .permanent)
     }
 
     @Test func cancellationMidBodyThrowsCancellationError() async throws {

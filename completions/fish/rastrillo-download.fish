@@ -13,6 +13,7 @@ complete -c rastrillo-download -l noproxy -x -d 'Reach the hosts in LIST directl
 complete -c rastrillo-download -l timeout -x -d 'Give up when the whole exchange takes longer than SECONDS (exit 3).'
 complete -c rastrillo-download -l connect-timeout -x -d 'Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).'
 complete -c rastrillo-download -l stall-timeout -x -d 'Give up when no byte arrives for SECONDS (default 60; 0 for no limit; exit 4).'
+complete -c rastrillo-download -l min-rate -x -d 'Give up as too slow when less than BYTES per second arrive on average over a --stall-timeout window (default 100; 0 for no limit; exit 4).'
 complete -c rastrillo-download -l json -d 'Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr.'
 complete -c rastrillo-download -s h -l help -d 'Show this help and exit.'
 complete -c rastrillo-download -l version -d 'Show the version and exit.'

@@ -17,6 +17,7 @@ complete -c rastrillo-fetch -l noproxy -x -d 'Reach the hosts in LIST directly, 
 complete -c rastrillo-fetch -l timeout -x -d 'Give up when the whole exchange takes longer than SECONDS (exit 3).'
 complete -c rastrillo-fetch -l connect-timeout -x -d 'Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).'
 complete -c rastrillo-fetch -l stall-timeout -x -d 'Give up when no byte arrives for SECONDS (default 60; 0 for no limit; exit 4).'
+complete -c rastrillo-fetch -l min-rate -x -d 'Give up as too slow when less than BYTES per second arrive on average over a --stall-timeout window (default 100; 0 for no limit; exit 4).'
 complete -c rastrillo-fetch -s f -l fail -d 'Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged.'
 complete -c rastrillo-fetch -l binary-to-terminal -d 'Write a body that is not text (binary, or holding control characters) to a terminal anyway.'
 complete -c rastrillo-fetch -l json -d 'Print {status, headers, body} as one JSON object, and failures (usage errors too) as JSON on stderr.'

@@ -12,6 +12,7 @@ complete -c rastrillo-stream -l proxy -x -d 'Go through the HTTP proxy URL ([htt
 complete -c rastrillo-stream -l noproxy -x -d 'Reach the hosts in LIST directly, replacing no_proxy: names (and the names under them), IP addresses, CIDR ranges, or * for every host.'
 complete -c rastrillo-stream -l connect-timeout -x -d 'Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).'
 complete -c rastrillo-stream -l stall-timeout -x -d 'Give up on a connection when no byte arrives for SECONDS before the stream opens (default 60; 0 for no limit).'
+complete -c rastrillo-stream -l min-rate -x -d 'Give up on a connection as too slow when less than BYTES per second arrive on average over a --stall-timeout window before the stream opens (default 100; 0 for no limit).'
 complete -c rastrillo-stream -l idle-timeout -x -d 'Reconnect when an open stream sends nothing for SECONDS (default: no limit; TCP keepalive still detects a dead peer).'
 complete -c rastrillo-stream -l snapshot -x -d 'On every connection, fetch PATH (same origin) once the stream is open and print it before any event.'
 complete -c rastrillo-stream -l raw -d 'Print the stream\'s validated lines as received instead of JSON.'
