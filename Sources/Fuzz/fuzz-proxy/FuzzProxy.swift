@@ -1,5 +1,6 @@
 // libFuzzer target for RastrilloCore's URL parsers: the proxy URL and no_proxy parsers
-// (ProxyURL and NoProxyList) and the origin and request-target parser (NativeOrigin). Built with -DFUZZING it hands inputs from libFuzzer to `fuzz(_:)`; built
+// (ProxyURL and NoProxyList) and the origin and request-target parser (NativeOrigin); and the
+// `--cacert` file scanner (PEMCertificates), which reads the whole input. Built with -DFUZZING it hands inputs from libFuzzer to `fuzz(_:)`; built
 // normally it replays every file of the seed corpus (or of the paths given), so
 // `swift run fuzz-proxy` is a regression check.
 //
@@ -18,6 +19,7 @@ import SystemKit
 /// its password, and keeps its port in range; an error never quotes the password; a parsed
 /// list decides the same on a second parse, and a host it names is excluded.
 func fuzz(_ bytes: [UInt8]) {
+    checkPEM(bytes)
     let text = String(decoding: bytes, as: UTF8.self)
     let newline = text.firstIndex(of: "\n") ?? text.endIndex
     let proxyText = String(text[..<newline])
@@ -65,6 +67,21 @@ func fuzz(_ bytes: [UInt8]) {
 
 /// `text` as a request URL or path (NativeOrigin): a target it gives starts with one `/`, holds
 /// no dot segment in its path, and reads back unchanged, alone and on its origin.
+/// The `--cacert` scanner on the whole input: its answer does not depend on where the slice
+/// starts, a found certificate has both markers, and a whole certificate block appended after
+/// a line end is always found.
+func checkPEM(_ bytes: [UInt8]) {
+    let found = PEMCertificates.containsCertificate(bytes[...])
+    let shifted = ([0x0A] + bytes)[1...]
+    precondition(PEMCertificates.containsCertificate(shifted) == found, "the answer depends on the slice's start")
+    if found {
+        let text = String(decoding: bytes, as: UTF8.self)
+        precondition(text.containsText("-----BEGIN ") && text.containsText("-----END "), "a certificate without markers")
+    }
+    let block = Array("\n-----BEGIN CERTIFICATE-----\nQUJD\n-----END CERTIFICATE-----\n".utf8)
+    precondition(PEMCertificates.containsCertificate((bytes + block)[...]), "an appended certificate was not found")
+}
+
 func checkTarget(_ text: String) {
     let origin = try! NativeOrigin("http://127.0.0.1:8080")
     var targets: [String] = []
