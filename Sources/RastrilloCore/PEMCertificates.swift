@@ -7,18 +7,24 @@ public enum PEMCertificates {
     /// then base64 text (at least one character of it), then `-----END LABEL-----`.
     public static func containsCertificate(_ bytes: ArraySlice<UInt8>) -> Bool {
         let text = String(decoding: bytes, as: UTF8.self)
-        var lines = text.split(omittingEmptySubsequences: true) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }[...]
-        while let line = lines.popFirst() {
+        let lines = text.split(omittingEmptySubsequences: true) { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }
+        var index = lines.startIndex
+        while index < lines.endIndex {
+            let line = lines[index]
+            index += 1
             guard let label = labels.first(where: { line.trimmingTrailingBlanks == "-----BEGIN \($0)-----" }) else { continue }
             var body = 0
-            while let inner = lines.popFirst() {
-                let trimmed = inner.trimmingTrailingBlanks
+            while index < lines.endIndex {
+                let trimmed = lines[index].trimmingTrailingBlanks
                 if trimmed == "-----END \(label)-----" {
+                    index += 1
                     if body > 0 { return true }
                     break
                 }
+                // A line that is not base64 ends this block unfinished; it may begin the next.
                 guard trimmed.unicodeScalars.allSatisfy(isBase64) else { break }
                 body += trimmed.count
+                index += 1
             }
         }
         return false
