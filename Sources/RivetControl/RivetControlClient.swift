@@ -56,7 +56,8 @@ public final class RivetControlClient: @unchecked Sendable {
     /// Connects to the socket at `path`.
     /// - Throws: ``RivetControlError/notRunning`` when nothing answers there (no socket, or a
     ///   stale one), ``RivetControlError/permissionDenied`` when the socket or its directory
-    ///   belongs to another user, ``RivetControlError/connectionFailed`` otherwise.
+    ///   belongs to another user, or the process serving it (`SO_PEERCRED`) is another user's —
+    ///   checked before any byte is sent — ``RivetControlError/connectionFailed`` otherwise.
     public init(path: String) throws(RivetControlError) {
         self.path = path
         guard path.utf8.count < 108 else {
@@ -82,6 +83,23 @@ public final class RivetControlClient: @unchecked Sendable {
             default:
                 throw RivetControlError.connectionFailed.with("connecting to \(path) failed: \(String(cString: strerror(code)))")
             }
+        }
+        // Whoever listens there must be this user: another local user can squat the path (a
+        // shared /tmp when XDG_RUNTIME_DIR is unset) and would receive every request, the code
+        // typed at --confirm included, and answer what it likes. Nothing is sent before this.
+        let credentials: PeerCredentials
+        do {
+            credentials = try PeerCredentials(of: socketFD)
+        } catch {
+            close(socketFD)
+            throw RivetControlError.connectionFailed.with("cannot tell who serves \(path): \(error.reason); nothing was sent")
+        }
+        guard credentials.uid == geteuid() else {
+            close(socketFD)
+            throw RivetControlError.permissionDenied.with(
+                "refusing \(path): it is served by another user (uid \(credentials.uid)), not by your rivetd "
+                    + "(uid \(geteuid())); nothing was sent. Someone may be impersonating rivetd: set "
+                    + "XDG_RUNTIME_DIR to a directory of your own")
         }
         fd = socketFD
     }

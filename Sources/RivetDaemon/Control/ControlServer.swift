@@ -137,10 +137,9 @@ final class ControlServer: @unchecked Sendable {
     }
 
     private func admit(_ fd: Int32) {
-        var credentials: [Int32] = [0, 0, 0]
-        var length = socklen_t(MemoryLayout<Int32>.size * 3)
-        let known = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0
-        let (pid, uid) = (credentials[0], UInt32(bitPattern: credentials[1]))
+        let credentials = try? PeerCredentials(of: fd)
+        let known = credentials != nil
+        let (pid, uid) = (credentials?.pid ?? 0, credentials?.uid ?? 0)
         guard known, uid == geteuid() else {
             log.warn("refused a control connection from uid \(known ? String(uid) : "unknown") (pid \(pid)): only uid \(geteuid()) may use the control socket")
             Self.send(RivetControlError.permissionDenied.with(
