@@ -332,9 +332,12 @@ import ToolTestSupport
         #expect(chown(home.path, 65534, 65534) == 0)
         let nobody = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
         try await withDaemon(home, prefix: nobody) { daemon in
-            // This test runs as root, which the socket's permissions do not stop; the peer check does.
-            let control = try daemon.control()
-            await #expect(throws: RivetControlError.permissionDenied) { try await offPool { try control.send(.sessions) } }
+            // This test runs as root, which the socket's permissions do not stop; the peer checks
+            // do, on both sides: the client refuses a daemon of another user before sending
+            // anything, and the daemon refuses and logs the connection.
+            await #expect(throws: RivetControlError.permissionDenied) {
+                try await offPool { try daemon.control().send(.sessions) }
+            }
             try await daemon.waitForLog("refused a control connection from uid \(getuid())")
             #expect(try await daemon.stop() == 0)
         }

@@ -87,7 +87,10 @@ import ToolTestSupport
         let parsed = try RivetPairingLink(parsing: link)
         #expect(parsed.host == "198.51.100.1", "\(link)")
         #expect(parsed.additionalAddresses == [VethLab.addressA], "\(link)")
-        #expect(open.stderr.contains("198.51.100.1, 192.0.2.1"), "\(open.stderr)")
+        // The note may reach stderr a moment after the link reached stdout.
+        try await eventually("the addresses are noted on stderr: \(open.stderr)") {
+            open.stderr.contains("198.51.100.1, 192.0.2.1")
+        }
 
         // Another fingerprint: the key rivetd shows at the address that answered is not the
         // pin, and that stops everything: exit 6 at once, the unreachable address abandoned,
