@@ -113,46 +113,12 @@ import ToolTestSupport
 
 /// The download progress bar and its summary line, under a real pseudo-terminal.
 @Suite struct DownloadProgressTests {
-    /// Runs rastrillo-download with stderr on a pseudo-terminal (Python's pty module) and
-    /// returns what the terminal received.
-    func terminalOutput(_ arguments: [String], home: Home) async throws -> (status: Int32, terminal: String) {
-        let script = """
-            import os, pty, subprocess, sys
-            leader, follower = pty.openpty()
-            child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower)
-            os.close(follower)
-            seen = b""
-            while True:
-                try:
-                    chunk = os.read(leader, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            sys.stdout.buffer.write(seen)
-            sys.exit(child.wait())
-            """
-        let environment = home.environment.merging(["TERM": "xterm", "NO_COLOR": "1", "COLUMNS": "80"]) { $1 }
-        let run = try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result {
-                        try ToolProcess.runProgram(
-                            at: "/usr/bin/python3", ["-c", script, ToolProcess.path(of: "rastrillo-download")] + arguments,
-                            environment: environment)
-                    })
-            }.start()
-        }
-        return (run.status, run.stdout)
-    }
-
     @Test func aTerminalSeesTheBarThenOneSummaryLine() async throws {
         let home = try Home()
         let body = pattern(3 << 20)
         let server = try LoopbackHTTPServer { _ in .fixed(body: body) }
         let destination = home.file("big.bin")
-        let (status, terminal) = try await terminalOutput([server.url("/big.bin"), destination], home: home)
+        let (status, terminal) = try await downloadOnATerminal([server.url("/big.bin"), destination], home: home)
         #expect(status == 0, "\(terminal)")
         #expect(terminal.contains("big.bin ["), "\(terminal)")
         #expect(terminal.contains("/s"), "\(terminal)")

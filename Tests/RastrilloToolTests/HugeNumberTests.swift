@@ -9,41 +9,6 @@ import ToolTestSupport
 /// Int64.max / 10 up to Int64.max used to kill download on a terminal (SIGILL, exit 132) in the
 /// progress bar; `Retry-After` at and past Int64.max is clamped.
 @Suite struct HugeNumberTests {
-    /// Runs rastrillo-download with stderr on a pseudo-terminal (Python's pty module); returns
-    /// the exit status and what the terminal received.
-    func onATerminal(_ arguments: [String], home: Home) async throws -> (status: Int32, terminal: String) {
-        let script = """
-            import os, pty, subprocess, sys
-            leader, follower = pty.openpty()
-            child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower)
-            os.close(follower)
-            seen = b""
-            while True:
-                try:
-                    chunk = os.read(leader, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                seen += chunk
-            sys.stdout.buffer.write(seen)
-            code = child.wait()
-            sys.exit(128 - code if code < 0 else code)
-            """
-        let environment = home.environment.merging(["TERM": "xterm", "NO_COLOR": "1", "COLUMNS": "80"]) { $1 }
-        let run = try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result {
-                        try ToolProcess.runProgram(
-                            at: "/usr/bin/python3", ["-c", script, ToolProcess.path(of: "rastrillo-download")] + arguments,
-                            environment: environment)
-                    })
-            }.start()
-        }
-        return (run.status, run.stdout)
-    }
-
     /// Int64.max / 10 and the first value past it (where `amount * 10` overflowed), and
     /// Int64.max: the bar is drawn, the body ends early, and the run ends as a lost
     /// connection (or a local refusal), never a crash, with nothing at DEST.
@@ -57,7 +22,7 @@ import ToolTestSupport
             ])
         }
         let destination = home.file("huge")
-        let (status, terminal) = try await onATerminal([server.url("/huge"), destination], home: home)
+        let (status, terminal) = try await downloadOnATerminal([server.url("/huge"), destination], home: home)
         #expect(status < 128, "killed by a signal: \(status): \(terminal)")
         #expect([1, 3].contains(status), "\(status): \(terminal)")
         #expect(terminal.contains(" TiB"), "the bar shows the total: \(terminal)")

@@ -103,3 +103,38 @@ func jsonObject(_ text: String) throws -> [String: Any] {
     let line = text.split(separator: "\n").first.map(String.init) ?? ""
     return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
 }
+
+/// Runs rastrillo-download with stderr on a pseudo-terminal (Python's pty module); returns the
+/// exit status (128 + the signal when a signal ended it) and what the terminal received.
+func downloadOnATerminal(_ arguments: [String], home: Home) async throws -> (status: Int32, terminal: String) {
+    let script = """
+        import os, pty, subprocess, sys
+        leader, follower = pty.openpty()
+        child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower)
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        sys.stdout.buffer.write(seen)
+        code = child.wait()
+        sys.exit(128 - code if code < 0 else code)
+        """
+    let environment = home.environment.merging(["TERM": "xterm", "NO_COLOR": "1", "COLUMNS": "80"]) { $1 }
+    let run = try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(
+                with: Result {
+                    try ToolProcess.runProgram(
+                        at: "/usr/bin/python3", ["-c", script, ToolProcess.path(of: "rastrillo-download")] + arguments,
+                        environment: environment)
+                })
+        }.start()
+    }
+    return (run.status, run.stdout)
+}
