@@ -38,6 +38,9 @@ public struct RivetDaemonConfiguration: Sendable {
     /// The gateway's bounds (512 KiB payloads, 64 pending calls per session, 8 sessions, 4 MiB
     /// or 256 frames queued per session).
     public var limits: RivetDeviceGatewayLimits = .default
+    /// Sessions per device (2; one more replaces the device's oldest with `rivet.replaced`) and
+    /// the hello deadline (10 s; then `rivet.hello-timeout`).
+    public var sessionLimits = RivetSessionLimits()
     /// The listener's admission bounds and stream buffers.
     public var listener = RivetListener.Configuration()
     /// Whether to advertise the listener through avahi-daemon (`--no-advertise` turns it off).
@@ -148,8 +151,9 @@ public final class RivetDaemon: Sendable {
             serverFingerprint: identity.fingerprint, store: store, applicationID: configuration.applicationID,
             discoverySecret: discoverySecret, log: log)
         let core = GatewayCore(
-            policy: policy, limits: configuration.limits, backendCommand: configuration.backendCommand,
-            applicationID: configuration.applicationID, log: log, sessionLoop: loop, tick: { desk.tick() })
+            policy: policy, limits: configuration.limits, sessionLimits: configuration.sessionLimits,
+            backendCommand: configuration.backendCommand, applicationID: configuration.applicationID, log: log,
+            sessionLoop: loop, tick: { desk.tick() })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
         let control = ControlServer(path: configuration.controlSocketPath, log: log) { handler.handle($0) }
         do {

@@ -45,6 +45,25 @@ public struct RivetDeviceGatewayCloseReason: Hashable, Sendable, CustomStringCon
     public static let streamError = Self(
         RivetDeviceGatewayErrorCode.streamError, "the peer ended the stream with an error")
 
+    /// The device opened one session more than its cap; this, its oldest, made room.
+    public static let replaced = Self(
+        RivetDeviceGatewayErrorCode.replaced, "the device opened a newer session; its oldest made room")
+    /// The device sent no hello within the hello deadline.
+    public static let helloTimeout = Self(
+        RivetDeviceGatewayErrorCode.helloTimeout, "no RVT1 hello arrived within the hello deadline")
+
+    /// The device sent no hello within `timeout`.
+    public static func helloTimeout(after timeout: Duration) -> Self {
+        Self(RivetDeviceGatewayErrorCode.helloTimeout, "no RVT1 hello arrived within \(timeout) of the session's start")
+    }
+
+    /// The device opened one session more than `cap`; this, its oldest, made room.
+    public static func replaced(cap: Int) -> Self {
+        Self(
+            RivetDeviceGatewayErrorCode.replaced,
+            "the device opened a newer session and may hold \(cap); its oldest made room")
+    }
+
     static func outgoingQueueFull(frames: Int, bytes: Int, limits: RivetDeviceGatewayLimits) -> Self {
         Self(
             RivetDeviceGatewayErrorCode.outgoingQueueFull,

@@ -24,6 +24,10 @@
 /// - `rivet.stream-error`: the peer ended its stream with an error frame of request ID 0.
 /// - `rivet.disconnected`: the daemon reported the connection gone.
 /// - `rivet.shutdown`: the daemon is stopping.
+/// - `rivet.replaced`: the device resumed once more than its session cap allows (2 by default);
+///   its oldest session made room for the new one.
+/// - `rivet.hello-timeout`: the device sent no RVT1 frame (its hello) within the hello deadline
+///   (10 s by default) after its session started.
 public enum RivetDeviceGatewayErrorCode {
     /// Unknown, unexported and ungranted names alike; the frame does not name what was asked.
     public static let forbidden = "rivet.forbidden"
@@ -53,4 +57,8 @@ public enum RivetDeviceGatewayErrorCode {
     public static let disconnected = "rivet.disconnected"
     /// The daemon is stopping.
     public static let shutdown = "rivet.shutdown"
+    /// A session made room for a newer session of the same device.
+    public static let replaced = "rivet.replaced"
+    /// A session sent no hello within the hello deadline.
+    public static let helloTimeout = "rivet.hello-timeout"
 }

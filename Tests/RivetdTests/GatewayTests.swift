@@ -298,9 +298,12 @@ import ToolTestSupport
     @Test("the 9th session is refused while 8 are open, and admitted once one closes")
     func ninthSessionRefused() async throws {
         try await withDaemon(try Home()) { daemon in
-            let credential = try daemon.pairDirectly(name: "Busy", scopes: ["viewer"])
+            // Eight devices (one device holds at most two sessions; see SessionSlotsTests).
             var sessions: [RawSession] = []
-            for _ in 0..<8 { sessions.append(try await daemon.raw(credential)) }
+            for index in 0..<8 {
+                sessions.append(try await daemon.raw(try daemon.pairDirectly(name: "Busy \(index)", scopes: ["viewer"])))
+            }
+            let credential = try daemon.pairDirectly(name: "Ninth", scopes: ["viewer"])
             await #expect(throws: RivetClientError.rejected(.serverBusy)) { try await daemon.raw(credential) }
             #expect(daemon.log.contains("8 sessions are open, the gateway's maximum"))
             // docs/protocol.md says so, and lists no RVT1 code for it among the session errors.
@@ -322,17 +325,19 @@ import ToolTestSupport
     @Test("eight idle sessions hold no thread of their own: one session loop drives them all")
     func idleSessionsHoldNoThreads() async throws {
         try await withDaemon(try Home()) { daemon in
-            let credential = try daemon.pairDirectly(name: "Idle", scopes: ["viewer"])
+            // Eight devices: one device holds at most two sessions.
+            var credentials: [RivetCompanionCredential] = []
+            for index in 0..<8 { credentials.append(try daemon.pairDirectly(name: "Idle \(index)", scopes: ["viewer"])) }
             func threads() throws -> [String] {
                 let task = "/proc/\(daemon.process.pid)/task"
                 return try FileManager.default.contentsOfDirectory(atPath: task).compactMap {
                     try? String(contentsOfFile: "\(task)/\($0)/comm", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
                 }
             }
-            var sessions = [try await daemon.raw(credential)]
+            var sessions = [try await daemon.raw(credentials[0])]
             #expect(try await sessions[0].call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
             let withOne = try threads()
-            for _ in 1..<8 { sessions.append(try await daemon.raw(credential)) }
+            for index in 1..<8 { sessions.append(try await daemon.raw(credentials[index])) }
             for (index, session) in sessions.enumerated() {
                 #expect(try await session.call(UInt64(10 + index), "current-score", #"{"game-id":"a"}"#).kind == .result)
             }

@@ -19,15 +19,24 @@ import Glibc
 /// the session and backend threads, never under the lock.
 ///
 /// It is the listener's session handler: it admits at most `maxSessions` sessions (slots are
-/// reserved at admission, so concurrent handshakes cannot overshoot) and refuses devices paired
-/// with another application.
+/// reserved at admission, so concurrent handshakes cannot overshoot), at most
+/// `maxSessionsPerDevice` of one device (one more closes that device's oldest session with
+/// `rivet.replaced`), and refuses devices paired with another application. A session that sends
+/// no frame within `helloTimeout` of its start is closed with `rivet.hello-timeout` by the
+/// timer thread (no thread per session).
 // @unchecked Sendable: every mutable field is read and written only under `monitor`.
 final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     private let monitor = Monitor()
     private var gateway: RivetDeviceGateway
     private var links: [RivetDeviceGatewaySession.ID: SessionLink] = [:]
     private var sessionByConnection: [UInt64: RivetDeviceGatewaySession.ID] = [:]
-    private var reserved: Set<UInt64> = []
+    /// Admitted sessions not yet started, by connection, and whose they are.
+    private var reserved: [UInt64: DeviceID] = [:]
+    /// When each started session must have sent its first frame (its hello); the timer thread
+    /// closes it with `rivet.hello-timeout` then. Removed at the first frame.
+    private var helloDeadlines: [RivetDeviceGatewaySession.ID: ContinuousClock.Instant] = [:]
+    /// Sessions per device and the hello deadline.
+    let sessionLimits: RivetSessionLimits
     private var acceptingSessions = true
     /// Devices revoked while the daemon runs. A device that authenticated just before its
     /// revocation is refused here, so no session outlives the revocation. (Revoked IDs never
@@ -64,10 +73,12 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     static let backendGrace: Duration = .seconds(2)
 
     init(
-        policy: RivetDeviceGatewayPolicy, limits: RivetDeviceGatewayLimits, backendCommand: [String],
+        policy: RivetDeviceGatewayPolicy, limits: RivetDeviceGatewayLimits, sessionLimits: RivetSessionLimits = RivetSessionLimits(),
+        backendCommand: [String],
         applicationID: RivetApplicationID, log: RivetDaemonLog, sessionLoop: StreamEventLoop, tick: @escaping @Sendable () -> Void
     ) {
         self.sessionLoop = sessionLoop
+        self.sessionLimits = sessionLimits
         gateway = RivetDeviceGateway(policy: policy, limits: limits)
         self.backendCommand = backendCommand
         self.applicationID = applicationID
@@ -91,11 +102,27 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             guard session.device.applicationID == applicationID else {
                 return "it is paired with application \(session.device.applicationID), not \(applicationID)"
             }
+            // At most `maxSessionsPerDevice` per device: one more replaces the device's oldest,
+            // so a device whose old connections linger (or one resuming in a loop) never keeps
+            // itself or any other device out.
+            let device = session.device.deviceID
+            let cap = sessionLimits.maxSessionsPerDevice
+            let mine = gateway.sessions.filter { links[$0.id]?.context.device.deviceID == device }
+            let starting = reserved.values.count(where: { $0 == device })
+            let excess = mine.count + starting + 1 - cap
+            if excess > 0 {
+                guard mine.count >= excess else {
+                    return "\(starting) sessions of this device are still starting, its maximum of \(cap)"
+                }
+                for old in mine.prefix(excess) {
+                    perform(gateway.closeSession(old.id, reason: .replaced(cap: cap)))
+                }
+            }
             let held = links.count + reserved.count
             guard held < gateway.limits.maxSessions else {
                 return "\(held) sessions are open, the gateway's maximum"
             }
-            reserved.insert(session.connectionID)
+            reserved[session.connectionID] = device
             return nil
         }
         if let verdict {
@@ -107,13 +134,16 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
 
     func sessionStarted(_ session: RivetSessionContext, stream: RivetAuthenticatedStream) {
         let started: SessionLink? = monitor.withLock {
-            reserved.remove(session.connectionID)
+            reserved[session.connectionID] = nil
             guard acceptingSessions, !revokedDevices.contains(session.device.deviceID) else { return nil }
             do throws(RivetDeviceGatewayError) {
                 let id = try gateway.openSession(device: session.device.deviceID, scopes: session.device.scopes)
                 let link = SessionLink(id: id, context: session, stream: stream, hello: hello)
                 links[id] = link
                 sessionByConnection[session.connectionID] = id
+                helloDeadlines[id] = .now + sessionLimits.helloTimeout
+                // The timer thread may be waiting past this deadline.
+                monitor.broadcast()
                 return link
             } catch {
                 return nil
@@ -135,7 +165,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
 
     func sessionEnded(_ session: RivetSessionContext) {
         monitor.withLock {
-            reserved.remove(session.connectionID)
+            reserved[session.connectionID] = nil
             guard let id = sessionByConnection.removeValue(forKey: session.connectionID) else { return }
             perform(gateway.closeSession(id, reason: .disconnected))
             monitor.broadcast()
@@ -146,9 +176,15 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
 
     func deviceFrame(_ frame: RVT1Frame, from id: RivetDeviceGatewaySession.ID) {
         let flushing = monitor.withLock {
-            deferringSends { perform(gateway.receive(frame, from: id)) }
+            helloDeadlines[id] = nil
+            return deferringSends { perform(gateway.receive(frame, from: id)) }
         }
         flush(flushing)
+    }
+
+    /// The device's hello arrived: its hello deadline no longer applies.
+    func helloReceived(_ id: RivetDeviceGatewaySession.ID) {
+        monitor.withLock { _ = helloDeadlines.removeValue(forKey: id) }
     }
 
     /// Runs `body` (under the lock) with sends deferred; returns the links to flush.
@@ -355,7 +391,12 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                         escalation = step.signal == SIGTERM ? (step.process, SIGKILL, now + Self.backendGrace) : nil
                         continue
                     }
-                    let deadlines = [nextTick, restartAt, escalation?.at].compactMap { $0 }
+                    if let due = helloDeadlines.min(by: { $0.value < $1.value }), now >= due.value {
+                        helloDeadlines[due.key] = nil
+                        perform(gateway.closeSession(due.key, reason: .helloTimeout(after: sessionLimits.helloTimeout)))
+                        continue
+                    }
+                    let deadlines = [nextTick, restartAt, escalation?.at, helloDeadlines.values.min()].compactMap { $0 }
                     monitor.wait(until: deadlines.min())
                 }
                 timerRunning = false
@@ -410,6 +451,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             case .closeSession(let id, let reason):
                 guard let link = links.removeValue(forKey: id) else { continue }
                 sessionByConnection[link.context.connectionID] = nil
+                helloDeadlines[id] = nil
                 let farewell: [UInt8]?
                 if let chosen = farewells[id] {
                     farewell = chosen

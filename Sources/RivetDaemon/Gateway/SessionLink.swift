@@ -257,6 +257,8 @@ final class SessionLink: @unchecked Sendable {
 private final class DeviceReader: @unchecked Sendable {
     private var decoder: RVT1StreamDecoder
     private var done = false
+    /// Whether the core was told the device's hello arrived (the decoder consumes it).
+    private var helloReported = false
 
     init(limits: RVT1Limits) { decoder = RVT1StreamDecoder(limits: limits) }
 
@@ -267,7 +269,12 @@ private final class DeviceReader: @unchecked Sendable {
             decoder.append(bytes)
             while true {
                 do throws(RVT1Error) {
-                    guard let frame = try decoder.next() else { return }
+                    let next = try decoder.next()
+                    if !helloReported, decoder.peerSoftware != nil {
+                        helloReported = true
+                        core.helloReceived(id)
+                    }
+                    guard let frame = next else { return }
                     core.deviceFrame(frame, from: id)
                 } catch {
                     done = true

@@ -1,8 +1,11 @@
 // rivet-bench-rpc: the parts of bench/rpc/run.py, built on the real libraries.
 //
-//   rivet-bench-rpc provision STATE_DIR            create the server identity and one device
+//   rivet-bench-rpc provision STATE_DIR            create the server identity and 8 devices
 //                                                  (scope `viewer`) in STATE_DIR's registry;
-//                                                  its credential goes to STATE_DIR/bench-credential.json
+//                                                  their credentials go to
+//                                                  STATE_DIR/bench-credential-N.json (N = 0...7):
+//                                                  session N uses device N, as rivetd holds at
+//                                                  most 2 sessions per device
 //   rivet-bench-rpc backend                        the trivial backend: answers every call with
 //                                                  its own arguments (RVT1 on stdin/stdout)
 //   rivet-bench-rpc echo STATE_DIR                 the floor: the same TLS 1.3 listener and RVD1
@@ -36,7 +39,10 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-func credentialPath(_ state: String) -> String { "\(state)/bench-credential.json" }
+/// Devices provisioned; session N resumes as device N modulo this.
+let benchDevices = 8
+
+func credentialPath(_ state: String, _ index: Int) -> String { "\(state)/bench-credential-\(index % benchDevices).json" }
 
 let limits = (try? RVT1Limits(maxPayloadBytes: 1 << 20)) ?? .default
 let encoder = RVT1Encoder(limits: limits)
@@ -49,18 +55,20 @@ func provision(state: String) {
         let store = try RivetDevicePairingStore(path: "\(state)/pairing.sqlite3")
         defer { store.close() }
         let application = try RivetApplicationID("net.example.scoreboard")
-        let id = try DeviceID.random(using: RivetSystemRandomness())
-        let credential = try PairingCredential.random(using: RivetSystemRandomness())
-        try store.insertPaired(
-            RivetDevicePairedDevice(
-                deviceID: id, displayName: try RivetDeviceName("bench"), applicationID: application,
-                serverFingerprint: identity.fingerprint, scopes: [try RivetDeviceScope("viewer")], created: Date(),
-                lastSeen: nil),
-            verifier: credential.verifier)
-        try RivetCompanionCredentialStore(path: credentialPath(state)).save(
-            try RivetCompanionCredential(
-                deviceID: id, credential: credential, serverFingerprint: identity.fingerprint,
-                applicationID: application, serverAddress: "127.0.0.1"))
+        for index in 0..<benchDevices {
+            let id = try DeviceID.random(using: RivetSystemRandomness())
+            let credential = try PairingCredential.random(using: RivetSystemRandomness())
+            try store.insertPaired(
+                RivetDevicePairedDevice(
+                    deviceID: id, displayName: try RivetDeviceName("bench \(index)"), applicationID: application,
+                    serverFingerprint: identity.fingerprint, scopes: [try RivetDeviceScope("viewer")], created: Date(),
+                    lastSeen: nil),
+                verifier: credential.verifier)
+            try RivetCompanionCredentialStore(path: credentialPath(state, index)).save(
+                try RivetCompanionCredential(
+                    deviceID: id, credential: credential, serverFingerprint: identity.fingerprint,
+                    applicationID: application, serverAddress: "127.0.0.1"))
+        }
     } catch {
         fail("provision: \(error)")
     }
@@ -165,9 +173,9 @@ struct Caller {
     var nextID: UInt64 = 1
     let payload = Array(#"{"game-id":"bench"}"#.utf8)
 
-    init(state: String, port: UInt16) {
+    init(state: String, port: UInt16, index: Int) {
         do {
-            let credential = try RivetCompanionCredentialStore(path: credentialPath(state)).load()
+            let credential = try RivetCompanionCredentialStore(path: credentialPath(state, index)).load()
             session = try RivetClientConnector().resume(
                 credential, host: "127.0.0.1", port: port,
                 pipelined: try encoder.encode(.hello(software: "rivet-bench-rpc")))
@@ -206,7 +214,7 @@ func load(state: String, port: UInt16, sessions: Int, seconds: Int) {
     let group = DispatchGroup()
     // Sessions open one after another: the listener admits at most 4 unauthenticated
     // connections per address at once.
-    let callers = (0..<sessions).map { _ in Caller(state: state, port: port) }
+    let callers = (0..<sessions).map { Caller(state: state, port: port, index: $0) }
     let start = ContinuousClock.now + .seconds(1)
     let end = start + .seconds(seconds)
     for opened in callers {
@@ -235,8 +243,8 @@ func load(state: String, port: UInt16, sessions: Int, seconds: Int) {
 
 func hold(state: String, port: UInt16, sessions: Int) {
     var callers: [Caller] = []
-    for _ in 0..<sessions {
-        var caller = Caller(state: state, port: port)
+    for index in 0..<sessions {
+        var caller = Caller(state: state, port: port, index: index)
         _ = caller.call()
         callers.append(caller)
     }

@@ -1,0 +1,80 @@
+import Foundation
+import Glibc
+import OpenSSLKit
+import RivetCompanion
+@testable import RivetDaemon
+import RivetPairing
+import RivetRegistry
+import RivetTransport
+import RivetWire
+import TestSupport
+import Testing
+import ToolTestSupport
+
+/// The hello deadline (issue 27, finding 2): a session that sends no RVT1 frame within
+/// `helloTimeout` of its start is closed with `rivet.hello-timeout`; one that says hello in time
+/// is served past the deadline. The daemon runs in this process, with a short deadline, the
+/// test backend, and real TLS on loopback.
+@Suite(.serialized) struct HelloDeadlineTests {
+    /// Starts a daemon in `home` with `helloTimeout`, runs `body`, then stops it.
+    func withInProcessDaemon(
+        helloTimeout: Duration, _ body: (_ port: UInt16, _ pair: () throws -> RivetCompanionCredential, _ log: Locked<[String]>) async throws -> Void
+    ) async throws {
+        let home = try Home()
+        defer { home.remove() }
+        try FileManager.default.createDirectory(
+            atPath: home.stateDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        chmod(home.path + "/state", 0o700)
+        let runtime = home.path + "/run/rivet"
+        try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var configuration = RivetDaemonConfiguration(
+            listenHost: "127.0.0.1", listenPort: 0, backendCommand: [ToolProcess.path(of: "rivet-test-backend")], schemaPath: exampleSchema,
+            applicationID: try RivetApplicationID(testApplication), stateDirectory: home.stateDirectory, registryPath: home.registry,
+            controlSocketPath: home.socket)
+        configuration.advertise = false
+        configuration.sessionLimits = RivetSessionLimits(helloTimeout: helloTimeout)
+        let lines = Locked<[String]>([])
+        let log = RivetDaemonLog(level: .debug, journal: false) { line in lines.withLock { $0.append(line) } }
+        let daemon = RivetDaemon(configuration: configuration, log: log)
+        let started = try await offPool { try daemon.start() }
+        let pair = {
+            let store = try RivetDevicePairingStore(path: home.registry)
+            defer { store.close() }
+            let credential = PairingCredential(bytes: try SecureRandom.bytes(32))!
+            let device = RivetDevicePairedDevice(
+                deviceID: DeviceID(bytes: try SecureRandom.bytes(16))!, displayName: try RivetDeviceName("Slow"),
+                applicationID: try RivetApplicationID(testApplication), serverFingerprint: started.fingerprint,
+                scopes: [try RivetDeviceScope("viewer")], created: Date(), lastSeen: nil)
+            try store.insertPaired(device, verifier: credential.verifier)
+            return try RivetCompanionCredential(
+                deviceID: device.deviceID, credential: credential, serverFingerprint: started.fingerprint,
+                applicationID: device.applicationID, serverAddress: "127.0.0.1:\(started.port)")
+        }
+        do {
+            try await body(started.port, pair, lines)
+        } catch {
+            _ = try? await offPool { daemon.stop() }
+            throw error
+        }
+        _ = try await offPool { daemon.stop() }
+    }
+
+    @Test("a session without a hello is closed with rivet.hello-timeout; one that says hello in time is served")
+    func noHelloIsClosed() async throws {
+        try await withInProcessDaemon(helloTimeout: .seconds(1)) { port, pair, log in
+            let credential = try pair()
+            let silent = try await RawSession.open(credential, port: port, hello: false)
+            let polite = try await RawSession.open(credential, port: port, hello: true)
+            // Well past the deadline (generous for a loaded machine), the silent one is told why.
+            let farewell = try #require(try await silent.next(timeout: .seconds(20)))
+            #expect(farewell.kind == .error && farewell.requestID == .none && farewell.name == "rivet.hello-timeout")
+            #expect(try await silent.next() == nil)
+            // The one that said hello in time is still served after the deadline.
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await polite.call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
+            #expect(log.withLock { $0.contains { $0.contains("rivet.hello-timeout") } })
+            silent.close()
+            polite.close()
+        }
+    }
+}
