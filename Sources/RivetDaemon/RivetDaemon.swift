@@ -150,10 +150,16 @@ public final class RivetDaemon: Sendable {
         let desk = PairingDesk(
             serverFingerprint: identity.fingerprint, store: store, applicationID: configuration.applicationID,
             discoverySecret: discoverySecret, log: log)
+        // Evictions of pending connections are summed up, at most one line a second.
+        let evictions = EvictionLog { log.warn($0) }
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, sessionLimits: configuration.sessionLimits,
             backendCommand: configuration.backendCommand, applicationID: configuration.applicationID, log: log,
-            sessionLoop: loop, tick: { desk.tick() })
+            sessionLoop: loop,
+            tick: {
+                desk.tick()
+                evictions.flush()
+            })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
         let control = ControlServer(path: configuration.controlSocketPath, log: log) { handler.handle($0) }
         do {
@@ -166,7 +172,7 @@ public final class RivetDaemon: Sendable {
         // Bind before the backend starts, so a port in use ends the start with nothing else
         // begun; connections wait in the backlog until the backend runs.
         var listenerConfiguration = configuration.listener
-        listenerConfiguration.events = { event in Self.logListenerEvent(event, log) }
+        listenerConfiguration.events = { event in Self.logListenerEvent(event, log, evictions) }
         let listener = RivetListener(
             configuration: listenerConfiguration, identity: identity, pairing: desk, authenticator: authenticator,
             handler: core, sessionLoop: loop)
@@ -292,10 +298,10 @@ public final class RivetDaemon: Sendable {
         }
     }
 
-    private static func logListenerEvent(_ event: RivetListener.Event, _ log: RivetDaemonLog) {
+    private static func logListenerEvent(_ event: RivetListener.Event, _ log: RivetDaemonLog, _ evictions: EvictionLog) {
         switch event {
-        case .refused(let peer): log.warn("refused a connection from \(peer): too many connections are pending")
-        case .evicted(let peer): log.debug("closed an idle connection from \(peer) to make room")
+        case .refused(let peer): log.debug("refused a connection from \(peer): the listener is stopping")
+        case .evicted(let peer): evictions.evicted(peer: peer)
         case .closed(let connection, let peer, let reason): log.debug("connection \(connection) from \(peer) closed: \(reason)")
         case .sessionStarted(let connection, let device): log.debug("connection \(connection) authenticated as device \(device)")
         case .sessionEnded(let connection, let device, let reason):

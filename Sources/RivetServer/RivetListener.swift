@@ -94,10 +94,21 @@ public final class RivetListener: Sendable {
     /// Admission bounds and deadlines.
     public struct Configuration: Sendable {
         /// Connections not yet authenticated (waiting for their first byte, in the TLS
-        /// handshake, or in the preface), all addresses together (default 32).
+        /// handshake, or in the preface), all addresses together (default 32). When a bound on
+        /// pending connections is full, the oldest pending connection it covers is evicted,
+        /// whatever it has sent, to make room for the new one.
         public var maximumPendingConnections: Int = 32
         /// Pending connections from one source address (default 4).
         public var maximumPendingConnectionsPerAddress: Int = 4
+        /// Pending connections from one source network: an IPv6 /64, an IPv4 address (default 8).
+        public var maximumPendingConnectionsPerNetwork: Int = 8
+        /// Pending slots only networks that completed a resume within `recentResumeWindow` may
+        /// use (default 8; at most `maximumPendingConnections - 1`): a flood from elsewhere
+        /// never takes them.
+        public var reservedPendingConnections: Int = 8
+        /// How long a network counts as recent after one of its devices completed a resume
+        /// (default 10 minutes).
+        public var recentResumeWindow: Duration = .seconds(600)
         /// From TCP accept to a completed TLS handshake (default 5 s).
         public var handshakeTimeout: Duration = .seconds(5)
         /// From the handshake to the client's complete first message; also bounds `PairReveal`
@@ -124,11 +135,11 @@ public final class RivetListener: Sendable {
 
     /// What happened to a connection, for logs and tests.
     public enum Event: Sendable, Equatable {
-        /// A new connection was closed at once: its address (or all addresses) had no free
-        /// pending slot and no idle connection could make room.
+        /// A new connection was closed at once: the listener was stopping.
         case refused(peer: String)
-        /// An idle pending connection was closed to make room for a new one: no byte received,
-        /// or a TLS handshake done and no byte of the preface after it.
+        /// The oldest pending connection under a full bound (total, per address, per network,
+        /// or the share left by the reserve) was closed to make room for a new one, whatever it
+        /// had sent.
         case evicted(peer: String)
         /// A connection closed before or during the preface, or after pairing, and why.
         case closed(connection: UInt64, peer: String, reason: String)
@@ -181,7 +192,9 @@ public final class RivetListener: Sendable {
         configuration: Configuration = Configuration(), identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
         authenticator: RivetDeviceSessionAuthenticator, handler: any RivetSessionHandler, sessionLoop: StreamEventLoop?
     ) {
-        precondition(configuration.maximumPendingConnections > 0 && configuration.maximumPendingConnectionsPerAddress > 0)
+        precondition(
+            configuration.maximumPendingConnections > 0 && configuration.maximumPendingConnectionsPerAddress > 0
+                && configuration.maximumPendingConnectionsPerNetwork > 0 && configuration.reservedPendingConnections >= 0)
         core = ListenerCore(
             configuration: configuration, identity: identity, pairing: pairing, authenticator: authenticator, handler: handler,
             sessionLoop: sessionLoop)
@@ -254,9 +267,12 @@ final class ConnectionRecord: @unchecked Sendable {
     /// Pending with the TLS handshake done and no byte after it: its thread only polls the
     /// socket, and the accept thread may evict it.
     var silent = false
-    /// Evicted while silent: the socket is shut down, the thread is ending, and the record no
-    /// longer holds a pending slot.
+    /// Evicted to make room (see `PendingAdmission`): the socket is shut down, the thread is
+    /// ending, and the record no longer holds a pending slot.
     var evicted = false
+    /// Its network had completed a resume recently when it was accepted (it may use the
+    /// reserved pending slots).
+    var recent = false
     var stream: StreamCore?
 
     init(id: UInt64, host: String, port: UInt16, fd: Int32) {
@@ -299,6 +315,8 @@ final class ListenerCore: @unchecked Sendable {
     private(set) var boundPortValue: UInt16?
     private var boundHostValue: String?
     private var lastSeenWritten: [DeviceID: ContinuousClock.Instant] = [:]
+    /// Admission's bookkeeping of recent networks, and its bounds.
+    private var admission: PendingAdmission
 
     init(
         configuration: RivetListener.Configuration, identity: RivetServerIdentity, pairing: (any RivetPairingHost)?,
@@ -306,6 +324,13 @@ final class ListenerCore: @unchecked Sendable {
     ) {
         self.givenLoop = sessionLoop
         self.configuration = configuration
+        var limits = PendingAdmission.Limits()
+        limits.total = configuration.maximumPendingConnections
+        limits.perAddress = configuration.maximumPendingConnectionsPerAddress
+        limits.perNetwork = configuration.maximumPendingConnectionsPerNetwork
+        limits.reserved = min(configuration.reservedPendingConnections, configuration.maximumPendingConnections - 1)
+        limits.recentWindow = configuration.recentResumeWindow
+        self.admission = PendingAdmission(limits: limits)
         self.identity = identity
         self.pairing = pairing
         self.authenticator = authenticator
@@ -476,68 +501,39 @@ final class ListenerCore: @unchecked Sendable {
         }
     }
 
-    /// Admits a new connection as idle, making room by closing the oldest idle connection (of the
-    /// same address when that address is at its cap) if a cap is full; refuses it otherwise.
+    /// Admits a new connection as idle, first evicting the pending connections `PendingAdmission`
+    /// names so every bound holds (the oldest under each full bound, whatever it has sent).
     private func admit(fd: Int32, host: String, port: UInt16) {
-        var evicted: ConnectionRecord?
+        var evicted: [ConnectionRecord] = []
         let admitted: Bool = monitor.withLock {
             if isStopping { return false }
-            var pendingTotal = 0
-            var pendingSame = 0
-            for record in records.values where record.isPending {
-                pendingTotal += 1
-                if record.host == host { pendingSame += 1 }
-            }
-            let sameFull = pendingSame >= configuration.maximumPendingConnectionsPerAddress
-            let totalFull = pendingTotal >= configuration.maximumPendingConnections
-            if sameFull || totalFull {
-                var candidates = records.values
-                    .filter { $0.phase == .idle && (!sameFull || $0.host == host) }
-                    .sorted { $0.acceptedAt < $1.acceptedAt }
-                // A candidate that has already sent its first byte is promoted, not evicted.
-                var check = candidates.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-                if !check.isEmpty, poll(&check, nfds_t(check.count), 0) > 0 {
-                    for (index, record) in candidates.enumerated() where check[index].revents != 0 {
-                        startConnectionThread(record)
-                    }
-                    candidates = candidates.enumerated().filter { check[$0.offset].revents == 0 }.map(\.element)
-                }
-                if let victim = candidates.first {
+            let recent = admission.isRecent(host, at: .now)
+            let pending = records.values.filter(\.isPending).sorted { $0.id < $1.id }
+            let victims = admission.victims(
+                admitting: PendingAdmission.Pending(id: nextID, address: host, recent: recent),
+                pending: pending.map { PendingAdmission.Pending(id: $0.id, address: $0.host, recent: $0.recent) })
+            for id in victims {
+                guard let victim = records[id] else { continue }
+                if victim.phase == .idle {
                     closeIdle(victim)
-                    evicted = victim
-                } else if let victim = silentVictim(sameHostOnly: sameFull ? host : nil) {
-                    // Past its TLS handshake and silent since: its thread sees the shutdown and ends.
-                    _ = Glibc.shutdown(victim.fd, Int32(SHUT_RDWR))
-                    victim.evicted = true
-                    evicted = victim
                 } else {
-                    return false
+                    // Its thread sees the shutdown wherever it waits, ends, and closes it.
+                    if victim.socketOpen { _ = Glibc.shutdown(victim.fd, Int32(SHUT_RDWR)) }
+                    victim.evicted = true
                 }
+                evicted.append(victim)
             }
             let record = ConnectionRecord(id: nextID, host: host, port: port, fd: fd)
+            record.recent = recent
             nextID += 1
             records[record.id] = record
             return true
         }
-        if let evicted { emit(.evicted(peer: evicted.peer)) }
+        for victim in evicted { emit(.evicted(peer: victim.peer)) }
         if !admitted {
             Glibc.close(fd)
             emit(.refused(peer: joinHostPort(host, port)))
         }
-    }
-
-    /// The oldest connection that finished its TLS handshake and has sent nothing since (of
-    /// `host` when given), if any. Call under the monitor: its thread cannot leave silence
-    /// meanwhile, and a socket with bytes waiting is not silent.
-    private func silentVictim(sameHostOnly host: String?) -> ConnectionRecord? {
-        let silent = records.values
-            .filter { $0.silent && !$0.evicted && $0.socketOpen && (host == nil || $0.host == host) }
-            .sorted { $0.acceptedAt < $1.acceptedAt }
-        for record in silent {
-            var check = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
-            if poll(&check, 1, 0) == 0 { return record }
-        }
-        return nil
     }
 
     /// Marks a connection silent (TLS done, no byte since); its thread then only polls.
@@ -619,7 +615,8 @@ final class ListenerCore: @unchecked Sendable {
             return
         }
         var session = ConnectionSession(core: self, record: record, connection: connection)
-        let reason = session.run()
+        var reason = session.run()
+        if monitor.withLock({ record.evicted }) { reason = Self.evictedReason }
         if let (streamCore, waker) = session.loopStream, let context = session.admitted {
             handOff(record, connection: connection, streamCore: streamCore, waker: waker, context: context)
             return
@@ -672,13 +669,19 @@ final class ListenerCore: @unchecked Sendable {
         }
     }
 
+    /// Why an evicted connection closed.
+    static let evictedReason = "evicted: the oldest pending connection under a full bound, when a new connection needed its slot"
+
     /// Moves a connection to the pairing stage (it leaves the pending caps).
     func enterPairing(_ record: ConnectionRecord) { setPhase(record, .pairing) }
 
     /// Counts an admitted connection as a session before its `Accept` is written, so a client
     /// that reconnects the instant it reads `Accept` never finds this connection still holding
     /// a pending slot.
-    func enterAdmitted(_ record: ConnectionRecord) { setPhase(record, .session) }
+    func enterAdmitted(_ record: ConnectionRecord) {
+        monitor.withLock { admission.resumed(from: record.host, at: .now) }
+        setPhase(record, .session)
+    }
 
     /// Moves a connection to the session stage with its stream.
     func enterSession(_ record: ConnectionRecord, stream: StreamCore) { setPhase(record, .session, stream: stream) }
@@ -741,7 +744,7 @@ struct ConnectionSession {
             let ready = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: stepDeadline)) }
             if ready != 0 || ContinuousClock.now >= stepDeadline { break }
         }
-        return core.leaveSilence(record) ? nil : "evicted: silent since the TLS handshake, and a new connection needed the slot"
+        return core.leaveSilence(record) ? nil : ListenerCore.evictedReason
     }
 
     /// Waits for the next thing the machine reacts to: a complete message, a pairing reply, the
