@@ -61,7 +61,10 @@ import Testing
         #expect(name.escaped == "Kitchen\\u{202E}gnp.exe")
         let application = try RivetApplicationID(stored: "app\u{200B}")
         #expect(application.quoted == "\"app\\u{200B}\"")
-        // The length bound and the control rule hold for stored names too.
+        // The length bound and the control rule hold for stored names too: at the limit it
+        // loads, one byte past it does not.
+        #expect(try RivetDeviceName(stored: String(repeating: "n", count: 128)).value.utf8.count == 128)
+        #expect(try RivetApplicationID(stored: String(repeating: "a", count: 255)).value.utf8.count == 255)
         #expect(throws: RivetDevicePairingValueError.invalidDeviceName) { try RivetDeviceName(stored: "") }
         #expect(throws: RivetDevicePairingValueError.invalidDeviceName) { try RivetDeviceName(stored: String(repeating: "n", count: 129)) }
         #expect(throws: RivetDevicePairingValueError.invalidDeviceName) { try RivetDeviceName(stored: "a\u{1B}b") }
