@@ -106,7 +106,7 @@ let package = Package(
             name: "rivet-pair",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession", "ThreadSupport", "QRCodeKit",
+                "RivetSession", "ThreadSupport", "QRCodeKit", "SystemKit",
             ]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
@@ -207,7 +207,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "RivetPairToolTests",
-            dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit"]),
+            dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit", "SystemKit"]),
         .testTarget(
             name: "RivetdTests",
             dependencies: [

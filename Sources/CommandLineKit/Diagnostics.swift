@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import SystemKit
 
 /// Messages for people, on standard error, prefixed with the tool's name:
 /// `TOOL: message`, `TOOL: warning: message`, `TOOL: note: message`.
@@ -74,24 +75,23 @@ public struct Diagnostics: Sendable {
         sink(line)
     }
 
-    /// `text` on one line: CR/LF become spaces; other control characters (C0, DEL, C1), the
-    /// invisible format characters (Unicode category Cf: the BiDi embeddings, overrides and
-    /// isolates U+202A–U+202E and U+2066–U+2069, the marks U+200E/U+200F and U+061C, the
-    /// zero-width characters U+200B–U+200D and U+FEFF, …) and the line and paragraph separators
-    /// U+2028/U+2029 are shown as `\u{XX}`, so text from the network can neither move the
-    /// cursor, forge a line nor reorder what a terminal shows (tool diagnostics and the daemon's
-    /// log lines).
+    /// `text` on one line: CR/LF become spaces, a tab stays; every other hidden character
+    /// (``DisplayText/isHidden(_:)``: C0, DEL, C1, the invisible format characters of category
+    /// Cf such as the BiDi embeddings, overrides and isolates U+202A–U+202E and U+2066–U+2069,
+    /// the marks U+200E/U+200F and U+061C, the zero-width characters U+200B–U+200D and U+FEFF,
+    /// the line and paragraph separators U+2028/U+2029, and unassigned code points) is shown as
+    /// `\u{XX}`, so text from the network can neither move the cursor, forge a line nor reorder
+    /// what a terminal shows (tool diagnostics and the daemon's log lines). The same rule device
+    /// names and application IDs are held to.
     package static func oneLine(_ text: String) -> String {
         var output = ""
         for scalar in text.unicodeScalars {
             switch scalar.value {
             case 0x0A, 0x0D: output.append(" ")
             case 0x09: output.unicodeScalars.append(scalar)
-            case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029:
-                output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
             default:
-                if scalar.properties.generalCategory == .format {
-                    output += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+                if DisplayText.isHidden(scalar) {
+                    output += DisplayText.escape(scalar)
                 } else {
                     output.unicodeScalars.append(scalar)
                 }

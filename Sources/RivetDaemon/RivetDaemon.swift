@@ -389,7 +389,7 @@ private struct ControlHandler: Sendable {
             }
             let peers = core.revoke(device: id)
             let closed = peers.isEmpty ? "no live session" : "closed its live session\(peers.count == 1 ? "" : "s") from \(peers.joined(separator: ", "))"
-            log.info("revoked device \(id) (\"\(removed.displayName)\"); \(closed)")
+            log.info("revoked device \(id) (\(removed.displayName.quoted)); \(closed)")
             return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(peers.count))]
         }
     }

@@ -216,7 +216,7 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         }
         guard let decoded = Self.percentDecoded(fields["app"]!), let application = try? RivetApplicationID(decoded) else {
             throw RivetPairingLinkError.invalidApplicationID.with(
-                "app=\(quoted(fields["app"]!, limit: 80)) is not a percent-encoded application ID (1 to 255 bytes of UTF-8 without control characters)")
+                "app=\(quoted(fields["app"]!, limit: 80)) is not a percent-encoded application ID (1 to 255 bytes of UTF-8 without control, format or separator characters)")
         }
         guard let fingerprint = Hex.decode(fields["fp"]!, byteCount: 32).flatMap({ SPKIFingerprint(bytes: $0) }) else {
             throw RivetPairingLinkError.invalidFingerprint.with("fp=\(quoted(fields["fp"]!, limit: 80)) is not 64 hex digits")

@@ -24,12 +24,14 @@ public struct RivetDevicePairingValueError: Error, Equatable, Sendable, CustomSt
     /// A scope name is not 1–64 characters of `a-z`, `0-9`, `-`, `_`, `.`.
     public static let invalidScope = RivetDevicePairingValueError(
         .invalidScope, "a scope name must be 1 to 64 characters of a-z, 0-9, '-', '_' or '.'")
-    /// An application ID is empty, longer than 255 bytes of UTF-8, or holds a control character.
+    /// An application ID is empty, longer than 255 bytes of UTF-8, or holds a hidden character.
     public static let invalidApplicationID = RivetDevicePairingValueError(
-        .invalidApplicationID, "an application ID must be 1 to 255 bytes of UTF-8 without control characters")
-    /// A device name is empty, longer than 128 bytes of UTF-8, or holds a control character.
+        .invalidApplicationID,
+        "an application ID must be 1 to 255 bytes of UTF-8 without control, format (BiDi, zero-width) or separator characters")
+    /// A device name is empty, longer than 128 bytes of UTF-8, or holds a hidden character.
     public static let invalidDeviceName = RivetDevicePairingValueError(
-        .invalidDeviceName, "a device name must be 1 to 128 bytes of UTF-8 without control characters")
+        .invalidDeviceName,
+        "a device name must be 1 to 128 bytes of UTF-8 without control, format (BiDi, zero-width) or separator characters")
     /// A server address is empty, longer than 255 bytes of UTF-8, or holds a control character.
     public static let invalidServerAddress = RivetDevicePairingValueError(
         .invalidServerAddress, "a server address must be 1 to 255 bytes of UTF-8 without control characters")

@@ -180,20 +180,24 @@ public struct RivetDeviceScope: Hashable, Sendable, Comparable, CustomStringConv
     public static func < (lhs: RivetDeviceScope, rhs: RivetDeviceScope) -> Bool { lhs.name < rhs.name }
 }
 
-/// `value` when it is 1 to `maximumByteCount` bytes of UTF-8 with no control character (C0, DEL,
-/// C1); otherwise throws `error` naming the value as `name` and giving its length.
+/// `value` when it is 1 to `maximumByteCount` bytes of UTF-8 and holds no character `refused`
+/// marks; otherwise throws `error` naming the value (escaped) as `name` and giving its length.
 private func validatedLabel(
-    _ value: String, maximumByteCount: Int, _ error: RivetDevicePairingValueError, named name: String
+    _ value: String, maximumByteCount: Int, _ error: RivetDevicePairingValueError, named name: String,
+    refusing refused: (Unicode.Scalar) -> Bool = DisplayText.isHidden
 ) throws(RivetDevicePairingValueError) -> String {
     let count = value.utf8.count
-    guard count >= 1, count <= maximumByteCount, !value.unicodeScalars.contains(where: isControl) else {
-        throw error.with("\(name) \(quoted(value, limit: 80)) (\(count) bytes)")
+    guard count >= 1, count <= maximumByteCount, !value.unicodeScalars.contains(where: refused) else {
+        let hidden = value.unicodeScalars.first(where: refused).map { " holds \(DisplayText.escape($0))" } ?? ""
+        throw error.with("\(name) \(quoted(value, limit: 80)) (\(count) bytes)\(hidden)")
     }
     return value
 }
 
-/// The application a device pairs with: 1–255 bytes of UTF-8 with no control character. It is
-/// bound into the confirmation code and checked again on every resume.
+/// The application a device pairs with: 1–255 bytes of UTF-8 with no hidden character (no C0,
+/// DEL or C1 control, no format character such as a BiDi control or a zero-width space, no line
+/// or paragraph separator, no unassigned code point; ``DisplayText/isHidden(_:)``). It is bound
+/// into the confirmation code and checked again on every resume.
 public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
     /// The longest application ID in bytes of UTF-8 (255).
     public static let maximumByteCount = 255
@@ -203,17 +207,34 @@ public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
 
     /// Validates `value`.
     /// - Throws: `RivetDevicePairingValueError.invalidApplicationID` for empty text, more than
-    ///   255 bytes of UTF-8, or a control character (C0, DEL, C1).
+    ///   255 bytes of UTF-8, or a hidden character (C0, DEL, C1, Cf, Zl, Zp, Cn).
     public init(_ value: String) throws(RivetDevicePairingValueError) {
         self.value = try validatedLabel(value, maximumByteCount: Self.maximumByteCount, .invalidApplicationID, named: "application ID")
     }
 
+    /// An application ID a registry already holds, checked by the rule it was written under:
+    /// 1–255 bytes with no C0, DEL or C1 control. One written before hidden characters were
+    /// refused still loads, and is shown escaped (``quoted``, ``escaped``).
+    /// - Throws: `RivetDevicePairingValueError.invalidApplicationID` otherwise.
+    public init(stored value: String) throws(RivetDevicePairingValueError) {
+        self.value = try validatedLabel(
+            value, maximumByteCount: Self.maximumByteCount, .invalidApplicationID, named: "application ID", refusing: isControl)
+    }
+
     /// The text.
     public var description: String { value }
+
+    /// `"text"` with quotes, backslashes and hidden characters escaped: the form in log lines
+    /// and questions.
+    public var quoted: String { DisplayText.quoted(value) }
+
+    /// The text with hidden characters escaped: the form in a table cell.
+    public var escaped: String { DisplayText.escaped(value) }
 }
 
 /// The name a device gives itself, shown to the person who confirms pairing and in the registry
-/// listing: 1–128 bytes of UTF-8 with no control character (so it cannot drive a terminal).
+/// listing: 1–128 bytes of UTF-8 with no hidden character (``DisplayText/isHidden(_:)``), so it
+/// can neither drive a terminal nor reorder, hide or break the text around it.
 public struct RivetDeviceName: Hashable, Sendable, CustomStringConvertible {
     /// The longest device name in bytes of UTF-8 (128).
     public static let maximumByteCount = 128
@@ -223,13 +244,29 @@ public struct RivetDeviceName: Hashable, Sendable, CustomStringConvertible {
 
     /// Validates `value`.
     /// - Throws: `RivetDevicePairingValueError.invalidDeviceName` for empty text, more than
-    ///   128 bytes of UTF-8, or a control character (C0, DEL, C1).
+    ///   128 bytes of UTF-8, or a hidden character (C0, DEL, C1, Cf, Zl, Zp, Cn).
     public init(_ value: String) throws(RivetDevicePairingValueError) {
         self.value = try validatedLabel(value, maximumByteCount: Self.maximumByteCount, .invalidDeviceName, named: "device name")
     }
 
+    /// A name a registry already holds, checked by the rule it was written under: 1–128 bytes
+    /// with no C0, DEL or C1 control. One written before hidden characters were refused still
+    /// loads, and is shown escaped (``quoted``, ``escaped``).
+    /// - Throws: `RivetDevicePairingValueError.invalidDeviceName` otherwise.
+    public init(stored value: String) throws(RivetDevicePairingValueError) {
+        self.value = try validatedLabel(
+            value, maximumByteCount: Self.maximumByteCount, .invalidDeviceName, named: "device name", refusing: isControl)
+    }
+
     /// The text.
     public var description: String { value }
+
+    /// `"text"` with quotes, backslashes and hidden characters escaped: the form in log lines
+    /// and questions, so a quote in the name cannot end it early.
+    public var quoted: String { DisplayText.quoted(value) }
+
+    /// The text with hidden characters escaped: the form in a table cell.
+    public var escaped: String { DisplayText.escaped(value) }
 }
 
 /// Which network connection a device's pairing message came from, as numbered by the daemon.
@@ -244,18 +281,9 @@ public struct RivetPairingConnectionID: Hashable, Sendable, CustomStringConverti
     public var description: String { "connection \(rawValue)" }
 }
 
-/// `"text"` for an error message, with control characters escaped and long text shortened, so a
-/// hostile value cannot drive the terminal that shows the error.
+/// `"text"` for an error message, with quotes, backslashes and hidden characters escaped and
+/// long text shortened, so a hostile value can neither drive nor reorder the terminal that shows
+/// the error.
 func quoted(_ text: String, limit: Int) -> String {
-    var out = ""
-    var count = 0
-    for scalar in text.unicodeScalars {
-        if count == limit {
-            out += "..."
-            break
-        }
-        out += isControl(scalar) || scalar == "\"" || scalar == "\\" ? scalar.escaped(asASCII: true) : String(scalar)
-        count += 1
-    }
-    return "\"\(out)\""
+    DisplayText.quoted(text, limit: limit)
 }

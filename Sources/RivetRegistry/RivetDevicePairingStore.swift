@@ -461,10 +461,10 @@ public final class RivetDevicePairingStore: Sendable {
     private func decodeDevice(_ row: SQLiteRow, id: DeviceID, scopes: Set<RivetDeviceScope>)
         throws(RivetDevicePairingStoreError) -> RivetDevicePairedDevice
     {
-        guard let name = row[1].text, let displayName = try? RivetDeviceName(name) else {
+        guard let name = row[1].text, let displayName = try? RivetDeviceName(stored: name) else {
             throw corrupt(id, "its display name is invalid")
         }
-        guard let application = row[2].text, let applicationID = try? RivetApplicationID(application) else {
+        guard let application = row[2].text, let applicationID = try? RivetApplicationID(stored: application) else {
             throw corrupt(id, "its application ID is invalid")
         }
         guard let bytes = row[3].blob, let fingerprint = SPKIFingerprint(bytes: bytes) else {

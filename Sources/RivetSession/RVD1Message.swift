@@ -234,12 +234,12 @@ private struct Cursor {
 
     mutating func applicationID() throws(RVD1Error) -> RivetApplicationID {
         let text = try string("applicationID", maximum: RivetApplicationID.maximumByteCount)
-        do { return try RivetApplicationID(text) } catch { throw failure("applicationID holds a control character") }
+        do { return try RivetApplicationID(text) } catch { throw failure("applicationID holds a control, format or separator character") }
     }
 
     mutating func deviceName() throws(RVD1Error) -> RivetDeviceName {
         let text = try string("deviceName", maximum: RivetDeviceName.maximumByteCount)
-        do { return try RivetDeviceName(text) } catch { throw failure("deviceName holds a control character") }
+        do { return try RivetDeviceName(text) } catch { throw failure("deviceName holds a control, format or separator character") }
     }
 
     /// The application ID, device name and optional existing device ID that start `PairBegin`

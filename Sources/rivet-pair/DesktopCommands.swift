@@ -4,6 +4,7 @@ import Foundation
 import RivetControl
 import QRCodeKit
 import RivetPairing
+import SystemKit
 import ThreadSupport
 
 /// The desktop person's actions, through the running rivetd's control socket.
@@ -48,11 +49,12 @@ enum DesktopCommands {
             let (attempt, secondsLeft) = try await waitForLinkDevice(client)
             let name = attempt["device_name"]?.string ?? ""
             let application = attempt["application_id"]?.string ?? ""
-            try OutputChannel.standardError.write("device \"\(name)\" (\(application)) opened the link and asks to pair\n")
+            try OutputChannel.standardError.write(
+                "device \(DisplayText.quoted(name)) (\(DisplayText.escaped(application))) opened the link and asks to pair\n")
             if window.approve {
-                guard answeredYes(to: "Pair \"\(name)\" with scopes \(window.scopes.joined(separator: ","))?") else {
+                guard answeredYes(to: "Pair \(DisplayText.quoted(name)) with scopes \(window.scopes.joined(separator: ","))?") else {
                     _ = try await request(client, .reject)
-                    throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired, and the link no longer works")
+                    throw ControlCommandError(code: "rejected", message: "rejected: \(DisplayText.quoted(name)) was not paired, and the link no longer works")
                 }
             }
             let timeout = Duration.seconds(secondsLeft + 10)
@@ -123,7 +125,7 @@ enum DesktopCommands {
         } else {
             let granted = (device["scopes"]?.array ?? []).compactMap(\.string).joined(separator: ",")
             try StandardOutput.write(
-                "paired \(device["device_id"]?.string ?? "") (\(device["name"]?.string ?? "")) with scopes \(granted)\n")
+                "paired \(DisplayText.escaped(device["device_id"]?.string ?? "")) (\(DisplayText.escaped(device["name"]?.string ?? ""))) with scopes \(DisplayText.escaped(granted))\n")
         }
         return .ok
     }
@@ -197,7 +199,7 @@ enum DesktopCommands {
         if json {
             try JSONOutput.write(DeviceJSON(removed, revoked: true))
         } else {
-            try StandardOutput.write("revoked \(removed.deviceID.hex) (\(removed.displayName))\n")
+            try StandardOutput.write("revoked \(removed.deviceID.hex) (\(removed.displayName.escaped))\n")
         }
     }
 
@@ -244,12 +246,13 @@ enum DesktopCommands {
         let shown = attempt["code"]?.string ?? ""
         let application = attempt["application_id"]?.string ?? ""
         let grouped = "\(shown.prefix(3)) \(shown.dropFirst(3))"
-        try OutputChannel.standardError.write("device \"\(name)\" (\(application)) asks to pair\ncode: \(grouped)\n")
+        try OutputChannel.standardError.write(
+            "device \(DisplayText.quoted(name)) (\(DisplayText.escaped(application))) asks to pair\ncode: \(grouped)\n")
         // Without --code standard input is a terminal (PairAction makes sure), so it asks.
         if code == nil {
             guard answeredYes(to: "Does the device show the same code?") else {
                 _ = try await request(client, .reject)
-                throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired")
+                throw ControlCommandError(code: "rejected", message: "rejected: \(DisplayText.quoted(name)) was not paired")
             }
         }
         let timeout = Duration.seconds(secondsLeft + 10)
@@ -333,13 +336,16 @@ struct ControlCommandError: ToolError {
     }
 }
 
-/// A plain text table: columns padded to their widest cell, the last one unpadded.
+/// A plain text table: hidden characters escaped, columns padded to their widest cell as a
+/// terminal shows it (``DisplayText/width(_:)``: wide CJK and emoji take two columns, combining
+/// marks none), the last one unpadded.
 enum Table {
     static func render(header: [String], rows: [[String]]) -> String {
-        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
-        return ([header] + rows).map { row in
+        let cells = ([header] + rows).map { $0.map(DisplayText.escaped) }
+        let widths = header.indices.map { column in cells.map { DisplayText.width($0[column]) }.max() ?? 0 }
+        return cells.map { row in
             row.indices.map { column in
-                column == row.count - 1 ? row[column] : row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                column == row.count - 1 ? row[column] : DisplayText.padded(row[column], toWidth: widths[column])
             }.joined(separator: "  ")
         }.joined(separator: "\n") + "\n"
     }

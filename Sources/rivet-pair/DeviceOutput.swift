@@ -1,5 +1,6 @@
 import Foundation
 import RivetPairing
+import SystemKit
 
 /// The JSON shape of one paired device (documented in rivet-pair(1)). It carries no credential
 /// and no verifier: the registry holds none of the first and never hands out the second.
@@ -51,32 +52,27 @@ enum Timestamp {
 
 /// Text renderings for a person.
 enum DeviceTable {
-    /// A table with a header row; "no paired devices" when the registry is empty.
+    /// A table with a header row; "no paired devices" when the registry is empty. Names and
+    /// application IDs are shown with hidden characters escaped, and columns are padded by
+    /// display width (``Table``).
     static func render(_ devices: [RivetDevicePairedDevice]) -> String {
         guard !devices.isEmpty else { return "no paired devices\n" }
         let header = ["DEVICE ID", "NAME", "APPLICATION", "SCOPES", "PAIRED", "LAST SEEN"]
         let rows = devices.map { device in
             [
-                device.deviceID.hex, device.displayName.description, device.applicationID.value,
+                device.deviceID.hex, device.displayName.escaped, device.applicationID.escaped,
                 scopeList(device), Timestamp.text(device.created), device.lastSeen.map(Timestamp.text) ?? "never",
             ]
         }
-        let widths = header.indices.map { column in
-            ([header] + rows).map { $0[column].count }.max() ?? 0
-        }
-        return ([header] + rows).map { row in
-            row.indices.map { column in
-                column == row.count - 1 ? row[column] : row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n") + "\n"
+        return Table.render(header: header, rows: rows)
     }
 
     /// One device, one field per line.
     static func details(_ device: RivetDevicePairedDevice) -> String {
         """
         device id:           \(device.deviceID.hex)
-        name:                \(device.displayName)
-        application:         \(device.applicationID.value)
+        name:                \(device.displayName.escaped)
+        application:         \(device.applicationID.escaped)
         server fingerprint:  \(device.serverFingerprint.grouped)
         scopes:              \(scopeList(device))
         paired:              \(Timestamp.text(device.created))

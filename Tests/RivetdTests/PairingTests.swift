@@ -106,7 +106,7 @@ import ToolTestSupport
             let log = daemon.log
             #expect(!log.contains(credential.credential.bytes.map { String(format: "%02x", $0) }.joined()))
             #expect(!log.contains(code))
-            #expect(log.contains("paired device \(deviceID) (Test Phone) with scopes [viewer]"))
+            #expect(log.contains("paired device \(deviceID) (\"Test Phone\") with scopes [viewer]"))
         }
     }
 
@@ -266,7 +266,7 @@ import ToolTestSupport
                 ["--connect", "127.0.0.1:\(daemon.port)", "--application-id", "org.example.other"],
                 environment: deviceHome.environment, directory: deviceHome.path, stdinPipe: true)
             #expect(try await connect.wait() == 1)
-            #expect(daemon.log.contains("for application org.example.other: this gateway serves \(testApplication)"))
+            #expect(daemon.log.contains("for application \"org.example.other\": this gateway serves \"\(testApplication)\""))
         }
     }
 

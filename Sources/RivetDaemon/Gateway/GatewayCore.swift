@@ -100,7 +100,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             guard acceptingSessions else { return "the gateway is stopping" }
             guard !revokedDevices.contains(session.device.deviceID) else { return "the device was revoked" }
             guard session.device.applicationID == applicationID else {
-                return "it is paired with application \(session.device.applicationID), not \(applicationID)"
+                return "it is paired with application \(session.device.applicationID.quoted), not \(applicationID.quoted)"
             }
             // At most `maxSessionsPerDevice` per device: one more replaces the device's oldest,
             // so a device whose old connections linger (or one resuming in a loop) never keeps
@@ -126,7 +126,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             return nil
         }
         if let verdict {
-            log.warn("refused a session for device \(session.device.deviceID) (\(session.device.displayName)) from \(session.peerAddress): \(verdict)")
+            log.warn("refused a session for device \(session.device.deviceID) (\(session.device.displayName.quoted)) from \(session.peerAddress): \(verdict)")
             return false
         }
         return true
@@ -159,7 +159,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             return
         }
         let scopes = session.device.scopes.sorted().map(\.name).joined(separator: ",")
-        log.info("session \(link.id.rawValue) opened: device \(session.device.deviceID) (\(session.device.displayName)) from \(session.peerAddress), scopes [\(scopes)]")
+        log.info("session \(link.id.rawValue) opened: device \(session.device.deviceID) (\(session.device.displayName.quoted)) from \(session.peerAddress), scopes [\(scopes)]")
         link.start(core: self, limits: frameLimits)
     }
 
@@ -461,7 +461,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                     farewell = encode(reason.frame)
                 }
                 link.close(farewell: farewell)
-                log.info("session \(id.rawValue) closed: device \(link.context.device.deviceID) (\(link.context.device.displayName)): \(reason)")
+                log.info("session \(id.rawValue) closed: device \(link.context.device.deviceID) (\(link.context.device.displayName.quoted)): \(reason)")
                 monitor.broadcast()
             case .closeBackend(let reason):
                 guard let process = backend else { continue }

@@ -49,11 +49,11 @@ final class PairingDesk: RivetPairingHost {
         }
         if let (application, name, how) = asking {
             guard application == applicationID else {
-                log.warn("refused a pairing attempt from \(channel.peerAddress) for application \(application): this gateway serves \(applicationID)")
+                log.warn("refused a pairing attempt from \(channel.peerAddress) for application \(application.quoted): this gateway serves \(applicationID.quoted)")
                 channel.reply(.refused(.unexpectedMessage))
                 return
             }
-            log.info("device \"\(name)\" at \(channel.peerAddress) asks to pair\(how)")
+            log.info("device \(name.quoted) at \(channel.peerAddress) asks to pair\(how)")
         }
         service.deviceSent(message, on: channel)
     }
@@ -196,7 +196,7 @@ final class PairingDesk: RivetPairingHost {
                 if ContinuousClock.now < completedAt! + Self.completionGrace { continue }
             }
             throw RivetControlError.attemptEnded.with(
-                "the attempt of \"\(attempt.deviceName)\" ended before both sides confirmed: the device rejected the code or left, or the window closed")
+                "the attempt of \(attempt.deviceName.quoted) ended before both sides confirmed: the device rejected the code or left, or the window closed")
         }
     }
 
@@ -266,14 +266,14 @@ private final class DeskState: @unchecked Sendable {
                 case (true, false, true): stage = "the desktop confirmed; waiting for the device"
                 case (true, true, true): stage = "both confirmed"
                 }
-                log.info("pairing attempt of \"\(attempt.deviceName)\": \(stage)")
+                log.info("pairing attempt of \(attempt.deviceName.quoted): \(stage)")
             case .paired(let device):
                 history.append(.paired(device))
                 let scopes = device.scopes.sorted().map(\.name).joined(separator: ",")
-                log.info("paired device \(device.deviceID) (\(device.displayName)) with scopes [\(scopes)]")
+                log.info("paired device \(device.deviceID) (\(device.displayName.quoted)) with scopes [\(scopes)]")
             case .windowClosed(.tooManyFailures):
                 windowEnd = nil
-                let last = lastEnded.map { " (the last: \"\($0.name)\" from \($0.peer))" } ?? ""
+                let last = lastEnded.map { " (the last: \($0.name.quoted) from \($0.peer))" } ?? ""
                 log.warn(
                     "pairing window closed: too-many-failures, \(RivetDevicePairingCoordinator.failureLimit) attempts failed\(last); open a new one to pair"
                 )
@@ -285,9 +285,9 @@ private final class DeskState: @unchecked Sendable {
                 let counted = RivetPairingService.countsAsFailure(reason) ? " (failure \(failures) of \(RivetDevicePairingCoordinator.failureLimit) in this window)" : ""
                 log.log(
                     Self.suspicious(reason) ? .warn : .info,
-                    "pairing attempt of \"\(name)\" from \(peer) ended: \(reason.message)\(counted)")
+                    "pairing attempt of \(name.quoted) from \(peer) ended: \(reason.message)\(counted)")
             case .deviceRefused(let name, let peer, let reason):
-                let named = name.map { " (\"\($0)\")" } ?? ""
+                let named = name.map { " (\($0.quoted))" } ?? ""
                 log.info("refused a pairing message from \(peer)\(named): \(reason.message)")
             case .storeFailed(let message):
                 history.append(.storeFailed(message))

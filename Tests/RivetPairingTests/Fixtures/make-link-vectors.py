@@ -17,6 +17,7 @@ import json
 import socket
 import struct
 import sys
+import unicodedata
 
 MAXIMUM_BYTES = 2048
 MAXIMUM_ADDR = 7          # addr parameters: the host plus at most 7 more addresses
@@ -55,7 +56,14 @@ def valid_application_id(data):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return False
-    return 1 <= len(data) <= 255 and not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text)
+    return 1 <= len(data) <= 255 and not any(hidden(c) for c in text)
+
+
+def hidden(c):
+    """The name rule of docs/protocol.md: no C0, DEL or C1 control, no format character (Cf: BiDi
+    controls, zero-width characters, U+FEFF), no line or paragraph separator (Zl, Zp) and no
+    unassigned code point (Cn)."""
+    return ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or unicodedata.category(c) in ("Cf", "Zl", "Zp", "Cn")
 
 
 def percent_decode(value):
@@ -374,6 +382,13 @@ refuse("app-256-bytes", link("192.168.1.20:4433", app="%C3%A9" * 128), "invalidA
 refuse("app-control-character", link("192.168.1.20:4433", app="a%1B"), "invalidApplicationID")
 refuse("app-c1-control-character", link("192.168.1.20:4433", app="a%C2%85"), "invalidApplicationID")
 refuse("app-delete", link("192.168.1.20:4433", app="a%7F"), "invalidApplicationID")
+refuse("app-right-to-left-override", link("192.168.1.20:4433", app="Kitchen%E2%80%AEgnp.exe"), "invalidApplicationID")
+refuse("app-left-to-right-isolate", link("192.168.1.20:4433", app="a%E2%81%A6b"), "invalidApplicationID")
+refuse("app-zero-width-space", link("192.168.1.20:4433", app="org.example%E2%80%8B.rivet"), "invalidApplicationID")
+refuse("app-byte-order-mark", link("192.168.1.20:4433", app="%EF%BB%BForg.example.rivet"), "invalidApplicationID")
+refuse("app-line-separator", link("192.168.1.20:4433", app="a%E2%80%A8b"), "invalidApplicationID")
+refuse("app-paragraph-separator", link("192.168.1.20:4433", app="a%E2%80%A9b"), "invalidApplicationID")
+refuse("app-unassigned", link("192.168.1.20:4433", app="a%CD%B8b"), "invalidApplicationID")
 refuse("app-empty", link("192.168.1.20:4433", app=""), "invalidApplicationID")
 refuse("fp-63-digits", link("192.168.1.20:4433", fp=F[:63]), "invalidFingerprint")
 refuse("fp-65-digits", link("192.168.1.20:4433", fp=F + "0"), "invalidFingerprint")
