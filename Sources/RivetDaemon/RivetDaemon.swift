@@ -38,6 +38,9 @@ public struct RivetDaemonConfiguration: Sendable {
     /// The gateway's bounds (512 KiB payloads, 64 pending calls per session, 8 sessions, 4 MiB
     /// or 256 frames queued per session).
     public var limits: RivetDeviceGatewayLimits = .default
+    /// The backend's bounds: a deadline for each call (60 s), a watchdog for a backend that
+    /// stops reading its stdin (10 s) and the bytes queued to it per session (4 MiB).
+    public var backendLimits = RivetBackendLimits()
     /// The listener's admission bounds and stream buffers.
     public var listener = RivetListener.Configuration()
     /// Whether to advertise the listener through avahi-daemon (`--no-advertise` turns it off).
@@ -149,7 +152,11 @@ public final class RivetDaemon: Sendable {
             discoverySecret: discoverySecret, log: log)
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, backendCommand: configuration.backendCommand,
-            applicationID: configuration.applicationID, log: log, sessionLoop: loop, tick: { desk.tick() })
+            applicationID: configuration.applicationID, backendLimits: configuration.backendLimits, log: log,
+            sessionLoop: loop, tick: {
+                desk.tick()
+                log.reportSuppressed()
+            })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
         let control = ControlServer(path: configuration.controlSocketPath, log: log) { handler.handle($0) }
         do {
@@ -219,6 +226,7 @@ public final class RivetDaemon: Sendable {
         // Last: the loop also read the backend's stdout.
         running.sessionLoop.stop()
         running.store.close()
+        log.reportSuppressed(all: true)
         log.info("stopped")
     }
 
@@ -290,9 +298,14 @@ public final class RivetDaemon: Sendable {
 
     private static func logListenerEvent(_ event: RivetListener.Event, _ log: RivetDaemonLog) {
         switch event {
-        case .refused(let peer): log.warn("refused a connection from \(peer): too many connections are pending")
-        case .evicted(let peer): log.debug("closed an idle connection from \(peer) to make room")
-        case .closed(let connection, let peer, let reason): log.debug("connection \(connection) from \(peer) closed: \(reason)")
+        // Strangers cause these at will (a bad preface, a flood of connections): each address
+        // gets a bounded share of the log.
+        case .refused(let peer):
+            log.limited(.warn, source: RivetLogLimiter.host(ofPeer: peer), "refused a connection from \(peer): too many connections are pending")
+        case .evicted(let peer):
+            log.limited(.debug, source: RivetLogLimiter.host(ofPeer: peer), "closed an idle connection from \(peer) to make room")
+        case .closed(let connection, let peer, let reason):
+            log.limited(.debug, source: RivetLogLimiter.host(ofPeer: peer), "connection \(connection) from \(peer) closed: \(reason)")
         case .sessionStarted(let connection, let device): log.debug("connection \(connection) authenticated as device \(device)")
         case .sessionEnded(let connection, let device, let reason):
             log.debug("connection \(connection) of device \(device) ended: \(reason)")

@@ -12,6 +12,7 @@ import Testing
         RivetDeviceGatewayErrorCode.outgoingQueueFull, RivetDeviceGatewayErrorCode.revoked,
         RivetDeviceGatewayErrorCode.protocolViolation, RivetDeviceGatewayErrorCode.streamError,
         RivetDeviceGatewayErrorCode.disconnected, RivetDeviceGatewayErrorCode.shutdown,
+        RivetDeviceGatewayErrorCode.backendTimeout,
     ]
 
     @Test func codesAreStableDistinctNames() {
@@ -19,7 +20,7 @@ import Testing
             "rivet.forbidden", "rivet.request-too-large", "rivet.response-too-large", "rivet.busy",
             "rivet.backend-unavailable", "rivet.cancelled", "rivet.unknown-route", "rivet.too-many-sessions",
             "rivet.outgoing-queue-full", "rivet.revoked", "rivet.protocol-violation", "rivet.stream-error",
-            "rivet.disconnected", "rivet.shutdown",
+            "rivet.disconnected", "rivet.shutdown", "rivet.backend-timeout",
         ])
         #expect(Set(Self.all).count == Self.all.count)
     }
