@@ -167,7 +167,7 @@ import ToolTestSupport
 
     @Test("a call past the deadline is answered rivet.backend-timeout, one in time is answered, the session carries on")
     func callTimeout() async throws {
-        try await Self.withLocal(RivetBackendLimits(callDeadline: .seconds(2))) { local in
+        try await Self.withLocal(RivetBackendLimits(callDeadline: .seconds(5))) { local in
             let raw = try await local.raw()
             defer { raw.close() }
             // Well within the deadline: answered by the backend.
