@@ -41,6 +41,9 @@ public struct RivetDaemonConfiguration: Sendable {
     /// Sessions per device (2; one more replaces the device's oldest with `rivet.replaced`) and
     /// the hello deadline (10 s; then `rivet.hello-timeout`).
     public var sessionLimits = RivetSessionLimits()
+    /// The backend's bounds: a deadline for each call (60 s), a watchdog for a backend that
+    /// stops reading its stdin (10 s) and the bytes queued to it per session (4 MiB).
+    public var backendLimits = RivetBackendLimits()
     /// The listener's admission bounds and stream buffers.
     public var listener = RivetListener.Configuration()
     /// Whether to advertise the listener through avahi-daemon (`--no-advertise` turns it off).
@@ -154,11 +157,13 @@ public final class RivetDaemon: Sendable {
         let evictions = EvictionLog { log.warn($0) }
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, sessionLimits: configuration.sessionLimits,
-            backendCommand: configuration.backendCommand, applicationID: configuration.applicationID, log: log,
+            backendCommand: configuration.backendCommand, applicationID: configuration.applicationID,
+            backendLimits: configuration.backendLimits, log: log,
             sessionLoop: loop,
             tick: {
                 desk.tick()
                 evictions.flush()
+                log.reportSuppressed()
             })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
         let control = ControlServer(path: configuration.controlSocketPath, log: log) { handler.handle($0) }
@@ -229,6 +234,7 @@ public final class RivetDaemon: Sendable {
         // Last: the loop also read the backend's stdout.
         running.sessionLoop.stop()
         running.store.close()
+        log.reportSuppressed(all: true)
         log.info("stopped")
     }
 
@@ -302,7 +308,9 @@ public final class RivetDaemon: Sendable {
         switch event {
         case .refused(let peer): log.debug("refused a connection from \(peer): the listener is stopping")
         case .evicted(let peer): evictions.evicted(peer: peer)
-        case .closed(let connection, let peer, let reason): log.debug("connection \(connection) from \(peer) closed: \(reason)")
+        // Strangers cause these at will: each address gets a bounded share of the log.
+        case .closed(let connection, let peer, let reason):
+            log.limited(.debug, source: RivetLogLimiter.host(ofPeer: peer), "connection \(connection) from \(peer) closed: \(reason)")
         case .sessionStarted(let connection, let device): log.debug("connection \(connection) authenticated as device \(device)")
         case .sessionEnded(let connection, let device, let reason):
             log.debug("connection \(connection) of device \(device) ended: \(reason)")

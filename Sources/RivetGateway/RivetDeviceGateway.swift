@@ -207,6 +207,38 @@ public struct RivetDeviceGateway: Sendable {
         enqueue(.error(remote, code: RivetDeviceGatewayErrorCode.cancelled, message: "the request was cancelled"), to: id, &actions)
     }
 
+    /// Answers request `frame` (a call, state read or state write) from session `id` with an
+    /// error frame of `code` instead of forwarding it: the daemon's own bounds (for example the
+    /// bytes a session may have queued for the backend, `rivet.busy`). A request ID the session
+    /// has outstanding still breaks the protocol and closes the session, as in ``receive(_:from:)``.
+    /// Nothing happens for a session that is not open or a frame that is not a request.
+    public mutating func refuse(
+        _ frame: RVT1Frame, from id: RivetDeviceGatewaySession.ID, code: String, message: String
+    ) -> [RivetDeviceGatewayAction] {
+        guard let state = states[id], [.call, .stateRead, .stateWrite].contains(frame.kind) else { return [] }
+        if state.pending[frame.requestID] != nil { return receive(frame, from: id) }
+        var actions: [RivetDeviceGatewayAction] = []
+        enqueue(.error(frame.requestID, code: code, message: message), to: id, &actions)
+        return actions
+    }
+
+    /// Whether the request forwarded to the backend under host ID `host` is still waiting for
+    /// its answer (not answered, cancelled, withdrawn or failed).
+    public func isPending(host: RVT1RequestID) -> Bool { hostCalls[host] != nil }
+
+    /// Gives up on the request forwarded under host ID `host` (its deadline passed): the
+    /// session that made it gets an error frame of `code` (`rivet.backend-timeout`) under its
+    /// own request ID, the backend a cancel, and the backend's late answer is dropped. Nothing
+    /// for a request that is no longer pending.
+    public mutating func withdraw(host: RVT1RequestID, code: String, message: String) -> [RivetDeviceGatewayAction] {
+        guard let call = hostCalls.removeValue(forKey: host) else { return [] }
+        var actions: [RivetDeviceGatewayAction] = []
+        guard states[call.session]?.pending.removeValue(forKey: call.remote) != nil else { return [] }
+        if isBackendAvailable { actions.append(.sendToBackend(.cancel(host))) }
+        enqueue(.error(call.remote, code: code, message: message), to: call.session, &actions)
+        return actions
+    }
+
     // MARK: Backend
 
     /// Handles a decoded frame from the backend: answers go to the session that made the

@@ -7,8 +7,11 @@
 ///   session by its scopes. The three cases produce byte-identical frames.
 /// - `rivet.request-too-large`: the request payload is above the payload bound (524 288 bytes).
 /// - `rivet.response-too-large`: the backend's answer is above the payload bound.
-/// - `rivet.busy`: the session already has its maximum of pending calls (64).
+/// - `rivet.busy`: the session already has its maximum of pending calls (64), or of bytes
+///   queued for the backend's stdin (4 MiB, rivetd's bound).
 /// - `rivet.backend-unavailable`: the backend is not running, or stopped before answering.
+/// - `rivet.backend-timeout`: the backend did not answer within the daemon's call deadline
+///   (60 s by default); the backend was sent a cancel and its late answer is dropped.
 /// - `rivet.cancelled`: the answer to the session's own cancel of that request.
 /// - `rivet.unknown-route`: sent to the backend when it sends the gateway a request (the
 ///   gateway serves none).
@@ -39,6 +42,8 @@ public enum RivetDeviceGatewayErrorCode {
     public static let busy = "rivet.busy"
     /// The backend is not running or stopped before answering.
     public static let backendUnavailable = "rivet.backend-unavailable"
+    /// The backend did not answer within the call deadline.
+    public static let backendTimeout = "rivet.backend-timeout"
     /// The request was cancelled by the session that made it.
     public static let cancelled = "rivet.cancelled"
     /// The gateway serves no requests to the backend.

@@ -13,6 +13,7 @@ import Testing
         RivetDeviceGatewayErrorCode.protocolViolation, RivetDeviceGatewayErrorCode.streamError,
         RivetDeviceGatewayErrorCode.disconnected, RivetDeviceGatewayErrorCode.shutdown,
         RivetDeviceGatewayErrorCode.replaced, RivetDeviceGatewayErrorCode.helloTimeout,
+        RivetDeviceGatewayErrorCode.backendTimeout,
     ]
 
     @Test func codesAreStableDistinctNames() {
@@ -21,6 +22,7 @@ import Testing
             "rivet.backend-unavailable", "rivet.cancelled", "rivet.unknown-route", "rivet.too-many-sessions",
             "rivet.outgoing-queue-full", "rivet.revoked", "rivet.protocol-violation", "rivet.stream-error",
             "rivet.disconnected", "rivet.shutdown", "rivet.replaced", "rivet.hello-timeout",
+            "rivet.backend-timeout",
         ])
         #expect(Set(Self.all).count == Self.all.count)
     }

@@ -45,8 +45,11 @@ struct BackendCallbacks: Sendable {
     let frames: @Sendable (UInt64, [RVT1Frame]) -> Void
     /// The backend's stdout ended: cleanly (nil) or inside or across the RVT1 rules.
     let streamEnded: @Sendable (UInt64, RVT1Error?) -> Void
-    /// One line the backend wrote to stderr.
-    let stderrLine: @Sendable (UInt64, String) -> Void
+    /// One line the backend wrote to stderr; returns false when the log takes no more lines
+    /// for now (the rest of the chunk read is then counted with `stderrSuppressed`).
+    let stderrLine: @Sendable (UInt64, String) -> Bool
+    /// Lines of stderr dropped without being offered, counted.
+    let stderrSuppressed: @Sendable (UInt64, Int) -> Void
     /// The process ended (reaped).
     let exited: @Sendable (UInt64, BackendExit) -> Void
 }
@@ -74,6 +77,10 @@ final class BackendProcess: @unchecked Sendable {
     private var closingInput = false
     private var stopReading = false
     private var reaped = false
+    /// Bytes of `outbox` per owner (a session's number), for the per-session queue bound.
+    private var ownerBytes: [UInt64: Int] = [:]
+    /// When the backend last took bytes from its stdin, or when bytes began waiting for it.
+    private var lastProgress = ContinuousClock.now
     /// The session loop's watch of stdout (set once at spawn).
     private var stdoutWatch: StreamLoopWatch?
     private let loop: StreamEventLoop
@@ -84,6 +91,12 @@ final class BackendProcess: @unchecked Sendable {
 
     /// The longest stderr line passed on whole; longer ones are cut into pieces this long.
     static let maximumStderrLine = 4096
+    /// How much of stderr is read at once.
+    static let stderrChunk = 1 << 20
+    /// How long the stderr reader pauses after a chunk whose lines the log did not all take:
+    /// a backend flooding stderr then waits on its own pipe (at most a chunk per pause, about
+    /// 20 MB/s) instead of costing rivetd a core.
+    static let stderrPause: Int32 = 50
 
     private init(
         generation: UInt64, pid: pid_t, stdinFD: Int32, stdoutFD: Int32, stderrFD: Int32, limits: RVT1Limits,
@@ -161,6 +174,9 @@ final class BackendProcess: @unchecked Sendable {
         }
         _ = fcntl(input.write, F_SETFL, fcntl(input.write, F_GETFL) | O_NONBLOCK)
         _ = fcntl(output.read, F_SETFL, fcntl(output.read, F_GETFL) | O_NONBLOCK)
+        // A stderr pipe as large as a chunk (best effort; 1 MiB is the default unprivileged
+        // maximum), so one read takes what a flood wrote while the reader paused.
+        _ = fcntl(errors.read, pipeSetSize, Int32(stderrChunk))
         let process = BackendProcess(
             generation: generation, pid: pid, stdinFD: input.write, stdoutFD: output.read, stderrFD: errors.read,
             limits: limits, callbacks: callbacks, loop: loop)
@@ -176,7 +192,8 @@ final class BackendProcess: @unchecked Sendable {
     /// Writes encoded frame bytes to stdin, or queues what the pipe does not take at once for
     /// the writer thread (dropped once stdin is being closed). Never blocks: when nothing is
     /// queued the bytes go straight into the pipe, sparing a thread hand-off per frame.
-    func send(_ bytes: [UInt8]) {
+    /// `owner` (a session's number, 0 for none) is charged for what waits in the queue.
+    func send(_ bytes: [UInt8], owner: UInt64 = 0) {
         monitor.withLock {
             guard !closingInput else { return }
             var offset = 0
@@ -192,7 +209,9 @@ final class BackendProcess: @unchecked Sendable {
                 }
                 if offset == bytes.count { return }
             }
-            outbox.append(offset == 0 ? bytes : Array(bytes[offset...]))
+            if outbox.isEmpty || offset > 0 { lastProgress = .now }
+            outbox.append(offset == 0 ? bytes : Array(bytes[offset...]), owner: owner)
+            if owner != 0 { ownerBytes[owner, default: 0] += bytes.count - offset }
             monitor.broadcast()
         }
     }
@@ -229,6 +248,24 @@ final class BackendProcess: @unchecked Sendable {
     /// Bytes queued for stdin and not yet written.
     var queuedBytes: Int { monitor.withLock { outbox.byteCount } }
 
+    /// Bytes of `owner`'s frames queued for stdin and not yet written.
+    func queuedBytes(owner: UInt64) -> Int { monitor.withLock { ownerBytes[owner] ?? 0 } }
+
+    /// Since when bytes have waited for stdin without the backend reading any, or nil when
+    /// nothing waits (or stdin is being closed).
+    var stalledSince: ContinuousClock.Instant? {
+        monitor.withLock { outbox.isEmpty || closingInput ? nil : lastProgress }
+    }
+
+    /// Removes the oldest queued entry and its owner's charge. Call under the lock.
+    private func dequeue() {
+        if let entry = outbox.firstEntry, entry.owner != 0 {
+            let left = (ownerBytes[entry.owner] ?? 0) - entry.bytes.count
+            ownerBytes[entry.owner] = left > 0 ? left : nil
+        }
+        outbox.removeFirst()
+    }
+
     // MARK: Threads
 
     private func writeLoop() {
@@ -241,11 +278,12 @@ final class BackendProcess: @unchecked Sendable {
             if !writeAll(bytes) {
                 monitor.withLock {
                     outbox.removeAll()
+                    ownerBytes.removeAll()
                     closingInput = true
                 }
                 break
             }
-            monitor.withLock { outbox.removeFirst() }
+            monitor.withLock { dequeue() }
         }
         close(stdinFD)
     }
@@ -260,6 +298,7 @@ final class BackendProcess: @unchecked Sendable {
             }
             if written > 0 {
                 offset += written
+                monitor.withLock { lastProgress = .now }
                 continue
             }
             guard written < 0 && errno == EAGAIN else { return false }
@@ -308,21 +347,59 @@ final class BackendProcess: @unchecked Sendable {
         callbacks.streamEnded(generation, stdoutFailure)
     }
 
+    /// Reads stderr in chunks of up to 1 MiB and offers the log one line at a time; once the
+    /// log takes no more (its bound for the backend is used up), the rest of the chunk is only
+    /// counted (newlines found with `memchr`), so a flood costs a read and a scan, not a line
+    /// each.
     private func stderrLoop() {
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        var buffer = [UInt8](repeating: 0, count: Self.stderrChunk)
         var line: [UInt8] = []
+        var accepting = true
         func flush() {
             guard !line.isEmpty else { return }
-            callbacks.stderrLine(generation, String(decoding: line, as: UTF8.self))
+            if accepting {
+                accepting = callbacks.stderrLine(generation, String(decoding: line, as: UTF8.self))
+            } else {
+                callbacks.stderrSuppressed(generation, 1)
+            }
             line.removeAll(keepingCapacity: true)
         }
-        while let count = readChunk(stderrFD, &buffer), count > 0 {
-            for byte in buffer[0..<count] {
-                if byte == UInt8(ascii: "\n") {
-                    flush()
-                } else {
-                    line.append(byte)
-                    if line.count >= Self.maximumStderrLine { flush() }
+        while true {
+            if !accepting { _ = poll(nil, 0, Self.stderrPause) }
+            guard let count = readChunk(stderrFD, &buffer), count > 0 else { break }
+            accepting = true
+            buffer.withUnsafeBytes { raw in
+                let base = raw.baseAddress!.assumingMemoryBound(to: UInt8.self)
+                var start = 0
+                while start < count {
+                    if !accepting && line.isEmpty {
+                        // Count the rest of the chunk's lines without building them.
+                        var lines = 0
+                        var at = start
+                        while at < count, let hit = memchr(base + at, Int32(UInt8(ascii: "\n")), count - at) {
+                            lines += 1
+                            at = base.distance(to: hit.assumingMemoryBound(to: UInt8.self)) + 1
+                        }
+                        if at < count { lines += 1 }  // an unfinished last line
+                        callbacks.stderrSuppressed(generation, lines)
+                        return
+                    }
+                    let end: Int
+                    if let hit = memchr(base + start, Int32(UInt8(ascii: "\n")), count - start) {
+                        end = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                    } else {
+                        end = count
+                    }
+                    let room = Self.maximumStderrLine - line.count
+                    let take = min(end - start, room)
+                    line.append(contentsOf: UnsafeBufferPointer(start: base + start, count: take))
+                    start += take
+                    if line.count >= Self.maximumStderrLine {
+                        flush()
+                    } else if start == end && end < count {
+                        flush()
+                        start = end + 1
+                    }
                 }
             }
         }
@@ -358,6 +435,9 @@ final class BackendProcess: @unchecked Sendable {
         callbacks.exited(generation, BackendExit(waitStatus: status))
     }
 }
+
+/// `F_SETPIPE_SZ` (fcntl.h), which Swift's Glibc module does not export.
+private let pipeSetSize: Int32 = 1031
 
 /// `posix_spawn_file_actions_addclosefrom_np` (glibc 2.34), which Swift's Glibc module does not
 /// declare; nil on an older C library, where every descriptor the daemon opens is close-on-exec

@@ -58,6 +58,14 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     private let origin = ContinuousClock.now
 
     private let backendCommand: [String]
+    private let backendLimits: RivetBackendLimits
+    /// Requests forwarded to the backend and when each is due, in forwarding order (one
+    /// deadline for all, so that is deadline order too).
+    private var deadlines: [(host: RVT1RequestID, at: ContinuousClock.Instant)] = []
+    private var deadlinesHead = 0
+    /// The session whose device frame is being handled: what it makes rivetd send to the
+    /// backend is charged to its queue bound.
+    private var sendingFor: RivetDeviceGatewaySession.ID?
     private let applicationID: RivetApplicationID
     private let log: RivetDaemonLog
     /// Limits of frames read from devices and from the backend: twice the payload bound, so a
@@ -75,8 +83,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     init(
         policy: RivetDeviceGatewayPolicy, limits: RivetDeviceGatewayLimits, sessionLimits: RivetSessionLimits = RivetSessionLimits(),
         backendCommand: [String],
-        applicationID: RivetApplicationID, log: RivetDaemonLog, sessionLoop: StreamEventLoop, tick: @escaping @Sendable () -> Void
+        applicationID: RivetApplicationID, backendLimits: RivetBackendLimits = RivetBackendLimits(), log: RivetDaemonLog,
+        sessionLoop: StreamEventLoop, tick: @escaping @Sendable () -> Void
     ) {
+        self.backendLimits = backendLimits
         self.sessionLoop = sessionLoop
         self.sessionLimits = sessionLimits
         gateway = RivetDeviceGateway(policy: policy, limits: limits)
@@ -177,7 +187,15 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     func deviceFrame(_ frame: RVT1Frame, from id: RivetDeviceGatewaySession.ID) {
         let flushing = monitor.withLock {
             helloDeadlines[id] = nil
-            return deferringSends { perform(gateway.receive(frame, from: id)) }
+            return deferringSends {
+                if let refusal = overQueueBound(frame, from: id) {
+                    perform(refusal)
+                    return
+                }
+                sendingFor = id
+                perform(gateway.receive(frame, from: id))
+                sendingFor = nil
+            }
         }
         flush(flushing)
     }
@@ -185,6 +203,19 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     /// The device's hello arrived: its hello deadline no longer applies.
     func helloReceived(_ id: RivetDeviceGatewaySession.ID) {
         monitor.withLock { _ = helloDeadlines.removeValue(forKey: id) }
+    }
+
+    /// The `rivet.busy` answer when request `frame` would take the bytes session `id` has
+    /// queued for the backend's stdin past their bound, else nil. Call under the lock.
+    private func overQueueBound(_ frame: RVT1Frame, from id: RivetDeviceGatewaySession.ID) -> [RivetDeviceGatewayAction]? {
+        guard [.call, .stateRead, .stateWrite].contains(frame.kind), let process = backend else { return nil }
+        let queued = process.queuedBytes(owner: id.rawValue)
+        let size = RVT1.headerSize + frame.name.utf8.count + frame.payload.count
+        guard !backendLimits.admitsQueued(queued, adding: size) else { return nil }
+        log.limited(.warn, source: "session \(id.rawValue)",
+            "session \(id.rawValue): refused a request with rivet.busy: \(queued) bytes wait for the backend's stdin; the bound is \(backendLimits.maxQueuedBytesPerSession)")
+        return gateway.refuse(frame, from: id, code: RivetDeviceGatewayErrorCode.busy,
+            message: "\(queued) bytes of this session's requests wait for the backend; the bound is \(backendLimits.maxQueuedBytesPerSession)")
     }
 
     /// Runs `body` (under the lock) with sends deferred; returns the links to flush.
@@ -291,7 +322,8 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
         let callbacks = BackendCallbacks(
             frames: { [weak self] generation, frames in self?.backendFrames(generation, frames) },
             streamEnded: { [weak self] generation, error in self?.backendStreamEnded(generation, error) },
-            stderrLine: { [weak self] _, line in self?.log.info("backend: \(line)") },
+            stderrLine: { [weak self] _, line in self?.log.limited(.info, source: "the backend", "backend: \(line)") ?? false },
+            stderrSuppressed: { [weak self] _, count in self?.log.suppressed(.info, source: "the backend", count: count) },
             exited: { [weak self] generation, exit in self?.backendExited(generation, exit) })
         let process = try BackendProcess.spawn(
             command: backendCommand, generation: backendGeneration, hello: hello, limits: frameLimits,
@@ -385,6 +417,13 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                         restartBackend()
                         continue
                     }
+                    if expireCalls(now: now) { continue }
+                    if let process = backend, !backendStopping, escalation?.process !== process,
+                        let since = process.stalledSince, now - since >= backendLimits.stallTimeout
+                    {
+                        restartStalled(process, queued: process.queuedBytes, since: since)
+                        continue
+                    }
                     if let step = escalation, now >= step.at {
                         log.warn("backend (pid \(step.process.pid)) did not exit; sending \(step.signal == SIGTERM ? "SIGTERM" : "SIGKILL")")
                         step.process.signal(step.signal)
@@ -396,8 +435,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                         perform(gateway.closeSession(due.key, reason: .helloTimeout(after: sessionLimits.helloTimeout)))
                         continue
                     }
-                    let deadlines = [nextTick, restartAt, escalation?.at, helloDeadlines.values.min()].compactMap { $0 }
-                    monitor.wait(until: deadlines.min())
+                    let stallDue = backend?.stalledSince.map { $0 + backendLimits.stallTimeout }
+                    let callDue = deadlinesHead < deadlines.count ? deadlines[deadlinesHead].at : nil
+                    let times = [nextTick, restartAt, escalation?.at, stallDue, callDue, helloDeadlines.values.min()].compactMap { $0 }
+                    monitor.wait(until: times.min())
                 }
                 timerRunning = false
                 monitor.broadcast()
@@ -407,6 +448,55 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             tick()
             nextTick = .now + .seconds(1)
         }
+    }
+
+    /// Answers every forwarded request past its deadline with `rivet.backend-timeout` (the
+    /// backend gets a cancel); true when one was due. Call under the lock.
+    private func expireCalls(now: ContinuousClock.Instant) -> Bool {
+        var expired = false
+        while deadlinesHead < deadlines.count, deadlines[deadlinesHead].at <= now {
+            let host = deadlines[deadlinesHead].host
+            popDeadline()
+            expired = true
+            guard gateway.isPending(host: host) else { continue }
+            let seconds = backendLimits.callDeadline.components.seconds
+            log.limited(.warn, source: "call deadlines",
+                "the backend did not answer request \(host) within \(Self.seconds(backendLimits.callDeadline)); answered rivet.backend-timeout and sent the backend a cancel")
+            perform(gateway.withdraw(host: host, code: RivetDeviceGatewayErrorCode.backendTimeout,
+                message: "the backend did not answer within \(seconds) s"))
+        }
+        return expired
+    }
+
+    /// Notes a request forwarded to the backend, and forgets the oldest ones already answered.
+    /// Call under the lock.
+    private func addDeadline(_ host: RVT1RequestID) {
+        while deadlinesHead < deadlines.count, !gateway.isPending(host: deadlines[deadlinesHead].host) { popDeadline() }
+        deadlines.append((host: host, at: ContinuousClock.now + backendLimits.callDeadline))
+        if deadlines.count == deadlinesHead + 1 { monitor.broadcast() }
+    }
+
+    private func popDeadline() {
+        deadlinesHead += 1
+        if deadlinesHead == deadlines.count {
+            deadlines.removeAll(keepingCapacity: deadlines.capacity <= 1024)
+            deadlinesHead = 0
+        } else if deadlinesHead >= 1024 && deadlinesHead * 2 >= deadlines.count {
+            deadlines.removeFirst(deadlinesHead)
+            deadlinesHead = 0
+        }
+    }
+
+    /// The backend left bytes queued for its stdin unread for the stall timeout: its pending
+    /// calls fail with `rivet.backend-unavailable`, it is sent SIGTERM (SIGKILL after the grace)
+    /// and restarted once it exits. Call under the lock.
+    private func restartStalled(_ process: BackendProcess, queued: Int, since: ContinuousClock.Instant) {
+        log.warn("backend (pid \(process.pid)) has read none of the \(queued) bytes queued for its stdin for \(Self.seconds(ContinuousClock.now - since)); stopping it to restart it")
+        process.closeInput()
+        process.signal(SIGTERM)
+        escalation = (process, SIGKILL, .now + Self.backendGrace)
+        perform(gateway.backendDied())
+        monitor.broadcast()
     }
 
     /// Starts the next backend; on failure schedules another try. Call under the lock.
@@ -447,7 +537,9 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                     perform(gateway.closeSession(id, reason: .protocolViolation))
                 }
             case .sendToBackend(let frame):
-                if let bytes = encode(frame) { backend?.send(bytes) }
+                guard let process = backend, let bytes = encode(frame) else { continue }
+                process.send(bytes, owner: sendingFor?.rawValue ?? 0)
+                if [.call, .stateRead, .stateWrite].contains(frame.kind) { addDeadline(frame.requestID) }
             case .closeSession(let id, let reason):
                 guard let link = links.removeValue(forKey: id) else { continue }
                 sessionByConnection[link.context.connectionID] = nil

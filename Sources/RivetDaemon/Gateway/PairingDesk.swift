@@ -49,11 +49,14 @@ final class PairingDesk: RivetPairingHost {
         }
         if let (application, name, how) = asking {
             guard application == applicationID else {
-                log.warn("refused a pairing attempt from \(channel.peerAddress) for application \(application.quoted): this gateway serves \(applicationID.quoted)")
+                // Needs no window: a stranger can send it at will, so it is rate-limited per address.
+                log.limited(.warn, source: RivetLogLimiter.host(ofPeer: channel.peerAddress),
+                    "refused a pairing attempt from \(channel.peerAddress) for application \(application.quoted): this gateway serves \(applicationID.quoted)")
                 channel.reply(.refused(.unexpectedMessage))
                 return
             }
-            log.info("device \(name.quoted) at \(channel.peerAddress) asks to pair\(how)")
+            log.limited(.info, source: RivetLogLimiter.host(ofPeer: channel.peerAddress),
+                "device \(name.quoted) at \(channel.peerAddress) asks to pair\(how)")
         }
         service.deviceSent(message, on: channel)
     }
@@ -288,7 +291,8 @@ private final class DeskState: @unchecked Sendable {
                     "pairing attempt of \(name.quoted) from \(peer) ended: \(reason.message)\(counted)")
             case .deviceRefused(let name, let peer, let reason):
                 let named = name.map { " (\($0.quoted))" } ?? ""
-                log.info("refused a pairing message from \(peer)\(named): \(reason.message)")
+                log.limited(.info, source: RivetLogLimiter.host(ofPeer: peer),
+                    "refused a pairing message from \(peer)\(named): \(reason.message)")
             case .storeFailed(let message):
                 history.append(.storeFailed(message))
                 log.error("storing a paired device failed: \(message)")

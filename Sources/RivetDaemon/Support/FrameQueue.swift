@@ -5,6 +5,8 @@ struct FrameQueue {
     struct Entry {
         var bytes: [UInt8]
         var counted: Bool
+        /// Whose frame it is (a session's number; 0 for none), for per-owner byte counts.
+        var owner: UInt64 = 0
     }
 
     private var entries: [Entry] = []
@@ -22,8 +24,8 @@ struct FrameQueue {
     /// Every queued frame, oldest first.
     var queued: ArraySlice<Entry> { entries[head...] }
 
-    mutating func append(_ bytes: [UInt8], counted: Bool = false) {
-        entries.append(Entry(bytes: bytes, counted: counted))
+    mutating func append(_ bytes: [UInt8], counted: Bool = false, owner: UInt64 = 0) {
+        entries.append(Entry(bytes: bytes, counted: counted, owner: owner))
         byteCount += bytes.count
     }
 

@@ -66,17 +66,22 @@ public struct RivetDaemonLog: Sendable {
     /// Whether lines carry journald's priority prefix instead of the time, tag and level name.
     public let journal: Bool
     private let sink: @Sendable (String) -> Void
+    /// The buckets of ``limited(_:source:_:)``, shared by every copy of this log.
+    private let limiter: LimiterBox
 
-    /// A log writing lines at or below `level` to `sink` (standard error by default).
+    /// A log writing lines at or below `level` to `sink` (standard error by default); lines
+    /// logged with ``limited(_:source:_:)`` are bounded by `limits`.
     public init(
         level: RivetLogLevel, tag: String = "rivetd",
         journal: Bool = RivetDaemonLog.standardErrorIsJournal(),
+        limits: RivetLogLimiter.Limits = RivetLogLimiter.Limits(),
         sink: @escaping @Sendable (String) -> Void = RivetDaemonLog.standardError
     ) {
         self.level = level
         self.tag = tag
         self.journal = journal
         self.sink = sink
+        self.limiter = LimiterBox(limits: limits)
     }
 
     /// Whether standard error is the journal's stream: `JOURNAL_STREAM` (`DEVICE:INODE`, set by
@@ -132,6 +137,31 @@ public struct RivetDaemonLog: Sendable {
         sink(journal ? "<\(level.journalPriority)>\(text)\n" : "\(Self.timestamp()) \(tag): \(level): \(text)\n")
     }
 
+    /// Logs `message` at `level` unless `source` (a stranger's address, the backend) has used
+    /// up its share of the log (``RivetLogLimiter``): the line is then counted, and reported
+    /// later as "suppressed N similar lines from SOURCE". Returns whether the line was written
+    /// (false too when `level` is not logged; such lines are not counted).
+    @discardableResult
+    public func limited(_ level: RivetLogLevel, source: String, _ message: @autoclosure () -> String) -> Bool {
+        guard enabled(level) else { return false }
+        guard limiter.admit(source) else { return false }
+        log(level, message())
+        return true
+    }
+
+    /// Counts `count` lines of `source` as suppressed without offering them (see
+    /// ``limited(_:source:_:)``), for lines dropped in bulk.
+    public func suppressed(_ level: RivetLogLevel, source: String, count: Int) {
+        guard enabled(level) else { return }
+        limiter.suppress(source, count: count)
+    }
+
+    /// Writes the reports of suppressed lines that are due (a source quiet for 5 s), or with
+    /// `all` every one (at stop). The daemon calls it about once a second.
+    public func reportSuppressed(all: Bool = false) {
+        for report in limiter.due(all: all) { log(.warn, report.description) }
+    }
+
     /// Logs at `error`.
     public func error(_ message: @autoclosure () -> String) { log(.error, message()) }
     /// Logs at `warn`.
@@ -143,3 +173,28 @@ public struct RivetDaemonLog: Sendable {
 }
 
 private let stderrLock = Mutex(())
+
+/// A ``RivetLogLimiter`` behind a lock, timed by the monotonic clock.
+private final class LimiterBox: Sendable {
+    private let origin = ContinuousClock.now
+    private let state: Mutex<RivetLogLimiter>
+
+    init(limits: RivetLogLimiter.Limits) { state = Mutex(RivetLogLimiter(limits: limits)) }
+
+    private var now: Duration { ContinuousClock.now - origin }
+
+    func admit(_ source: String) -> Bool {
+        let now = self.now
+        return state.withLock { $0.admit(source, at: now) }
+    }
+
+    func suppress(_ source: String, count: Int) {
+        let now = self.now
+        state.withLock { $0.suppress(source, count: count, at: now) }
+    }
+
+    func due(all: Bool) -> [RivetLogLimiter.Report] {
+        let now = self.now
+        return state.withLock { $0.due(at: now, all: all) }
+    }
+}

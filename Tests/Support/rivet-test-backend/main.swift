@@ -12,6 +12,9 @@
 //     "garbage"   writes bytes that are not RVT1 to stdout instead of answering;
 //     "stubborn"  answers, then ignores SIGTERM and the end of stdin from then on (only
 //                 SIGKILL ends it);
+//     "flood-stderr:MS" writes lines to stderr as fast as it can for MS milliseconds, then
+//                 answers;
+//     "deaf"      stops reading stdin for good and answers nothing (it still exits on SIGTERM);
 //     anything else answers a score for that game.
 // - `refresh-score` emits the event `score-changed` for the game, then answers `{}`.
 // - state `home-team`: reads answer the stored JSON value; writes store it, answer `{}` and
@@ -109,6 +112,16 @@ func call(_ frame: RVT1Frame) {
             signal(SIGTERM, SIG_IGN)
             stubborn = true
             send(.result(id, payload: score(game)))
+        } else if game.hasPrefix("flood-stderr:"), let milliseconds = Int(game.dropFirst(13)) {
+            let line = Array("rivet-test-backend: flooding stderr with lines of text that nobody asked for\n".utf8)
+            let chunk = [UInt8]((0..<256).flatMap { _ in line })
+            let end = DispatchTime.now() + .milliseconds(milliseconds)
+            while DispatchTime.now() < end {
+                _ = chunk.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+            }
+            send(.result(id, payload: score(game)))
+        } else if game == "deaf" {
+            while true { pause() }
         } else if game.hasPrefix("stderr:") {
             FileHandle.standardError.write(Data((String(game.dropFirst(7)) + "\n").utf8))
             send(.result(id, payload: score(game)))
