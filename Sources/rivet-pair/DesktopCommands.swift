@@ -272,12 +272,26 @@ enum DesktopCommands {
 
     // MARK: Control socket
 
+    /// The control socket's path, once its directory passed rivetd's own rule
+    /// (``XDGDirectories/verify(_:)``: owned by this user, writable by no one else, not a
+    /// symbolic link; with XDG_RUNTIME_DIR unset the `/tmp/rivet-UID` base as well). A directory
+    /// that does not exist means rivetd is not running (``RivetControlError/notRunning``); one
+    /// that fails the rule is refused, naming it and its owner, and nothing is sent.
     static func socketPath() throws -> String {
         let directories: XDGDirectories
         do {
-            directories = try XDGDirectories(appName: "rivet")
+            directories = try XDGDirectories(appName: "rivet", userID: geteuid())
         } catch {
             throw ControlCommandError(code: "no-runtime-directory", message: "cannot find the runtime directory: \(error)")
+        }
+        do {
+            try directories.verify(.runtime)
+        } catch let error as XDGError where error == .missing {
+            throw RivetControlError.notRunning.with("rivetd is not running (\(error.message))")
+        } catch {
+            throw ControlCommandError(
+                code: "unsafe-runtime-directory",
+                message: "\(error); rivetd keeps its control socket only in a directory of yours that no one else may write, so another user may be impersonating rivetd there and nothing was sent. Set XDG_RUNTIME_DIR to a directory of your own (mode 0700)")
         }
         return RivetControlClient.socketPath(runtimeDirectory: directories.runtime.path)
     }
