@@ -269,23 +269,53 @@ public final class RivetDaemon: Sendable {
     }
 
     static func loadPolicy(_ path: String) throws(RivetDaemonError) -> RivetDeviceGatewayPolicy {
-        let text: String
-        do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
-            if let size = attributes[.size] as? Int, size > 1 << 20 {
-                throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
-            }
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch let error as RivetDaemonError {
-            throw error
-        } catch {
-            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(error.localizedDescription)")
+        guard let text = String(validating: try readSchema(path), as: UTF8.self) else {
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): it is not UTF-8 text")
         }
         do {
             return RivetDeviceGatewayPolicy(schema: try Schema.parse(text, file: path))
         } catch {
             throw RivetDaemonError.schemaFailed.with("the schema does not validate: \(error.description)")
         }
+    }
+
+    /// The longest schema file read (1 MiB).
+    static let maximumSchemaBytes = 1 << 20
+
+    /// Reads the schema through one descriptor: a regular file (opened non-blocking, so a FIFO
+    /// is never waited on, then checked with fstat), of which at most ``maximumSchemaBytes`` + 1
+    /// bytes are read, so a file that grows while it is read is refused too.
+    static func readSchema(_ path: String) throws(RivetDaemonError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else {
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw RivetDaemonError.schemaFailed.with("the schema \(path) is not a regular file")
+        }
+        guard Int64(info.st_size) <= Int64(maximumSchemaBytes) else {
+            throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
+        }
+        var buffer = [UInt8](repeating: 0, count: maximumSchemaBytes + 1)
+        var count = 0
+        while count < buffer.count {
+            let got = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress! + count, raw.count - count) }
+            if got < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
+            }
+            if got == 0 { break }
+            count += got
+        }
+        guard count <= maximumSchemaBytes else {
+            throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
+        }
+        return Array(buffer[..<count])
     }
 
     private static func logListenerEvent(_ event: RivetListener.Event, _ log: RivetDaemonLog) {

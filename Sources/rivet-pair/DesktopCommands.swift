@@ -50,7 +50,7 @@ enum DesktopCommands {
             let application = attempt["application_id"]?.string ?? ""
             try OutputChannel.standardError.write("device \"\(name)\" (\(application)) opened the link and asks to pair\n")
             if window.approve {
-                guard answeredYes(to: "Pair \"\(name)\" with scopes \(window.scopes.joined(separator: ","))?") else {
+                guard try await answeredYes(to: "Pair \"\(name)\" with scopes \(window.scopes.joined(separator: ","))?") else {
                     _ = try await request(client, .reject)
                     throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired, and the link no longer works")
                 }
@@ -158,6 +158,8 @@ enum DesktopCommands {
     static func revoke(_ id: DeviceID, registry: String?, json: Bool) async throws {
         let client: RivetControlClient
         do {
+            // Only "nothing there" falls back to the registry: a directory or a server that
+            // fails the checks is refused (socketPath, the client), never worked around.
             client = try RivetControlClient(path: try socketPath())
         } catch let error as RivetControlError where error == .notRunning {
             Diagnostics.note("rivetd is not running; revoking in the registry directly")
@@ -247,7 +249,7 @@ enum DesktopCommands {
         try OutputChannel.standardError.write("device \"\(name)\" (\(application)) asks to pair\ncode: \(grouped)\n")
         // Without --code standard input is a terminal (PairAction makes sure), so it asks.
         if code == nil {
-            guard answeredYes(to: "Does the device show the same code?") else {
+            guard try await answeredYes(to: "Does the device show the same code?") else {
                 _ = try await request(client, .reject)
                 throw ControlCommandError(code: "rejected", message: "rejected: \"\(name)\" was not paired")
             }
