@@ -378,10 +378,16 @@ private struct ControlHandler: Sendable {
                 "ok": true, "seconds_left": .integer(Int64(left.components.seconds)), "link": .string(link.text),
                 "addresses": .array(([link.host] + link.additionalAddresses).map { .string($0) }),
             ]
-        case .pending:
+        case .pending, .pendingChanges:
             // The schema's scopes ride along, so `rivet-pair --confirm` can refuse a misspelt
-            // --scope before it waits for a device.
-            let body = desk.pending()
+            // --scope before it waits for a device. With `changed_after` it first waits (at
+            // most `wait_ms`, 1 s) for the next change, so `--open --qr` misses none.
+            let body: RivetControlJSON
+            if case .pendingChanges(let after, let wait) = request {
+                body = desk.pending(changedAfter: after, wait: .milliseconds(wait))
+            } else {
+                body = desk.pending()
+            }
             guard case .object(var members) = body else { return body }
             members["declared_scopes"] = .array(policy.declaredScopes.map { .string($0.name) })
             return .object(members)

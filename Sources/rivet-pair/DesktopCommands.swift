@@ -88,31 +88,58 @@ enum DesktopCommands {
             "pairing window open for \(seconds) s: scan the code or open the link on the device; only the device holding this link can pair")
     }
 
-    /// Polls until a device has proved it holds the link, and returns its attempt and the
-    /// window's seconds left; notes each failed proof.
+    /// Waits until a device has proved it holds the link, and returns its attempt and the
+    /// window's seconds left; notes each failed proof with its count. It waits on the daemon
+    /// (`pending` with `changed_after` and `wait_ms`), which answers at the next change and
+    /// lists the window's failed attempts, so failures closer together than a poll are each
+    /// reported; a rivetd without `changes` is polled every ``pollInterval``.
     private static func waitForLinkDevice(_ client: RivetControlClient) async throws -> (RivetControlJSON, Int64) {
-        var failures: Int64 = 0
+        var reported: Int64 = 0
+        var changes: Int64?
         while true {
-            let pending = try await request(client, .pending)
+            let pending = try await request(
+                client,
+                changes.map { .pendingChanges(after: $0, waitMilliseconds: RivetControlRequest.maximumPendingWaitMilliseconds) }
+                    ?? .pending,
+                timeout: .seconds(10))
+            reported = noteFailures(pending, after: reported)
             guard pending["window"]?.string == "open" else {
                 let reason = pending["closed_because"]?.string.map { " (\($0))" } ?? ""
                 throw ControlCommandError(
                     code: RivetControlError.windowClosed.code,
                     message: "the pairing window closed\(reason) before a device paired by its link; nothing was paired")
             }
-            let counted = pending["failures"]?.integer ?? 0
-            if counted > failures {
-                failures = counted
-                Diagnostics.note(
-                    "a pairing attempt failed (\(counted) of \(RivetDevicePairingCoordinator.failureLimit); the window closes at \(RivetDevicePairingCoordinator.failureLimit))")
-            }
             if let attempt = pending["attempt"], !attempt.isNull, attempt["by_link"]?.bool == true,
                 attempt["device_confirmed"]?.bool == true
             {
                 return (attempt, pending["seconds_left"]?.integer ?? 300)
             }
-            try await Task.sleep(for: pollInterval)
+            changes = pending["changes"]?.integer
+            if changes == nil { try await Task.sleep(for: pollInterval) }
         }
+    }
+
+    /// Notes each failed attempt `pending` lists past the `reported` first ones (or, from a
+    /// rivetd that lists none, the new count) and returns the count reported now.
+    private static func noteFailures(_ pending: RivetControlJSON, after reported: Int64) -> Int64 {
+        let limit = RivetDevicePairingCoordinator.failureLimit
+        guard let failed = pending["failed_attempts"]?.array else {
+            let counted = pending["failures"]?.integer ?? 0
+            guard counted > reported else { return reported }
+            Diagnostics.note("a pairing attempt failed (\(counted) of \(limit); the window closes at \(limit))")
+            return counted
+        }
+        var last = reported
+        for failure in failed {
+            guard let count = failure["failure"]?.integer, count > last else { continue }
+            let name = failure["device_name"]?.string ?? ""
+            let peer = failure["peer"]?.string ?? ""
+            let reason = failure["reason"]?.string ?? ""
+            Diagnostics.note(
+                "a pairing attempt failed (\(count) of \(limit); the window closes at \(limit)): \"\(name)\" from \(peer): \(reason)")
+            last = count
+        }
+        return last
     }
 
     /// Prints the device a `confirm` response carries, as a line of text or JSON.
