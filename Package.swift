@@ -106,7 +106,7 @@ let package = Package(
             name: "rivet-pair",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession", "ThreadSupport", "QRCodeKit",
+                "RivetSession", "ThreadSupport", "QRCodeKit", "SystemKit",
             ]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator

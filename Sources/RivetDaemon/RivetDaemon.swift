@@ -9,6 +9,7 @@ import RivetSchema
 import RivetServer
 import RivetTransport
 import Synchronization
+import SystemKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -302,15 +303,14 @@ public final class RivetDaemon: Sendable {
             throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
         }
         var buffer = [UInt8](repeating: 0, count: maximumSchemaBytes + 1)
-        var count = 0
-        while count < buffer.count {
-            let got = buffer.withUnsafeMutableBytes { raw in read(fd, raw.baseAddress! + count, raw.count - count) }
-            if got < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
-            }
-            if got == 0 { break }
-            count += got
+        let read: Result<Int, SystemError> = buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(SystemError) in try FileDescriptor.readFully(fd, into: raw) }
+        }
+        let count: Int
+        switch read {
+        case .success(let got): count = got
+        case .failure(let error):
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(error.description)")
         }
         guard count <= maximumSchemaBytes else {
             throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")

@@ -1,5 +1,6 @@
 import CommandLineKit
 import Foundation
+import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
@@ -55,9 +56,14 @@ enum BoundedLine {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while true {
-            let count = Glibc.read(descriptor, &byte, 1)
+            let count = retryingInterrupts { Glibc.read(descriptor, &byte, 1) }
             if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
+                if errno == EAGAIN {
+                    // A descriptor left non-blocking by whoever started us: wait until readable.
+                    var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                    _ = poll(&ready, 1, -1)
+                    continue
+                }
                 return .failed(String(cString: strerror(errno)))
             }
             if count == 0 { return .end(line) }
