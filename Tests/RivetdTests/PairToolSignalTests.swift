@@ -49,4 +49,24 @@ import ToolTestSupport
             }
         }
     }
+
+    @Test("a signal while --connect HOST:PORT waits at the code question ends it: 128+N, no credential")
+    func signalAtTheCodeQuestion() async throws {
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            _ = try await daemon.request(.open())
+            let deviceHome = try home.device("phone")
+            let (connect, _) = try await PairingTests.ask(daemon, deviceHome: deviceHome)
+            let sent = ContinuousClock.now
+            connect.signal(SIGTERM)
+            let status = try await connect.wait(timeout: .seconds(20))
+            print("SIGTERM at the code question: rivet-pair ended \(ContinuousClock.now - sent) after the signal")
+            #expect(status == 128 + SIGTERM, "\(connect.stderr)")
+            #expect(connect.stdout.isEmpty, "\(connect.stdout)")
+            #expect(access(deviceHome.path + "/state/rivet/companion-credential.json", F_OK) != 0)
+            try await eventually("the attempt to end") {
+                try await daemon.request(.pending)["attempt"]?.isNull == true
+            }
+        }
+    }
 }
