@@ -114,6 +114,25 @@ public struct XDGDirectories: Sendable, Hashable {
         return target
     }
 
+    /// Checks, creating nothing, the application directory of `kind` by the rule ``ensure(_:)``
+    /// applies: the directory (and, for the `/tmp` runtime fallback, its base `/tmp/APP-UID`)
+    /// must be a real directory, not a symbolic link, owned by ``userID`` and writable by no
+    /// one else. A client of a daemon (rivet-pair) calls this before it connects to a socket
+    /// there, so both sides trust one path by one rule.
+    /// - Returns: the directory.
+    /// - Throws: ``XDGError/missing`` when the directory (or the fallback base) does not
+    ///   exist; otherwise what ``ensure(_:)`` throws for an unsafe directory.
+    @discardableResult
+    public func verify(_ kind: Kind) throws -> URL {
+        let target = url(for: kind)
+        let path = Self.path(of: target)
+        if kind == .runtime && runtimeIsFallback {
+            try verifyPrivate(PathText.deletingLastComponent(path))
+        }
+        try verifyPrivate(path)
+        return target
+    }
+
     /// Creates `path` if missing (with every missing parent, each 0700 whatever the umask) and
     /// checks it as ``ensure(_:)`` checks an application directory: for a directory computed
     /// elsewhere (rivetd's state directory) that must be private all the same.
@@ -152,7 +171,11 @@ public struct XDGDirectories: Sendable, Hashable {
     /// and not writable by group or others.
     private func verifyPrivate(_ path: String) throws {
         var info = stat()
-        guard lstat(path, &info) == 0 else { throw XDGError.cannotCreate(path, errno: errno) }
+        guard lstat(path, &info) == 0 else {
+            let code = errno
+            if code == ENOENT { throw XDGError.missing(path) }
+            throw XDGError.inaccessible(path, errno: code)
+        }
         if info.st_mode & S_IFMT == S_IFLNK { throw XDGError.symbolicLink(path) }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw XDGError.notADirectory(path) }
         guard info.st_uid == userID else {
@@ -190,7 +213,7 @@ public struct XDGDirectories: Sendable, Hashable {
 public struct XDGError: Error, Hashable, Sendable, CustomStringConvertible {
     private enum Code: Hashable, Sendable {
         case invalidAppName, noHomeDirectory, cannotCreate, notADirectory, symbolicLink
-        case wrongOwner, insecurePermissions
+        case wrongOwner, insecurePermissions, missing, inaccessible
     }
 
     private let code: Code
@@ -217,6 +240,22 @@ public struct XDGError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The application directory is writable by group or others.
     public static let insecurePermissions = XDGError(
         code: .insecurePermissions, message: "group- or world-writable")
+
+    /// The directory does not exist (``XDGDirectories/verify(_:)`` creates nothing).
+    public static let missing = XDGError(code: .missing, message: "no such directory")
+
+    /// The directory cannot be inspected (a directory above it is another user's).
+    public static let inaccessible = XDGError(code: .inaccessible, message: "cannot be inspected")
+
+    static func inaccessible(_ path: String, errno code: Int32) -> XDGError {
+        XDGError(
+            code: .inaccessible,
+            message: "refusing to use \(path): it cannot be inspected (\(String(cString: strerror(code)))); it or a directory above it belongs to another user")
+    }
+
+    static func missing(_ path: String) -> XDGError {
+        XDGError(code: .missing, message: "\(path) does not exist")
+    }
 
     static func invalidAppName(_ name: String) -> XDGError {
         XDGError(

@@ -4,6 +4,14 @@ import Glibc
 import SystemKit
 #endif
 
+/// Path text without Foundation's URL: the directory part of a path.
+enum PathTextLite {
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+}
+
 /// A connection to a running daemon's control socket (what `rivet-pair` uses): send a request,
 /// read its one response line.
 ///
@@ -14,6 +22,24 @@ import SystemKit
 public final class RivetControlClient: @unchecked Sendable {
     /// The socket's file name inside the runtime directory (`control.sock`).
     public static let socketName = "control.sock"
+    /// The file beside the socket in which rivetd writes its process ID (`control.pid`, 0600).
+    public static let pidFileName = "control.pid"
+    /// The most bytes read of `control.pid` (a pid in decimal and a newline need at most 11).
+    public static let maximumPIDFileBytes = 32
+
+    /// `control.pid` beside the socket at `socketPath`.
+    public static func pidFilePath(socketPath: String) -> String {
+        PathTextLite.directory(of: socketPath) + "/" + pidFileName
+    }
+
+    /// The pid in `bytes` (decimal digits, then at most one newline), or nil.
+    public static func parsePIDFile(_ bytes: [UInt8]) -> Int32? {
+        var digits = bytes[...]
+        if digits.last == UInt8(ascii: "\n") { digits = digits.dropLast() }
+        guard !digits.isEmpty, digits.count <= 10, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        guard let value = Int32(String(decoding: digits, as: UTF8.self)), value > 0 else { return nil }
+        return value
+    }
     /// The longest response line read (1 MiB).
     public static let maximumResponseBytes = 1 << 20
 
@@ -100,6 +126,31 @@ public final class RivetControlClient: @unchecked Sendable {
                 "refusing \(path): it is served by another user (uid \(credentials.uid)), not by your rivetd "
                     + "(uid \(geteuid())); nothing was sent. Someone may be impersonating rivetd: set "
                     + "XDG_RUNTIME_DIR to a directory of your own")
+        }
+        // And it must be the rivetd that wrote control.pid beside the socket (0600, this user's):
+        // a process of this user that is not rivetd (a leftover, a test, a look-alike) gets
+        // nothing either.
+        let pidPath = Self.pidFilePath(socketPath: path)
+        let read: Result<[UInt8], PrivateFileError> = Result { () throws(PrivateFileError) in
+            try PrivateFile.read(pidPath, limit: Self.maximumPIDFileBytes)
+        }
+        let bytes: [UInt8]
+        switch read {
+        case .success(let contents): bytes = contents
+        case .failure(let error):
+            close(socketFD)
+            let why = error == .notFound ? "does not exist" : "cannot be used: \(error.explanation(for: pidPath, what: "pid"))"
+            throw RivetControlError.permissionDenied.with(
+                "refusing \(path): rivetd writes its pid to \(pidPath), which \(why); nothing was sent")
+        }
+        guard let written = Self.parsePIDFile(bytes) else {
+            close(socketFD)
+            throw RivetControlError.permissionDenied.with("refusing \(path): \(pidPath) does not hold a process ID; nothing was sent")
+        }
+        guard written == credentials.pid else {
+            close(socketFD)
+            throw RivetControlError.permissionDenied.with(
+                "refusing \(path): it is served by pid \(credentials.pid), but \(pidPath) names pid \(written) (another process of yours, not rivetd); nothing was sent")
         }
         fd = socketFD
     }

@@ -107,10 +107,18 @@ public struct RivetControlError: Error, Equatable, Sendable, CustomStringConvert
 
 /// One request of the control protocol (`docs/protocol.md (control part)`).
 public enum RivetControlRequest: Sendable, Equatable {
+    /// The longest wait a `pending` request may ask for (`wait_ms`): 1000 ms, so a control
+    /// connection thread is never held longer than a second by one request.
+    public static let maximumPendingWaitMilliseconds = 1000
+
     /// Opens the pairing window: for pairing by code, or with `link` for pairing by link.
     case open(link: RivetControlLinkRequest? = nil)
     /// Shows the window and the pending attempt.
     case pending
+    /// `pending` that first waits, at most `waitMilliseconds` (0 to
+    /// ``maximumPendingWaitMilliseconds``), until the daemon's `changes` count exceeds `after`;
+    /// sent as `{"op":"pending","changed_after":N,"wait_ms":M}`.
+    case pendingChanges(after: Int64, waitMilliseconds: Int)
     /// Confirms the pending attempt and grants `scopes`; `code` is the six digits the device
     /// shows (compared in constant time), or nil when the person compared the screens.
     case confirm(code: String?, scopes: [String])
@@ -127,7 +135,7 @@ public enum RivetControlRequest: Sendable, Equatable {
     public var operation: String {
         switch self {
         case .open: "open"
-        case .pending: "pending"
+        case .pending, .pendingChanges: "pending"
         case .confirm: "confirm"
         case .reject: "reject"
         case .cancel: "cancel"
@@ -145,6 +153,8 @@ public enum RivetControlRequest: Sendable, Equatable {
             return ["op": "revoke", "device_id": .string(id.hex)]
         case .open(let link?):
             return ["op": "open", "link": true, "link_host": link.host.map { .string($0) } ?? .null]
+        case .pendingChanges(let after, let wait):
+            return ["op": "pending", "changed_after": .integer(after), "wait_ms": .integer(Int64(wait))]
         default:
             return ["op": .string(operation)]
         }
@@ -170,7 +180,29 @@ public enum RivetControlRequest: Sendable, Equatable {
                 }
             default: throw RivetControlError.malformedRequest.with("`link` must be true or false")
             }
-        case "pending": self = .pending
+        case "pending":
+            switch (json["changed_after"], json["wait_ms"]) {
+            case (nil, nil), (.null?, nil), (nil, .null?), (.null?, .null?):
+                self = .pending
+            case (let after, let wait):
+                let changedAfter: Int64
+                switch after {
+                case nil, .null?: changedAfter = -1
+                case .integer(let value)?: changedAfter = value
+                default: throw RivetControlError.malformedRequest.with("`changed_after` must be an integer")
+                }
+                let milliseconds: Int64
+                switch wait {
+                case nil, .null?: milliseconds = 0
+                case .integer(let value)?: milliseconds = value
+                default: throw RivetControlError.malformedRequest.with("`wait_ms` must be an integer")
+                }
+                guard (0...Int64(Self.maximumPendingWaitMilliseconds)).contains(milliseconds) else {
+                    throw RivetControlError.invalidArgument.with(
+                        "`wait_ms` must be 0 to \(Self.maximumPendingWaitMilliseconds) (milliseconds)")
+                }
+                self = .pendingChanges(after: changedAfter, waitMilliseconds: Int(milliseconds))
+            }
         case "reject": self = .reject
         case "cancel": self = .cancel
         case "sessions": self = .sessions

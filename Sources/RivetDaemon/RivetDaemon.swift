@@ -9,6 +9,7 @@ import RivetSchema
 import RivetServer
 import RivetTransport
 import Synchronization
+import SystemKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -285,23 +286,52 @@ public final class RivetDaemon: Sendable {
     }
 
     static func loadPolicy(_ path: String) throws(RivetDaemonError) -> RivetDeviceGatewayPolicy {
-        let text: String
-        do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: path)
-            if let size = attributes[.size] as? Int, size > 1 << 20 {
-                throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
-            }
-            text = try String(contentsOfFile: path, encoding: .utf8)
-        } catch let error as RivetDaemonError {
-            throw error
-        } catch {
-            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(error.localizedDescription)")
+        guard let text = String(validating: try readSchema(path), as: UTF8.self) else {
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): it is not UTF-8 text")
         }
         do {
             return RivetDeviceGatewayPolicy(schema: try Schema.parse(text, file: path))
         } catch {
             throw RivetDaemonError.schemaFailed.with("the schema does not validate: \(error.description)")
         }
+    }
+
+    /// The longest schema file read (1 MiB).
+    static let maximumSchemaBytes = 1 << 20
+
+    /// Reads the schema through one descriptor: a regular file (opened non-blocking, so a FIFO
+    /// is never waited on, then checked with fstat), of which at most ``maximumSchemaBytes`` + 1
+    /// bytes are read, so a file that grows while it is read is refused too.
+    static func readSchema(_ path: String) throws(RivetDaemonError) -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else {
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw RivetDaemonError.schemaFailed.with("the schema \(path) is not a regular file")
+        }
+        guard Int64(info.st_size) <= Int64(maximumSchemaBytes) else {
+            throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
+        }
+        var buffer = [UInt8](repeating: 0, count: maximumSchemaBytes + 1)
+        let read: Result<Int, SystemError> = buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(SystemError) in try FileDescriptor.readFully(fd, into: raw) }
+        }
+        let count: Int
+        switch read {
+        case .success(let got): count = got
+        case .failure(let error):
+            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(error.description)")
+        }
+        guard count <= maximumSchemaBytes else {
+            throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
+        }
+        return Array(buffer[..<count])
     }
 
     private static func logListenerEvent(_ event: RivetListener.Event, _ log: RivetDaemonLog, _ evictions: EvictionLog) {
@@ -366,10 +396,16 @@ private struct ControlHandler: Sendable {
                 "ok": true, "seconds_left": .integer(Int64(left.components.seconds)), "link": .string(link.text),
                 "addresses": .array(([link.host] + link.additionalAddresses).map { .string($0) }),
             ]
-        case .pending:
+        case .pending, .pendingChanges:
             // The schema's scopes ride along, so `rivet-pair --confirm` can refuse a misspelt
-            // --scope before it waits for a device.
-            let body = desk.pending()
+            // --scope before it waits for a device. With `changed_after` it first waits (at
+            // most `wait_ms`, 1 s) for the next change, so `--open --qr` misses none.
+            let body: RivetControlJSON
+            if case .pendingChanges(let after, let wait) = request {
+                body = desk.pending(changedAfter: after, wait: .milliseconds(wait))
+            } else {
+                body = desk.pending()
+            }
             guard case .object(var members) = body else { return body }
             members["declared_scopes"] = .array(policy.declaredScopes.map { .string($0.name) })
             return .object(members)

@@ -39,6 +39,7 @@ enum CompanionCommand {
         case .address(let address): server = address
         case .link(let link): server = HostPort(host: link.host, port: link.port)
         }
+        if let credentialPath { try checkCredentialLocation(credentialPath) }
         let store: RivetCompanionCredentialStore
         do {
             store = try credentialPath.map(RivetCompanionCredentialStore.init(path:)) ?? RivetCompanionCredentialStore.standard()
@@ -47,25 +48,31 @@ enum CompanionCommand {
         }
         // A device paired with this application before re-pairs under its ID.
         let existing = (try? store.load()).flatMap { $0.applicationID == application ? $0.deviceID : nil }
+        // Every wait below ends at once on SIGINT, SIGTERM or SIGHUP (Interruptible): the process
+        // then exits 128+N, which closes the connection (the desktop sees the device leave, a
+        // link is used up), and nothing is stored, since the credential is stored only after
+        // the last wait, when the process is about to exit 0.
         let credential: RivetCompanionCredential
         switch target {
         case .address:
-            credential = try await onThread {
+            credential = try await Interruptible.run {
                 try pair(server, application: application, name: name, existingDeviceID: existing)
             }
         case .link(let link):
             Diagnostics.note(
                 "pairing by link with \(link.endpoints.map(\.description).joined(separator: " or ")), pinned to fingerprint \(link.serverFingerprint.grouped)")
-            credential = try await onThread { try pair(link, name: name, existingDeviceID: existing) }
+            credential = try await Interruptible.run { try pair(link, name: name, existingDeviceID: existing) }
         }
+        // Resume where pairing connected (for a link, the address that answered first), with
+        // the credential still in memory: one pinned resume shows it works before it is kept.
+        let reached = HostPort(parsing: credential.serverAddress) ?? server
+        try await Interruptible.run { try verify(credential, reached) }
+        try Task.checkCancellation()
         do {
             try store.save(credential)
         } catch {
             throw CompanionError(message: "paired, but the credential could not be stored: \(error.message)", exitStatus: .failure)
         }
-        // Resume where pairing connected: for a link, the address that answered first.
-        let reached = HostPort(parsing: credential.serverAddress) ?? server
-        try await onThread { try verify(credential, reached) }
         if json {
             try JSONOutput.write(PairedJSON(credential, file: store.path))
         } else {
@@ -137,7 +144,7 @@ enum CompanionCommand {
 
             """
         try? OutputChannel.standardError.write(lines)
-        return answeredYes(to: "Does the desktop show the same code?") ? .confirm : .reject
+        return answeredYesBlocking(to: "Does the desktop show the same code?") ? .confirm : .reject
     }
 
     /// Resumes once over a connection pinned to the new fingerprint, so a stored credential is
@@ -180,9 +187,32 @@ enum CompanionCommand {
         return name.isEmpty ? "linux companion" : String(name.prefix(128))
     }
 
-    /// Runs blocking network work on a thread of its own, off Swift's cooperative threads.
-    private static func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await DetachedThread.run(name: "rivet-pair") { try body() }
+    /// Refuses a `--credential` path whose directory another user owns or others may write
+    /// (a sticky /tmp included): that user could delete, rename or replace the credential file.
+    static func checkCredentialLocation(_ path: String) throws {
+        let directory: String
+        if let slash = path.lastIndex(of: "/") {
+            directory = slash == path.startIndex ? "/" : String(path[..<slash])
+        } else {
+            directory = FileManager.default.currentDirectoryPath
+        }
+        var info = stat()
+        guard stat(directory, &info) == 0 else {
+            throw UsageError(
+                "--credential: cannot use the directory \(directory): \(String(cString: strerror(errno)))", argument: path)
+        }
+        let me = geteuid()
+        if info.st_uid != me {
+            throw UsageError(
+                "--credential: the directory \(directory) is owned by uid \(info.st_uid), not by you (uid \(me)); a credential must live in a directory of your own, which no other user can empty or rename. Nothing was paired",
+                argument: path)
+        }
+        let mode = info.st_mode & 0o7777
+        if mode & 0o022 != 0 {
+            throw UsageError(
+                "--credential: the directory \(directory) is writable by others (mode \(String(mode, radix: 8))\(mode & 0o1000 != 0 ? ", sticky" : "")); a credential must live in a directory of your own that no one else may write, where no one can delete or rename it. Nothing was paired",
+                argument: path)
+        }
     }
 }
 

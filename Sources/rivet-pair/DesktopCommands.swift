@@ -52,7 +52,7 @@ enum DesktopCommands {
             try OutputChannel.standardError.write(
                 "device \(DisplayText.quoted(name)) (\(DisplayText.escaped(application))) opened the link and asks to pair\n")
             if window.approve {
-                guard answeredYes(to: "Pair \(DisplayText.quoted(name)) with scopes \(window.scopes.joined(separator: ","))?") else {
+                guard try await answeredYes(to: "Pair \(DisplayText.quoted(name)) with scopes \(window.scopes.joined(separator: ","))?") else {
                     _ = try await request(client, .reject)
                     throw ControlCommandError(code: "rejected", message: "rejected: \(DisplayText.quoted(name)) was not paired, and the link no longer works")
                 }
@@ -90,31 +90,58 @@ enum DesktopCommands {
             "pairing window open for \(seconds) s: scan the code or open the link on the device; only the device holding this link can pair")
     }
 
-    /// Polls until a device has proved it holds the link, and returns its attempt and the
-    /// window's seconds left; notes each failed proof.
+    /// Waits until a device has proved it holds the link, and returns its attempt and the
+    /// window's seconds left; notes each failed proof with its count. It waits on the daemon
+    /// (`pending` with `changed_after` and `wait_ms`), which answers at the next change and
+    /// lists the window's failed attempts, so failures closer together than a poll are each
+    /// reported; a rivetd without `changes` is polled every ``pollInterval``.
     private static func waitForLinkDevice(_ client: RivetControlClient) async throws -> (RivetControlJSON, Int64) {
-        var failures: Int64 = 0
+        var reported: Int64 = 0
+        var changes: Int64?
         while true {
-            let pending = try await request(client, .pending)
+            let pending = try await request(
+                client,
+                changes.map { .pendingChanges(after: $0, waitMilliseconds: RivetControlRequest.maximumPendingWaitMilliseconds) }
+                    ?? .pending,
+                timeout: .seconds(10))
+            reported = noteFailures(pending, after: reported)
             guard pending["window"]?.string == "open" else {
                 let reason = pending["closed_because"]?.string.map { " (\($0))" } ?? ""
                 throw ControlCommandError(
                     code: RivetControlError.windowClosed.code,
                     message: "the pairing window closed\(reason) before a device paired by its link; nothing was paired")
             }
-            let counted = pending["failures"]?.integer ?? 0
-            if counted > failures {
-                failures = counted
-                Diagnostics.note(
-                    "a pairing attempt failed (\(counted) of \(RivetDevicePairingCoordinator.failureLimit); the window closes at \(RivetDevicePairingCoordinator.failureLimit))")
-            }
             if let attempt = pending["attempt"], !attempt.isNull, attempt["by_link"]?.bool == true,
                 attempt["device_confirmed"]?.bool == true
             {
                 return (attempt, pending["seconds_left"]?.integer ?? 300)
             }
-            try await Task.sleep(for: pollInterval)
+            changes = pending["changes"]?.integer
+            if changes == nil { try await Task.sleep(for: pollInterval) }
         }
+    }
+
+    /// Notes each failed attempt `pending` lists past the `reported` first ones (or, from a
+    /// rivetd that lists none, the new count) and returns the count reported now.
+    private static func noteFailures(_ pending: RivetControlJSON, after reported: Int64) -> Int64 {
+        let limit = RivetDevicePairingCoordinator.failureLimit
+        guard let failed = pending["failed_attempts"]?.array else {
+            let counted = pending["failures"]?.integer ?? 0
+            guard counted > reported else { return reported }
+            Diagnostics.note("a pairing attempt failed (\(counted) of \(limit); the window closes at \(limit))")
+            return counted
+        }
+        var last = reported
+        for failure in failed {
+            guard let count = failure["failure"]?.integer, count > last else { continue }
+            let name = failure["device_name"]?.string ?? ""
+            let peer = failure["peer"]?.string ?? ""
+            let reason = failure["reason"]?.string ?? ""
+            Diagnostics.note(
+                "a pairing attempt failed (\(count) of \(limit); the window closes at \(limit)): \(DisplayText.quoted(name)) from \(peer): \(reason)")
+            last = count
+        }
+        return last
     }
 
     /// Prints the device a `confirm` response carries, as a line of text or JSON.
@@ -160,6 +187,8 @@ enum DesktopCommands {
     static func revoke(_ id: DeviceID, registry: String?, json: Bool) async throws {
         let client: RivetControlClient
         do {
+            // Only "nothing there" falls back to the registry: a directory or a server that
+            // fails the checks is refused (socketPath, the client), never worked around.
             client = try RivetControlClient(path: try socketPath())
         } catch let error as RivetControlError where error == .notRunning {
             Diagnostics.note("rivetd is not running; revoking in the registry directly")
@@ -250,7 +279,7 @@ enum DesktopCommands {
             "device \(DisplayText.quoted(name)) (\(DisplayText.escaped(application))) asks to pair\ncode: \(grouped)\n")
         // Without --code standard input is a terminal (PairAction makes sure), so it asks.
         if code == nil {
-            guard answeredYes(to: "Does the device show the same code?") else {
+            guard try await answeredYes(to: "Does the device show the same code?") else {
                 _ = try await request(client, .reject)
                 throw ControlCommandError(code: "rejected", message: "rejected: \(DisplayText.quoted(name)) was not paired")
             }
@@ -275,12 +304,26 @@ enum DesktopCommands {
 
     // MARK: Control socket
 
+    /// The control socket's path, once its directory passed rivetd's own rule
+    /// (``XDGDirectories/verify(_:)``: owned by this user, writable by no one else, not a
+    /// symbolic link; with XDG_RUNTIME_DIR unset the `/tmp/rivet-UID` base as well). A directory
+    /// that does not exist means rivetd is not running (``RivetControlError/notRunning``); one
+    /// that fails the rule is refused, naming it and its owner, and nothing is sent.
     static func socketPath() throws -> String {
         let directories: XDGDirectories
         do {
-            directories = try XDGDirectories(appName: "rivet")
+            directories = try XDGDirectories(appName: "rivet", userID: geteuid())
         } catch {
             throw ControlCommandError(code: "no-runtime-directory", message: "cannot find the runtime directory: \(error)")
+        }
+        do {
+            try directories.verify(.runtime)
+        } catch let error as XDGError where error == .missing {
+            throw RivetControlError.notRunning.with("rivetd is not running (\(error.message))")
+        } catch {
+            throw ControlCommandError(
+                code: "unsafe-runtime-directory",
+                message: "\(error); rivetd keeps its control socket only in a directory of yours that no one else may write, so another user may be impersonating rivetd there and nothing was sent. Set XDG_RUNTIME_DIR to a directory of your own (mode 0700)")
         }
         return RivetControlClient.socketPath(runtimeDirectory: directories.runtime.path)
     }

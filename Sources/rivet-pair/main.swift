@@ -150,10 +150,22 @@ enum PairAction {
         if given == "-" {
             // A link read from standard input stays out of the process list, where other users
             // of this machine could read it while pairing runs.
-            guard let line = readLine(strippingNewline: true) else {
+            // At most 2,049 bytes are read: a link is at most 2,048, so a first line that has
+            // not ended by then is refused rather than buffered (or waited for) without end.
+            let line: [UInt8]
+            switch BoundedLine.read(STDIN_FILENO, limit: RivetPairingLink.maximumByteCount) {
+            case .line(let bytes): line = bytes
+            case .end(let bytes) where !bytes.isEmpty: line = bytes
+            case .end:
                 throw UsageError("--connect -: standard input ended before a rivet:// link", argument: "-")
+            case .tooLong:
+                throw UsageError(
+                    "--connect -: the first line of standard input is longer than \(RivetPairingLink.maximumByteCount) bytes, so it is no rivet:// link; nothing more was read",
+                    argument: "-")
+            case .failed(let reason):
+                throw UsageError("--connect -: reading standard input failed: \(reason)", argument: "-")
             }
-            text = line.hasSuffix("\r") ? String(line.dropLast()) : line
+            text = String(decoding: line, as: UTF8.self)
             guard text.lowercased().hasPrefix("\(RivetPairingLink.scheme):") else {
                 throw UsageError("--connect -: standard input holds no rivet:// link on its first line", argument: "-")
             }

@@ -5,8 +5,9 @@ import ToolTestSupport
 
 /// Another local user squatting rivet-pair's control socket path (issue 27's first finding):
 /// with XDG_RUNTIME_DIR pointing at a directory another user controls, whoever listens there
-/// received every request and answered what it liked. rivet-pair now asks the kernel who serves
-/// the socket (SO_PEERCRED) and sends nothing to another user. These failed before: the squatter
+/// received every request and answered what it liked. rivet-pair now refuses a runtime
+/// directory another user owns, naming it and its owner, before it connects (and would still
+/// ask the kernel who serves the socket, SO_PEERCRED). These failed before: the squatter
 /// received the requests.
 @Suite struct SquattedControlSocketTests {
     /// A fake rivetd run as `nobody` (uid 65534) through setpriv(1), answering every line with
@@ -72,7 +73,8 @@ import ToolTestSupport
         let environment = ToolProcess.environment(home: home, extra: ["XDG_RUNTIME_DIR": squatter.runtime])
         let run = try await ToolProcess.runOffPool("rivet-pair", arguments, environment: environment)
         #expect(run.status != 0, "\(run.stdout)")
-        #expect(run.stderr.contains("served by another user (uid 65534)"), "\(run.stderr)")
+        #expect(run.stderr.contains("\(squatter.runtime)/rivet: it is owned by uid 65534"), "\(run.stderr)")
+        #expect(!run.stderr.contains("not running"), "\(run.stderr)")
         #expect(run.stderr.contains("nothing was sent"), "\(run.stderr)")
         #expect(!run.stdout.contains("revoked"), "\(run.stdout)")
         #expect(squatter.bytesReceived == 0)

@@ -281,10 +281,14 @@ import ToolTestSupport
         try FileManager.default.createDirectory(
             atPath: (home.socket as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
-        // The old control protocol: `open` ignores `link`; every request is recorded.
+        // The old control protocol: `open` ignores `link`; every request is recorded. It writes
+        // control.pid as rivetd does, which rivet-pair checks before it sends anything.
         let script = """
-            import json, socket, sys
+            import json, os, socket, sys
             server = socket.socket(socket.AF_UNIX); server.bind(sys.argv[1]); server.listen(4)
+            pid_file = os.path.join(os.path.dirname(sys.argv[1]), "control.pid")
+            with open(pid_file, "w") as f: f.write("%d\\n" % os.getpid())
+            os.chmod(pid_file, 0o600)
             print("ready", flush=True)
             while True:
                 connection, _ = server.accept()

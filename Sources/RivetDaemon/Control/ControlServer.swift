@@ -7,7 +7,9 @@ import ThreadSupport
 import Glibc
 #endif
 
-/// The control socket: a Unix stream socket (mode 0600, in a directory of mode 0700) speaking
+/// The control socket: a Unix stream socket (mode 0600, in a directory of mode 0700, with
+/// `control.pid` beside it naming this process, which clients compare with the socket's
+/// SO_PEERCRED pid) speaking
 /// JSON Lines, one response line per request line (`docs/protocol.md (control part)`).
 ///
 /// Threads: one accept thread, one thread per connection (at most `maximumConnections`; one
@@ -28,6 +30,8 @@ final class ControlServer: @unchecked Sendable {
 
     /// The socket's path.
     let path: String
+    /// `control.pid` beside the socket: this process's ID, mode 0600, while the socket is served.
+    var pidPath: String { RivetControlClient.pidFilePath(socketPath: path) }
     private let handler: @Sendable (RivetControlRequest) -> RivetControlJSON
     private let log: RivetDaemonLog
     private let monitor = Monitor()
@@ -74,12 +78,24 @@ final class ControlServer: @unchecked Sendable {
             unlink(path)
             throw error
         }
+        // rivet-pair compares the pid the kernel gives for this socket (SO_PEERCRED: the process
+        // that called listen) with this file, so a process of the same user squatting the path
+        // gets nothing from it.
+        do throws(PrivateFileError) {
+            try PrivateFile.replace(pidPath, with: Array("\(getpid())\n".utf8))
+        } catch {
+            close(fd)
+            unlink(path)
+            throw RivetDaemonError.controlSocketFailed.with(
+                "writing the control socket's pid file failed: \(error.explanation(for: pidPath, what: "pid"))")
+        }
         let pipe: PipeEnds
         do {
             pipe = try PipeEnds()
         } catch {
             close(fd)
             unlink(path)
+            unlink(pidPath)
             throw RivetDaemonError.controlSocketFailed.with(
                 "creating the control socket's wake-up pipe at \(path) failed: \(error.reason)")
         }
@@ -130,6 +146,7 @@ final class ControlServer: @unchecked Sendable {
         }
         close(fd)
         unlink(path)
+        unlink(pidPath)
         monitor.withLock {
             threads -= 1
             monitor.broadcast()

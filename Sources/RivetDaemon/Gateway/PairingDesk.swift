@@ -132,8 +132,19 @@ final class PairingDesk: RivetPairingHost {
         }
     }
 
-    /// The window and the pending attempt as `pending` reports them.
+    /// `pending` after waiting, at most `wait`, until the desk's change count exceeds
+    /// `changedAfter` (a window opened or closed, an attempt began, advanced or ended): so a
+    /// desktop waiting on the daemon misses no change between two polls.
+    func pending(changedAfter: Int64, wait: Duration) -> RivetControlJSON {
+        state.waitForChange(after: changedAfter, until: .now + wait)
+        return pending()
+    }
+
+    /// The window and the pending attempt as `pending` reports them, with `changes` (how many
+    /// changes the desk has seen) and `failed_attempts` (the window's last failed attempts, at
+    /// most ``DeskState/failedAttemptsKept``, oldest first).
     func pending() -> RivetControlJSON {
+        let (changes, failed) = state.changesAndFailures
         let coordinatorState = service.state
         let attempt = service.pendingAttempt
         var body: [String: RivetControlJSON] = ["ok": true]
@@ -164,6 +175,14 @@ final class PairingDesk: RivetPairingHost {
         } else {
             body["attempt"] = .null
         }
+        body["changes"] = .integer(changes)
+        body["failed_attempts"] = .array(
+            failed.map { failure in
+                [
+                    "failure": .integer(Int64(failure.count)), "device_name": .string(failure.name.value),
+                    "peer": .string(failure.peer), "reason": .string(failure.reason),
+                ]
+            })
         return .object(body)
     }
 
@@ -235,11 +254,36 @@ private final class DeskState: @unchecked Sendable {
         case storeFailed(String)
     }
 
+    /// A failed attempt of the current window (or of the last one, once it closed).
+    struct FailedAttempt {
+        let count: Int
+        let name: RivetDeviceName
+        let peer: String
+        let reason: String
+    }
+
+    /// How many failed attempts `pending` lists (the window closes at 5, so all of them).
+    static let failedAttemptsKept = 10
+
     private let monitor = Monitor()
     private var history: [Outcome] = []
+    private var changes: Int64 = 0
+    private var failedAttempts: [FailedAttempt] = []
     private var windowEnd: ContinuousClock.Instant?
     /// The last attempt that ended without pairing (name and address), for the window's end.
     private var lastEnded: (name: RivetDeviceName, peer: String)?
+
+    /// The change count and the window's failed attempts, read together.
+    var changesAndFailures: (Int64, [FailedAttempt]) { monitor.withLock { (changes, failedAttempts) } }
+
+    /// Waits until the change count exceeds `count`, or until `deadline`.
+    func waitForChange(after count: Int64, until deadline: ContinuousClock.Instant) {
+        monitor.withLock {
+            while changes <= count {
+                if !monitor.wait(until: deadline) { break }
+            }
+        }
+    }
 
     /// How many outcomes were recorded so far.
     var outcomes: Int { monitor.withLock { history.count } }
@@ -258,6 +302,7 @@ private final class DeskState: @unchecked Sendable {
             switch event {
             case .windowOpened(let timeLeft):
                 windowEnd = .now + timeLeft
+                failedAttempts = []
                 log.info("pairing window opened for \(timeLeft.components.seconds) s")
             case .attempt(let attempt):
                 let stage: String
@@ -285,6 +330,10 @@ private final class DeskState: @unchecked Sendable {
                 log.info("pairing window closed: \(PairingDesk.name(closure))")
             case .attemptEnded(let name, let peer, let reason, let failures):
                 lastEnded = (name, peer)
+                if RivetPairingService.countsAsFailure(reason) {
+                    failedAttempts.append(FailedAttempt(count: failures, name: name, peer: peer, reason: reason.message))
+                    if failedAttempts.count > Self.failedAttemptsKept { failedAttempts.removeFirst() }
+                }
                 let counted = RivetPairingService.countsAsFailure(reason) ? " (failure \(failures) of \(RivetDevicePairingCoordinator.failureLimit) in this window)" : ""
                 log.log(
                     Self.suspicious(reason) ? .warn : .info,
@@ -297,6 +346,7 @@ private final class DeskState: @unchecked Sendable {
                 history.append(.storeFailed(message))
                 log.error("storing a paired device failed: \(message)")
             }
+            changes += 1
             monitor.broadcast()
         }
     }
