@@ -69,9 +69,8 @@ final class Spawned: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         var pipeFDs: [Int32] = [-1, -1]
         if stdinPipe {
-            // Close-on-exec from the start: a process another test spawns meanwhile inherits
-            // neither end (dup2 below clears the flag on the child's standard input).
-            guard pipe2(&pipeFDs, O_CLOEXEC) == 0 else { throw TestFailure("pipe failed") }
+            guard pipe(&pipeFDs) == 0 else { throw TestFailure("pipe failed") }
+            _ = fcntl(pipeFDs[1], F_SETFD, FD_CLOEXEC)
             posix_spawn_file_actions_adddup2(&actions, pipeFDs[0], 0)
             posix_spawn_file_actions_addclose(&actions, pipeFDs[0])
         } else {
