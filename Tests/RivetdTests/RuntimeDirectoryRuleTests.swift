@@ -51,7 +51,7 @@ import ToolTestSupport
         try #require(mkdir(directory, 0o777) == 0)
         chmod(directory, 0o777)
         try #require(chown(directory, attacker.uid, attacker.gid) == 0)
-        let server = try await FakeControlServer(directory: directory, user: attacker)
+        let server = try await FakeControlServer(directory: directory, runAs: attacker.prefix)
         for arguments in [["--revoke", Self.someDevice], ["--open", "--qr", "--scope", "viewer"], ["--sessions"]] {
             let run = try await offPool {
                 try ToolProcess.runProgram(
