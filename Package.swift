@@ -1,5 +1,6 @@
 // swift-tools-version:6.2
 // Rivet & Rastrillo for Linux: a toolkit of small command-line programs over shared libraries.
+// Licensed under the Mozilla Public License 2.0 (MPL-2.0), as the Rastrillo seed: see LICENSE.
 import PackageDescription
 
 /// How the three HTTP tools link, for start-up time (bench/fetch) and resident

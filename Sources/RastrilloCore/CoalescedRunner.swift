@@ -1,5 +1,9 @@
 import Synchronization
 
+// Provenance: the Rastrillo seed extracts a CoalescedRunner from Eleven/Ocho's LChatCore (commit
+// 000b882c) under MPL-2.0. This is a reimplementation of the behaviour the seed describes (the
+// rules below), not a copy of that source; like the rest of this package it is MPL-2.0 (LICENSE).
+
 /// Coalesces bursts of calls to one operation (a refresh of one inbox, one account) into as
 /// few passes as can serve them all, and never lets a caller go before a pass that started
 /// after its call has finished.
