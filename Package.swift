@@ -51,31 +51,35 @@ let package = Package(
             name: "CQRencode", path: "Sources/CQRencode", pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"])]),
 
-        // MARK: The system layer: descriptors, EINTR, pipes, private files, hex (Glibc only, no
+        // MARK: Pure byte and text helpers (the standard library alone): hex, Base64URL, byte-wise
+        // text search, the display rule for outside text
+        .target(name: "ByteText"),
+
+        // MARK: The system layer: descriptors, EINTR, pipes, private files (Glibc only, no
         // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
-        .target(name: "SystemKit"),
+        .target(name: "SystemKit", dependencies: ["ByteText"]),
         .target(name: "ThreadSupport", dependencies: ["SystemKit"]),
 
         // MARK: Swift wrappers: the only code that imports each C module
-        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "SystemKit"]),
-        .target(name: "SQLiteKit", dependencies: ["CSQLite", "SystemKit"]),
-        .target(name: "AvahiKit", dependencies: ["CAvahi", "SystemKit"]),
-        .target(name: "CurlKit", dependencies: ["CCurl", "SystemKit", "ThreadSupport"]),
+        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "ByteText", "SystemKit"]),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite", "ByteText", "SystemKit"]),
+        .target(name: "AvahiKit", dependencies: ["CAvahi", "ByteText"]),
+        .target(name: "CurlKit", dependencies: ["CCurl", "ByteText", "SystemKit", "ThreadSupport"]),
         .target(name: "QRCodeKit", dependencies: ["CQRencode"]),
 
         // MARK: Command-line kit shared by every tool
         // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
-        .target(name: "CommandLineKit", dependencies: ["SystemKit", "ThreadSupport"]),
+        .target(name: "CommandLineKit", dependencies: ["ByteText", "SystemKit", "ThreadSupport"]),
         .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"]),
 
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["OpenSSLKit", "SystemKit"]),
+        .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "SystemKit"]),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
         .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"]),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "OpenSSLKit", "RivetPairing", "SystemKit"]),
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit"]),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
@@ -86,16 +90,16 @@ let package = Package(
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
-        .target(name: "RastrilloHTTP", dependencies: ["CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"]),
+        .target(name: "RastrilloHTTP", dependencies: ["ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"]),
         .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
         .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
-        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "SystemKit"]),
+        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ByteText", "SystemKit"]),
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
             exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-stream",
-            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "SystemKit", "ToolSpecs"],
+            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ByteText", "ToolSpecs"],
             linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
@@ -107,11 +111,11 @@ let package = Package(
             name: "rivet-pair",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession", "ThreadSupport", "QRCodeKit", "SystemKit",
+                "RivetSession", "ThreadSupport", "QRCodeKit", "ByteText", "SystemKit",
             ]),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
-        .target(name: "RivetWire", dependencies: ["SystemKit"]),
+        .target(name: "RivetWire", dependencies: ["ByteText"]),
         .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"]),
         .target(name: "RivetSchema"),
         .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"]),
@@ -126,7 +130,7 @@ let package = Package(
             dependencies: ["rivet-generate"]),
         // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS connector and stream
         .target(name: "Backoff"),
-        .target(name: "RivetSession", dependencies: ["Backoff", "RivetPairing", "OpenSSLKit", "SystemKit"]),
+        .target(name: "RivetSession", dependencies: ["Backoff", "ByteText", "RivetPairing", "OpenSSLKit"]),
         // The client side and what both sides share (no registry: a companion links it).
         .target(
             name: "RivetTransport",
@@ -146,11 +150,11 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloCore", dependencies: ["Backoff", "SystemKit", "ThreadSupport"]),
+        .target(name: "RastrilloCore", dependencies: ["Backoff", "ByteText", "SystemKit", "ThreadSupport"]),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
         .executableTarget(
-            name: "fuzz-proxy", dependencies: ["RastrilloCore", "RivetFuzzSupport", "SystemKit"],
+            name: "fuzz-proxy", dependencies: ["RastrilloCore", "RivetFuzzSupport", "ByteText"],
             path: "Sources/Fuzz/fuzz-proxy"),
         .executableTarget(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
@@ -208,7 +212,7 @@ let package = Package(
             ]),
         .testTarget(
             name: "RivetPairToolTests",
-            dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit", "SystemKit"]),
+            dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit", "ByteText"]),
         .testTarget(
             name: "RivetdTests",
             dependencies: [
@@ -219,13 +223,14 @@ let package = Package(
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
+        .testTarget(name: "ByteTextTests", dependencies: ["ByteText"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
             name: "RivetDiscoveryTests",
-            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "SystemKit", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
+            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "ByteText", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
@@ -241,12 +246,12 @@ let package = Package(
                 "CurlKit", "fuzz-proxy", "ToolTestSupport",
             ]),
         .testTarget(
-            name: "CommandLineKitTests", dependencies: ["TestSupport", "CommandLineKit", "CommandLineFiles", "ToolTestSupport"],
+            name: "CommandLineKitTests", dependencies: ["TestSupport", "ByteText", "CommandLineKit", "CommandLineFiles", "ToolTestSupport"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "RivetPairingTests",
             dependencies: [
-                "TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "SystemKit", "ToolTestSupport", "fuzz-link",
+                "TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "ByteText", "SystemKit", "ToolTestSupport", "fuzz-link",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),

@@ -1,6 +1,7 @@
+import ByteText
+
 #if canImport(Glibc)
 import Glibc
-import SystemKit
 #endif
 
 /// Whether the D-Bus system bus can be reached, to tell "no system bus" from "no avahi-daemon

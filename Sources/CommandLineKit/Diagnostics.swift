@@ -1,6 +1,6 @@
+import ByteText
 import Glibc
 import Synchronization
-import SystemKit
 
 /// Messages for people, on standard error, prefixed with the tool's name:
 /// `TOOL: message`, `TOOL: warning: message`, `TOOL: note: message`.

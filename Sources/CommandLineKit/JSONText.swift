@@ -1,4 +1,4 @@
-import SystemKit
+import ByteText
 
 // Compact JSON from `Encodable` values with the standard library alone, so the tools need not
 // link Foundation to print JSON. The output matches, byte for byte, what swift-foundation's

@@ -1,3 +1,5 @@
+import ByteText
+
 /// One problem found by ``CommandSpec/lint()`` or ``CommandSpec/lint(manPage:)``.
 public struct LintProblem: Hashable, Sendable, CustomStringConvertible {
     /// The class of problem; compare with the static members.

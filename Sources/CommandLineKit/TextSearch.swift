@@ -1,8 +1,8 @@
-import SystemKit
+import ByteText
 
 // Replacement with the standard library alone (`replacing(_:with:)` comes from
 // _StringProcessing, whose regex engine it would link into every tool); the search is
-// SystemKit's `firstRange(ofText:)`.
+// ByteText's `firstRange(ofText:)`.
 
 extension String {
     /// Every occurrence of `target` (non-empty) replaced by `replacement`, left to right.

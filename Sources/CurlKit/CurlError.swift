@@ -1,4 +1,4 @@
-import SystemKit
+import ByteText
 
 /// Why a transfer could not be configured or did not complete.
 ///
@@ -157,7 +157,7 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// length).
     public static let bodySourceFailed = CurlError(code: .bodySourceFailed, message: "request body source failed")
 
-    /// Whether libcurl's `detail` text holds `fragment` (SystemKit's byte-wise search: String's
+    /// Whether libcurl's `detail` text holds `fragment` (ByteText's byte-wise search: String's
     /// `contains(_:)` with a string comes from _StringProcessing, which would link the regex
     /// engine into the HTTP tools).
     private static func mentions(_ detail: String?, _ fragment: String) -> Bool {

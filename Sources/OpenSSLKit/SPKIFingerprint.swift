@@ -1,4 +1,4 @@
-import SystemKit
+import ByteText
 
 /// The SHA-256 of a public key's DER-encoded SubjectPublicKeyInfo: the identity clients pin.
 ///

@@ -1,5 +1,5 @@
+import ByteText
 import Glibc
-import SystemKit
 
 /// The forward HTTP proxy a client reaches its origin through: an `http://` proxy, its host and
 /// port, and the Basic credential from its URL, if any.

@@ -1,3 +1,4 @@
+import ByteText
 import FoundationEssentials
 import Glibc
 import OpenSSLKit

@@ -1,9 +1,9 @@
 import AvahiKit
+import ByteText
 import Dispatch
 import Foundation
 import RivetPairing
 import Synchronization
-import SystemKit
 
 /// One publication of the gateway: what avahi-daemon announces now.
 public struct RivetAdvertisement: Sendable, Hashable {

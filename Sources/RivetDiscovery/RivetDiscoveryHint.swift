@@ -1,5 +1,5 @@
+import ByteText
 import Foundation
-import SystemKit
 
 /// One hour of discovery time: `floor(unix seconds / 3600)`. The hint and the instance name
 /// change when the epoch does.

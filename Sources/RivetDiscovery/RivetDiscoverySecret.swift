@@ -1,7 +1,7 @@
+import ByteText
 import Foundation
 import OpenSSLKit
 import RivetPairing
-import SystemKit
 
 /// The discovery side of the server's random 256-bit discovery secret S (the type lives in
 /// RivetPairing, which carries S to devices).

@@ -1,4 +1,4 @@
-import SystemKit
+import ByteText
 
 /// The canonical TXT record of a `_rivet._tcp` advertisement, version 1.
 ///

@@ -1,6 +1,6 @@
+import ByteText
 import Foundation
 import OpenSSLKit
-import SystemKit
 
 /// The one-time secret of a pairing link: 256 random bits drawn when the desktop opens a window
 /// for pairing by link (`rivet-pair --open --qr`). It lives only in rivetd's memory while that

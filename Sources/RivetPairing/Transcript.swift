@@ -1,5 +1,5 @@
+import ByteText
 import OpenSSLKit
-import SystemKit
 
 /// The client's commitment to its nonce, sent in `PairBegin` before the server draws `Ns`:
 /// `SHA-256("rivet-pair-commit-v1" ‖ u32be(32) ‖ Nc)`.

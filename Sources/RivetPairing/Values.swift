@@ -1,5 +1,5 @@
+import ByteText
 import OpenSSLKit
-import SystemKit
 
 /// A paired device's identity in the registry: 16 random bytes, written as 32 lowercase hex
 /// digits. Not secret: it names a device, it does not authenticate one.

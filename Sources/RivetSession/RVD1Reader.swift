@@ -1,4 +1,4 @@
-import SystemKit
+import ByteText
 
 /// Reads RVD1 messages from a byte stream without ever taking a byte past the message it is
 /// reading.

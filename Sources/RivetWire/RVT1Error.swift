@@ -1,4 +1,4 @@
-import SystemKit
+import ByteText
 
 /// Why an RVT1 frame could not be encoded or decoded, or why a stream broke an RVT1 stream rule.
 ///

@@ -1,3 +1,4 @@
+import ByteText
 import CSQLite
 import Glibc
 import SystemKit

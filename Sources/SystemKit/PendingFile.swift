@@ -1,3 +1,5 @@
+import ByteText
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,9 +1,9 @@
+import ByteText
 import CommandLineKit
 import RastrilloCore
 import RastrilloHTTP
 import Glibc
 import Synchronization
-import SystemKit
 
 /// Standard output of rastrillo-stream: JSON Lines (or raw lines with `--raw`), shapes
 /// documented in rastrillo-stream(1), keys sorted. Event and raw lines gather in a buffer that

@@ -1,10 +1,10 @@
+import ByteText
 import CommandLineFiles
 import CommandLineKit
 import Foundation
 import RivetControl
 import QRCodeKit
 import RivetPairing
-import SystemKit
 import ThreadSupport
 
 /// The desktop person's actions, through the running rivetd's control socket.

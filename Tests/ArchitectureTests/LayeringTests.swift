@@ -97,6 +97,10 @@ enum Layering {
     /// machine hash and draw random bytes through OpenSSLKit, so they may reach it; nothing
     /// pure reaches SQLite, curl, Avahi or libqrencode.
     static let forbidden: [String: Set<String>] = [
+        // Pure and at the bottom (hex, Base64URL, byte-wise text search, the display rule for
+        // outside text): it reaches no module at all (`*` matches every one), not even the
+        // system layer. `importViolations(in:)` checks its files' imports too.
+        "ByteText": ["*"],
         "RivetWire": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "RivetDevice": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "RivetSchema": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
@@ -187,6 +191,45 @@ enum Layering {
         return found
     }
 
+    /// The pure modules whose source files are checked too, not only their target dependencies:
+    /// a file may import the standard library (`standardLibrary`) and these modules, nothing
+    /// else. An `import Glibc` or `import Foundation` needs no target dependency, so the graph
+    /// alone cannot show it.
+    static let pureByImports: Set<String> = ["ByteText"]
+
+    /// The standard library's own modules, Synchronization included.
+    static let standardLibrary: Set<String> = ["Swift", "_Concurrency", "Synchronization"]
+
+    /// An `import` line, whatever its attributes (`@preconcurrency`, `@testable`), access level
+    /// and kind (`import struct Glibc.stat`); the module is the first group. A comment line does
+    /// not match (it starts with `//`).
+    static let importLine = try! NSRegularExpression(
+        pattern: #"^\s*(?:@[A-Za-z_]+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|fileprivate|private)\s+)?import\s+(?:(?:typealias|struct|class|enum|protocol|let|var|func)\s+)?([A-Za-z_][A-Za-z0-9_]*)"#)
+
+    /// Every import of a module outside `standardLibrary` and `pureByImports` in a file of a
+    /// module of `pureByImports`, one line each (`path:line: … imports X`), and a line for each
+    /// such module with no file at all (renamed or moved). `files` maps a path relative to
+    /// Sources/ to its text (`SystemLayer.sources()`).
+    static func importViolations(in files: [(path: String, text: String)]) -> [String] {
+        var found: [String] = []
+        for module in pureByImports.sorted() where !files.contains(where: { $0.path.hasPrefix(module + "/") }) {
+            found.append("pure module \(module) has no source file under Sources/ (renamed? update Layering.pureByImports)")
+        }
+        for (path, text) in files.sorted(by: { $0.path < $1.path }) {
+            guard let module = pureByImports.sorted().first(where: { path.hasPrefix($0 + "/") }) else { continue }
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = String(line)
+                guard let match = importLine.firstMatch(in: code, range: NSRange(code.startIndex..., in: code)),
+                    let name = Range(match.range(at: 1), in: code).map({ String(code[$0]) })
+                else { continue }
+                if !standardLibrary.contains(name) && !pureByImports.contains(name) {
+                    found.append("\(path):\(number + 1): pure module \(module) imports \(name)")
+                }
+            }
+        }
+        return found
+    }
+
     /// Whether `module` is `pattern`, or starts with it when the pattern ends in `*`.
     static func matches(_ module: String, _ pattern: String) -> Bool {
         pattern.hasSuffix("*") ? module.hasPrefix(pattern.dropLast()) : module == pattern
@@ -237,6 +280,45 @@ func swiftExecutable() throws -> String {
         #expect(graph.modules[Layering.daemonExecutable] != nil)
         let violations = Layering.violations(in: graph)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// The pure modules' files import the standard library alone (`Layering.pureByImports`).
+    @Test func pureModulesImportOnlyTheStandardLibrary() throws {
+        let files = try SystemLayer.sources()
+        #expect(files.contains { $0.path.hasPrefix("ByteText/") })
+        let violations = Layering.importViolations(in: files)
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    @Test func anImportPlantedInAPureModuleIsReported() {
+        let files: [(path: String, text: String)] = [
+            ("ByteText/Hex.swift", "import Glibc\n\npublic enum Hex {}"),
+            ("ByteText/Search.swift", "#if canImport(Glibc)\n@preconcurrency internal import Foundation\n#endif"),
+            ("ByteText/Error.swift", "import struct SystemKit.SystemError"),
+            ("ByteText/Fine.swift", "import Swift\nimport Synchronization\n// import Glibc in a comment\nlet important = 1"),
+            ("SystemKit/Calls.swift", "import Glibc"),
+        ]
+        #expect(
+            Layering.importViolations(in: files) == [
+                "ByteText/Error.swift:1: pure module ByteText imports SystemKit",
+                "ByteText/Hex.swift:1: pure module ByteText imports Glibc",
+                "ByteText/Search.swift:2: pure module ByteText imports Foundation",
+            ])
+        #expect(
+            Layering.importViolations(in: [("SystemKit/Calls.swift", "import Glibc")]) == [
+                "pure module ByteText has no source file under Sources/ (renamed? update Layering.pureByImports)"
+            ])
+    }
+
+    @Test func byteTextReachingAnyModuleIsReported() {
+        let graph = ModuleGraph(
+            Layering.forbidden.keys.filter { $0 != "ByteText" }.map {
+                ModuleGraph.Module(name: $0, kind: "library", dependencies: [])
+            } + [
+                .init(name: "RivetDaemon", kind: "library", dependencies: []),
+                .init(name: "ByteText", kind: "library", dependencies: ["SystemKit"]),
+            ])
+        #expect(Layering.violations(in: graph) == ["pure module ByteText depends on SystemKit: ByteText → SystemKit"])
     }
 
     @Test func aCModuleOutsideItsWrapperIsReported() {

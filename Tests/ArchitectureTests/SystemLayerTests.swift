@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-/// What only the system layer may write: SystemKit owns EINTR, pipes and hex digits;
-/// ThreadSupport owns starting a thread; and what only a C library's wrapper may write: its
-/// `import` (`Layering.wrapper`). Comment lines are not code and are skipped.
+/// What only the system layer may write: SystemKit owns EINTR and pipes; ThreadSupport owns
+/// starting a thread; ByteText (pure) owns hex digits; and what only a C library's wrapper may
+/// write: its `import` (`Layering.wrapper`). Comment lines are not code and are skipped.
 enum SystemLayer {
     struct Rule {
         let what: String
@@ -15,7 +15,7 @@ enum SystemLayer {
     static let rules: [Rule] = [
         rule("an EINTR check (use SystemKit's retryingInterrupts)", #"\bEINTR\b"#, owner: "SystemKit"),
         rule("a pipe made by hand (use SystemKit's PipeEnds)", #"(?<![A-Za-z0-9_.])pipe2?\s*\("#, owner: "SystemKit"),
-        rule("a hex digit table (use SystemKit's Hex)", #"0123456789abcdef"#, owner: "SystemKit"),
+        rule("a hex digit table (use ByteText's Hex)", #"0123456789abcdef"#, owner: "ByteText"),
         rule("a thread started by hand (use ThreadSupport)", #"\bpthread_create\s*\("#, owner: "ThreadSupport"),
         rule(
             "a Foundation Thread (use ThreadSupport)", #"(?<![A-Za-z0-9_.])Thread\s*(\(|\{)|Thread\.detachNewThread"#,
@@ -90,7 +90,7 @@ enum SystemLayer {
         #expect(
             SystemLayer.violations(in: files) == [
                 "A/Draw.swift:1: an import of CQRencode (only QRCodeKit wraps it)",
-                "A/Hex.swift:1: a hex digit table (use SystemKit's Hex)",
+                "A/Hex.swift:1: a hex digit table (use ByteText's Hex)",
                 "A/Loop.swift:1: an EINTR check (use SystemKit's retryingInterrupts)",
                 "A/Pipe.swift:1: a pipe made by hand (use SystemKit's PipeEnds)",
                 "A/Raw.swift:1: a thread started by hand (use ThreadSupport)",

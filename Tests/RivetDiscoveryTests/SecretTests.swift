@@ -1,7 +1,7 @@
+import ByteText
 import Foundation
 @testable import RivetDiscovery
 import RivetPairing
-import SystemKit
 import Testing
 
 #if canImport(Glibc)

@@ -1,7 +1,7 @@
+import ByteText
 import Foundation
 import RivetPairing
 import SQLiteKit
-import SystemKit
 import Testing
 import ToolTestSupport
 

@@ -1,8 +1,8 @@
+import ByteText
 import Foundation
 import Glibc
 import OpenSSLKit
 import RivetRegistry
-import SystemKit
 import Testing
 
 @testable import RivetPairing

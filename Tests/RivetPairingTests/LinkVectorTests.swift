@@ -1,6 +1,6 @@
+import ByteText
 import Foundation
 import OpenSSLKit
-import SystemKit
 import Testing
 
 @testable import RivetPairing

@@ -1,5 +1,5 @@
+import ByteText
 import Foundation
-import SystemKit
 import Testing
 
 @testable import RivetPairing

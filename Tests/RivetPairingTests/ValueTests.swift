@@ -1,7 +1,7 @@
+import ByteText
 import Foundation
 import OpenSSLKit
 import RivetRegistry
-import SystemKit
 import Testing
 
 @testable import RivetPairing

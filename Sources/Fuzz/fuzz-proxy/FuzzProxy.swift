@@ -10,9 +10,9 @@
 //   cp -r Tests/Fuzz/corpus/proxy /tmp/proxy-corpus
 //   SWIFT_BACKTRACE=enable=no /tmp/fuzz-build/release/fuzz-proxy -max_total_time=60 /tmp/proxy-corpus
 // Add every crashing input libFuzzer reports to Tests/Fuzz/corpus/proxy/.
+import ByteText
 import RastrilloCore
 import RivetFuzzSupport
-import SystemKit
 
 /// The input's first line is a proxy URL, the rest a no_proxy list (both read as UTF-8, invalid
 /// bytes replaced). Checks: a parsed proxy reads back the same from its own URL, never shows

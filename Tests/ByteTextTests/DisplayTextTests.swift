@@ -1,4 +1,4 @@
-import SystemKit
+import ByteText
 import Testing
 
 /// The one rule for showing outside text: which scalars are hidden, their escaped and quoted

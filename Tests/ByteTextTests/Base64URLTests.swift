@@ -1,6 +1,6 @@
 import Testing
 
-@testable import SystemKit
+@testable import ByteText
 
 @Suite struct Base64URLTests {
     /// RFC 4648 §10's test vectors, without their padding.

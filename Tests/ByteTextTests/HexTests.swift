@@ -1,6 +1,6 @@
 import Testing
 
-import SystemKit
+import ByteText
 
 @Suite struct HexTests {
     @Test func encodesLowercaseTwoDigitsPerByte() {
