@@ -5,7 +5,7 @@ import PackageDescription
 
 /// How the three HTTP tools link, for start-up time (bench/fetch) and resident
 /// memory (bench/download): the shim directory links libstdc++ statically when the Swift runtime
-/// is static (see Sources/rastrillo-fetch/StaticLibStdCxx/libstdc++.so), so libstdc++.so is
+/// is static (see Sources/Tools/rastrillo-fetch/StaticLibStdCxx/libstdc++.so), so libstdc++.so is
 /// neither loaded nor relocated nor resident; lld (shipped with the toolchain) packs the image's
 /// relative relocations (DT_RELR, glibc 2.36 and later), so the loader reads a few kilobytes of
 /// them instead of hundreds. The executables stay position-independent, and lld keeps read-only
@@ -13,7 +13,7 @@ import PackageDescription
 /// lld also places the functions the tools run first, in the order bench/link-order recorded
 /// (LinkOrder/symbols.order), so the kernel maps fewer and fuller 64 KiB windows of code.
 var leanToolLinking: [LinkerSetting] {
-    let directory = "\(Context.packageDirectory)/Sources/rastrillo-fetch"
+    let directory = "\(Context.packageDirectory)/Sources/Tools/rastrillo-fetch"
     return [
         .unsafeFlags([
             "-L\(directory)/StaticLibStdCxx",
@@ -36,90 +36,104 @@ let package = Package(
     targets: [
         // MARK: C libraries (one system-library target each; shims only for what Swift cannot import)
         .systemLibrary(
-            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            name: "COpenSSL", path: "Sources/Platform/C/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
-            name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+            name: "CSQLite", path: "Sources/Platform/C/CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(
-            name: "CAvahi", path: "Sources/CAvahi", pkgConfig: "avahi-client",
+            name: "CAvahi", path: "Sources/Platform/C/CAvahi", pkgConfig: "avahi-client",
             providers: [.apt(["libavahi-client-dev"])]),
         .systemLibrary(
-            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            name: "CCurl", path: "Sources/Platform/C/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(
-            name: "CQRencode", path: "Sources/CQRencode", pkgConfig: "libqrencode",
+            name: "CQRencode", path: "Sources/Platform/C/CQRencode", pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"])]),
 
         // MARK: Pure byte and text helpers (the standard library alone): hex, Base64URL, byte-wise
         // text search, the display rule for outside text
-        .target(name: "ByteText"),
+        .target(name: "ByteText", path: "Sources/Core/ByteText"),
 
         // MARK: The system layer: descriptors, EINTR, pipes, private files (Glibc only, no
         // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
-        .target(name: "SystemKit", dependencies: ["ByteText"]),
-        .target(name: "ThreadSupport", dependencies: ["SystemKit"]),
+        .target(name: "SystemKit", dependencies: ["ByteText"], path: "Sources/Platform/SystemKit"),
+        .target(name: "ThreadSupport", dependencies: ["SystemKit"], path: "Sources/Platform/ThreadSupport"),
 
         // MARK: Swift wrappers: the only code that imports each C module
-        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "ByteText", "SystemKit"]),
-        .target(name: "SQLiteKit", dependencies: ["CSQLite", "ByteText", "SystemKit"]),
-        .target(name: "AvahiKit", dependencies: ["CAvahi", "ByteText"]),
-        .target(name: "CurlKit", dependencies: ["CCurl", "ByteText", "SystemKit", "ThreadSupport"]),
-        .target(name: "QRCodeKit", dependencies: ["CQRencode"]),
+        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "ByteText", "SystemKit"], path: "Sources/Platform/OpenSSLKit"),
+        .target(name: "SQLiteKit", dependencies: ["CSQLite", "ByteText", "SystemKit"], path: "Sources/Platform/SQLiteKit"),
+        .target(name: "AvahiKit", dependencies: ["CAvahi", "ByteText"], path: "Sources/Platform/AvahiKit"),
+        .target(name: "CurlKit", dependencies: ["CCurl", "ByteText", "SystemKit", "ThreadSupport"],
+            path: "Sources/Platform/CurlKit"),
+        .target(name: "QRCodeKit", dependencies: ["CQRencode"], path: "Sources/Platform/QRCodeKit"),
 
         // MARK: Command-line kit shared by every tool
         // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
-        .target(name: "CommandLineKit", dependencies: ["ByteText", "SystemKit", "ThreadSupport"]),
-        .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"]),
+        .target(name: "CommandLineKit", dependencies: ["ByteText", "SystemKit", "ThreadSupport"],
+            path: "Sources/CommandLine/CommandLineKit"),
+        .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
 
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "SystemKit"]),
+        .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "SystemKit"], path: "Sources/Core/RivetPairing"),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
-        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"]),
+        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"],
+            path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit"]),
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit"],
+            path: "Sources/RivetLibraries/RivetDiscovery"),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
         .executableTarget(
-            name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"]),
+            name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"],
+                path: "Sources/Tools/rivet-browse"),
 
         // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, its tools
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
-        .target(name: "RastrilloHTTP", dependencies: ["ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"]),
-        .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
-        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"]),
-        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ByteText", "SystemKit"]),
+        .target(name: "RastrilloHTTP", dependencies: ["ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"],
+            path: "Sources/RastrilloLibraries/RastrilloHTTP"),
+        .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"],
+            path: "Sources/RastrilloLibraries/Rastrillo"),
+        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"],
+            path: "Sources/RastrilloLibraries/RastrilloTestSupport"),
+        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ByteText", "SystemKit"],
+            path: "Sources/RastrilloLibraries/RastrilloCLI"),
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+                path: "Sources/Tools/rastrillo-fetch",
             exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-stream",
             dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ByteText", "ToolSpecs"],
+                path: "Sources/Tools/rastrillo-stream",
             linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+                path: "Sources/Tools/rastrillo-download",
             linkerSettings: leanToolLinking),
 
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
-        .target(name: "ToolSpecs", dependencies: ["CommandLineKit"]),
+        .target(name: "ToolSpecs", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/ToolSpecs"),
         .executableTarget(
             name: "rivet-pair",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
                 "RivetSession", "ThreadSupport", "QRCodeKit", "ByteText", "SystemKit",
-            ]),
+            ], path: "Sources/Tools/rivet-pair"),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
-        .target(name: "RivetWire", dependencies: ["ByteText"]),
-        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"]),
-        .target(name: "RivetSchema"),
-        .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"]),
-        .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"]),
+        .target(name: "RivetWire", dependencies: ["ByteText"], path: "Sources/Core/RivetWire"),
+        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetSchema", path: "Sources/Core/RivetSchema"),
+        .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"],
+            path: "Sources/Core/RivetGateway"),
+        .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"],
+            path: "Sources/Tools/rivet-generate"),
         .target(name: "RivetFuzzSupport", path: "Sources/Fuzz/RivetFuzzSupport"),
         .executableTarget(
             name: "fuzz-rvt1", dependencies: ["RivetWire", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-rvt1"),
@@ -129,16 +143,19 @@ let package = Package(
             name: "RivetGeneratorPlugin", capability: .buildTool(),
             dependencies: ["rivet-generate"]),
         // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS connector and stream
-        .target(name: "Backoff"),
-        .target(name: "RivetSession", dependencies: ["Backoff", "ByteText", "RivetPairing", "OpenSSLKit"]),
+        .target(name: "Backoff", path: "Sources/Core/Backoff"),
+        .target(name: "RivetSession", dependencies: ["Backoff", "ByteText", "RivetPairing", "OpenSSLKit"],
+            path: "Sources/Core/RivetSession"),
         // The client side and what both sides share (no registry: a companion links it).
         .target(
             name: "RivetTransport",
-            dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport"]),
+            dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+                path: "Sources/RivetLibraries/RivetTransport"),
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
             name: "RivetServer",
-            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"]),
+            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+                path: "Sources/RivetLibraries/RivetServer"),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
             path: "Sources/Fuzz/fuzz-rvd1"),
@@ -150,7 +167,8 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloCore", dependencies: ["Backoff", "ByteText", "SystemKit", "ThreadSupport"]),
+        .target(name: "RastrilloCore", dependencies: ["Backoff", "ByteText", "SystemKit", "ThreadSupport"],
+            path: "Sources/Core/RastrilloCore"),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
         .executableTarget(
@@ -160,10 +178,11 @@ let package = Package(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit"]),
+        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
         .target(
             name: "RivetCompanion",
-            dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"]),
+            dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],
+                path: "Sources/RivetLibraries/RivetCompanion"),
 
         // MARK: The gateway daemon: its parts as a library (only rivetd links it), a thin executable, and the test backend
         .target(
@@ -172,13 +191,13 @@ let package = Package(
                 "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
                 "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
                 "ThreadSupport", "CommandLineKit",
-            ]),
+            ], path: "Sources/RivetLibraries/RivetDaemon"),
         .executableTarget(
             name: "rivetd",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
                 "ThreadSupport",
-            ]),
+            ], path: "Sources/Tools/rivetd"),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(
             name: "rivet-bench-rpc",

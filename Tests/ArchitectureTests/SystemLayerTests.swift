@@ -50,7 +50,25 @@ enum SystemLayer {
         return found
     }
 
-    /// Every .swift file under the package's Sources/, by path relative to it.
+    /// The folders directly under Sources/ that group modules by layer (docs/architecture.md,
+    /// "The tree"), longest first; every module folder sits in exactly one of them.
+    static let layerFolders = [
+        "Platform/C", "Platform", "Core", "RivetLibraries", "RastrilloLibraries", "CommandLine", "Tools", "Fuzz",
+    ]
+
+    /// `path` (relative to Sources/) without its layer folder: `Module/File.swift`, or nil when
+    /// it is in no layer folder.
+    static func modulePath(_ path: String) -> String? {
+        for folder in layerFolders where path.hasPrefix(folder + "/") {
+            let rest = String(path.dropFirst(folder.count + 1))
+            if rest.contains("/") { return rest }
+        }
+        return nil
+    }
+
+    /// Every .swift file under the package's Sources/, by its path from its module's folder
+    /// (`SystemKit/Calls.swift`, whatever layer folder holds it). A file outside every layer
+    /// folder is an error: the tree must show the layers.
     static func sources() throws -> [(path: String, text: String)] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources")
@@ -60,7 +78,10 @@ enum SystemLayer {
         var files: [(path: String, text: String)] = []
         while let relative = walker.nextObject() as? String {
             guard relative.hasSuffix(".swift") else { continue }
-            files.append((relative, try String(contentsOfFile: root.appendingPathComponent(relative).path, encoding: .utf8)))
+            guard let path = modulePath(relative) else {
+                throw ArchitectureError(description: "Sources/\(relative) is in no layer folder (\(layerFolders))")
+            }
+            files.append((path, try String(contentsOfFile: root.appendingPathComponent(relative).path, encoding: .utf8)))
         }
         return files
     }
@@ -72,6 +93,16 @@ enum SystemLayer {
         #expect(files.count > 100)
         let violations = SystemLayer.violations(in: files)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// Planted: a module folder straight under Sources/ (the flat tree of before) is in no layer.
+    @Test func aFileOutsideTheLayerFoldersHasNoModulePath() {
+        #expect(SystemLayer.modulePath("Platform/SystemKit/Calls.swift") == "SystemKit/Calls.swift")
+        #expect(SystemLayer.modulePath("Platform/C/CCurl/shim.swift") == "CCurl/shim.swift")
+        #expect(SystemLayer.modulePath("RastrilloLibraries/Rastrillo/Rastrillo.swift") == "Rastrillo/Rastrillo.swift")
+        #expect(SystemLayer.modulePath("Tools/rivetd/main.swift") == "rivetd/main.swift")
+        #expect(SystemLayer.modulePath("SystemKit/Calls.swift") == nil)
+        #expect(SystemLayer.modulePath("Core/Stray.swift") == nil)
     }
 
     @Test func eachKindOfCopyIsFoundOutsideItsOwner() {
