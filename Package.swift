@@ -101,7 +101,7 @@ let package = Package(
             path: "Sources/RastrilloLibraries/Rastrillo"),
         .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"],
             path: "Sources/RastrilloLibraries/RastrilloTestSupport"),
-        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ByteText", "SystemKit"],
+        .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ToolSpecs", "ByteText", "SystemKit"],
             path: "Sources/RastrilloLibraries/RastrilloCLI"),
         .executableTarget(
             name: "rastrillo-fetch", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],

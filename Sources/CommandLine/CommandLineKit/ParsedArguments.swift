@@ -1,9 +1,10 @@
 /// The result of ``CommandSpec/parse(_:)``: every value has already been validated against its
 /// ``ValueKind``, so the typed accessors do not fail on user input.
 ///
-/// Accessors take an option's long name without dashes (`"config"`) or a positional's name
-/// (`"ID"`). Asking for a name the spec does not declare is a programming error and stops the
-/// process with a message naming it.
+/// Tools read it through typed keys (``OptionKey``, ``PositionalKey``: `arguments[key]`), so a
+/// misspelt name does not compile. The kit's own accessors below take an option's long name
+/// without dashes (`"config"`) or a positional's name (`"ID"`); asking for a name the spec does
+/// not declare is a programming error and stops the process with a message naming it.
 public struct ParsedArguments: Sendable {
     /// What the command line asks for.
     public enum Action: Sendable, Hashable {
@@ -44,11 +45,11 @@ public struct ParsedArguments: Sendable {
     }
 
     /// Whether the flag `name` was given.
-    public func flag(_ name: String) -> Bool { count(name) > 0 }
+    func flag(_ name: String) -> Bool { count(name) > 0 }
 
     /// How many times the option `name` was given (a repeatable flag's count; 0 or 1 for a
     /// rest option).
-    public func count(_ name: String) -> Int {
+    func count(_ name: String) -> Int {
         let option = requireOption(name)
         switch option.arity {
         case .flag: return flagCounts[name, default: 0]
@@ -59,10 +60,10 @@ public struct ParsedArguments: Sendable {
 
     /// The value of option `name` (the last one for a repeatable option), or of positional
     /// `name` (the first word of a variadic one); nil when absent.
-    public func value(_ name: String) -> String? { values(name).last }
+    func value(_ name: String) -> String? { values(name).last }
 
     /// Every value of option `name` in command-line order, or every word of positional `name`.
-    public func values(_ name: String) -> [String] {
+    func values(_ name: String) -> [String] {
         if let words = positionalValues[name] { return words }
         if isPositional(name) { return [] }
         _ = requireOption(name)
@@ -70,26 +71,26 @@ public struct ParsedArguments: Sendable {
     }
 
     /// The value of positional `name`, or nil when an optional one was left out.
-    public func positional(_ name: String) -> String? {
+    func positional(_ name: String) -> String? {
         precondition(isPositional(name), "CommandLineKit: \(spec.name) has no positional \(name)")
         return positionalValues[name]?.first
     }
 
     /// Every word of the variadic positional `name`.
-    public func positionals(_ name: String) -> [String] {
+    func positionals(_ name: String) -> [String] {
         precondition(isPositional(name), "CommandLineKit: \(spec.name) has no positional \(name)")
         return positionalValues[name] ?? []
     }
 
     /// The integer value of option or positional `name` (declared `.integer(range)`; the range
     /// was checked when parsing), or nil when absent.
-    public func integer(_ name: String) -> Int? { value(name).flatMap { Int($0) } }
+    func integer(_ name: String) -> Int? { value(name).flatMap { Int($0) } }
 
     /// Every integer value of a repeatable `.integer` option or variadic positional.
-    public func integers(_ name: String) -> [Int] { values(name).compactMap { Int($0) } }
+    func integers(_ name: String) -> [Int] { values(name).compactMap { Int($0) } }
 
     /// The `HOST:PORT` value of option or positional `name` (declared `.hostPort`), or nil.
-    public func hostPort(_ name: String) -> HostPort? {
+    func hostPort(_ name: String) -> HostPort? {
         value(name).flatMap { HostPort(parsing: $0) }
     }
 

@@ -33,26 +33,25 @@ extension ToolSpecs {
              rastrillo-download --credential-file ~/.config/token https://example.com/export.tar export.tar
             """,
         options: [
-            headerOption,
-            credentialFileOption,
-            credentialEnvOption,
-            credentialHeaderOption,
-            cacertOption,
-            proxyOption,
-            noproxyOption,
-            timeoutOption,
-            connectTimeoutOption,
-            stallTimeoutOption,
-            minRateOption,
-            .flag("json", help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr."),
+            HTTP.header.spec, HTTP.credentialFile.spec, HTTP.credentialEnv.spec, HTTP.credentialHeader.spec,
+            HTTP.cacert.spec, HTTP.proxy.spec, HTTP.noproxy.spec, HTTP.timeout.spec, HTTP.connectTimeout.spec,
+            HTTP.stallTimeout.spec, HTTP.minRate.spec, Download.json.spec,
         ],
-        positionals: [
-            PositionalSpec("URL", help: "The http or https URL to download.", kind: .url),
-            PositionalSpec(
-                "DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.",
-                kind: .directory),
-        ],
+        positionals: [Download.url.spec, Download.destination.spec],
         exclusiveGroups: [["credential-file", "credential-env"]],
         exitStatuses: ExitStatus.network
     )
+}
+
+extension ToolSpecs {
+    /// `rastrillo-download`'s own options and arguments, beside ``HTTP``'s.
+    public enum Download {
+        public static let json = OptionKey<Bool>.flag(
+            "json",
+            help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr.")
+        public static let url = HTTP.url(help: "The http or https URL to download.")
+        public static let destination = PositionalKey<String>.required(
+            "DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.",
+            kind: .directory)
+    }
 }

@@ -26,19 +26,23 @@ extension ToolSpecs {
 
             Without --once it runs until SIGINT or SIGTERM and then exits 0.
             """,
-        options: [
-            .value(
-                "type", valueName: "TYPE",
-                help: "Browse the service type TYPE (_name._tcp or _name._udp) instead of _rivet._tcp."),
-            .flag("once", help: "Print what is known once avahi-daemon's cache has settled, then exit."),
-            .flag(
-                "show-rejected",
-                help: "Print services with a non-canonical TXT record as \"rejected\" lines on standard output."),
-            .flag(
-                "json",
-                help: "Report a failure, usage errors included, as one JSON object {error, message} on standard error."),
-        ],
+        options: [Browse.type.spec, Browse.once.spec, Browse.showRejected.spec, Browse.json.spec],
         exitStatuses: [.ok, .failure, .usage, .unavailable, .hangUp, .interrupted, .terminated],
         normalStopSignals: [SIGINT, SIGTERM]
     )
+}
+
+extension ToolSpecs {
+    /// `rivet-browse`'s options.
+    public enum Browse {
+        public static let type = OptionKey<String>.value(
+            "type", valueName: "TYPE", default: "_rivet._tcp",
+            help: { "Browse the service type TYPE (_name._tcp or _name._udp) instead of \($0)." })
+        public static let once = OptionKey<Bool>.flag(
+            "once", help: "Print what is known once avahi-daemon's cache has settled, then exit.")
+        public static let showRejected = OptionKey<Bool>.flag(
+            "show-rejected", help: "Print services with a non-canonical TXT record as \"rejected\" lines on standard output.")
+        public static let json = OptionKey<Bool>.flag(
+            "json", help: "Report a failure, usage errors included, as one JSON object {error, message} on standard error.")
+    }
 }

@@ -22,18 +22,24 @@ extension ToolSpecs {
             Example:
              rivet-generate rivet.rktd --check-lock rivet.lock --output RivetGenerated.swift
             """,
-        options: [
-            .value(
-                "output", short: "o", valueName: "FILE", kind: .file,
-                help: "Write the generated Swift to FILE ('-' for standard output); an unchanged FILE is left untouched."),
-            .value(
-                "check-lock", valueName: "LOCK", kind: .file,
-                help: "Fail when the schema removes or changes an entry of LOCK (additions are compatible)."),
-            .value(
-                "write-lock", valueName: "LOCK", kind: .file,
-                help: "Write the schema's exported device surface to LOCK."),
-        ],
-        positionals: [PositionalSpec("SCHEMA", help: "The rivet.rktd schema to read.", kind: .file)],
+        options: [Generate.output.spec, Generate.checkLock.spec, Generate.writeLock.spec],
+        positionals: [Generate.schema.spec],
         exitStatuses: ExitStatus.standard
     )
+}
+
+extension ToolSpecs {
+    /// `rivet-generate`'s options and argument.
+    public enum Generate {
+        public static let output = OptionKey<String?>.value(
+            "output", short: "o", valueName: "FILE", kind: .file,
+            help: "Write the generated Swift to FILE ('-' for standard output); an unchanged FILE is left untouched.")
+        public static let checkLock = OptionKey<String?>.value(
+            "check-lock", valueName: "LOCK", kind: .file,
+            help: "Fail when the schema removes or changes an entry of LOCK (additions are compatible).")
+        public static let writeLock = OptionKey<String?>.value(
+            "write-lock", valueName: "LOCK", kind: .file, help: "Write the schema's exported device surface to LOCK.")
+        public static let schema = PositionalKey<String>.required(
+            "SCHEMA", help: "The rivet.rktd schema to read.", kind: .file)
+    }
 }

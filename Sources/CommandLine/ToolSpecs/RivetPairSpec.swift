@@ -31,46 +31,56 @@ extension ToolSpecs {
             --connect (--open --qr may take --confirm).
             """,
         options: [
-            .flag("list", help: "List the paired devices (a table, or JSON Lines with --json)."),
-            .value(
-                "show", valueName: "DEVICE-ID", help: "Show the paired device with this ID (32 hex digits)."),
-            .value(
-                "revoke", valueName: "DEVICE-ID",
-                help: "Revoke the device with this ID: removed from the registry, its live sessions closed."),
-            .flag("open", help: "Open the running rivetd's pairing window (5 minutes)."),
-            .flag(
-                "qr",
-                help: "With --open: pair by link; print a QR code and the rivet:// link, wait, and report the device (needs --scope)."),
-            .value(
-                "link-host", valueName: "HOST",
-                help: "With --open --qr: the one host in the link (default: rivetd's listening address or, when that is every address, this desktop's own addresses)."),
-            .flag(
-                "confirm",
-                help: "Wait for a device to ask, show its name and code, and confirm or reject it (with --open --qr: approve it by name)."),
-            .value(
-                "code", valueName: "NNNNNN",
-                help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking."),
-            .value(
-                "scope", valueName: "NAME",
-                help: "With --confirm or --open --qr: grant this scope, one the schema declares (at least one).",
-                repeatable: true),
-            .flag("sessions", help: "List the running rivetd's live sessions."),
-            .value(
-                "connect", valueName: "TARGET",
-                help: "Device side: pair with the rivetd at TARGET (HOST:PORT, a rivet:// link, or - to read the link from standard input)."),
-            .value("device-name", valueName: "NAME", help: "With --connect: the name this device shows (default: host name)."),
-            .value(
-                "application-id", valueName: "ID",
-                help: "With --connect HOST:PORT: the application to pair with (required; a link names its own)."),
-            .value(
-                "credential", valueName: "FILE", kind: .file,
-                help: "With --connect: store the credential in FILE instead of the standard place."),
-            .flag("json", help: "Print JSON: one object per line."),
-            .value(
-                "registry", valueName: "FILE", kind: .file,
-                help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3."),
+            Pair.list.spec, Pair.show.spec, Pair.revoke.spec, Pair.open.spec, Pair.qr.spec, Pair.linkHost.spec,
+            Pair.confirm.spec, Pair.code.spec, Pair.scope.spec, Pair.sessions.spec, Pair.connect.spec,
+            Pair.deviceName.spec, Pair.applicationID.spec, Pair.credential.spec, Pair.json.spec, Pair.registry.spec,
         ],
         exclusiveGroups: [["list", "show", "revoke", "open", "sessions", "connect"], ["list", "show", "revoke", "confirm", "sessions", "connect"]],
         exitStatuses: [.ok, .failure, .usage, .auth, .permanent, .hangUp, .interrupted, .terminated]
     )
+}
+
+extension ToolSpecs {
+    /// `rivet-pair`'s options.
+    public enum Pair {
+        public static let list = OptionKey<Bool>.flag(
+            "list", help: "List the paired devices (a table, or JSON Lines with --json).")
+        public static let show = OptionKey<String?>.value(
+            "show", valueName: "DEVICE-ID", help: "Show the paired device with this ID (32 hex digits).")
+        public static let revoke = OptionKey<String?>.value(
+            "revoke", valueName: "DEVICE-ID",
+            help: "Revoke the device with this ID: removed from the registry, its live sessions closed.")
+        public static let open = OptionKey<Bool>.flag("open", help: "Open the running rivetd's pairing window (5 minutes).")
+        public static let qr = OptionKey<Bool>.flag(
+            "qr",
+            help: "With --open: pair by link; print a QR code and the rivet:// link, wait, and report the device (needs --scope).")
+        public static let linkHost = OptionKey<String?>.value(
+            "link-host", valueName: "HOST",
+            help: "With --open --qr: the one host in the link (default: rivetd's listening address or, when that is every address, this desktop's own addresses).")
+        public static let confirm = OptionKey<Bool>.flag(
+            "confirm",
+            help: "Wait for a device to ask, show its name and code, and confirm or reject it (with --open --qr: approve it by name).")
+        public static let code = OptionKey<String?>.value(
+            "code", valueName: "NNNNNN",
+            help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking.")
+        public static let scope = OptionKey<[String]>.repeated(
+            "scope", valueName: "NAME",
+            help: "With --confirm or --open --qr: grant this scope, one the schema declares (at least one).")
+        public static let sessions = OptionKey<Bool>.flag("sessions", help: "List the running rivetd's live sessions.")
+        public static let connect = OptionKey<String?>.value(
+            "connect", valueName: "TARGET",
+            help: "Device side: pair with the rivetd at TARGET (HOST:PORT, a rivet:// link, or - to read the link from standard input).")
+        public static let deviceName = OptionKey<String?>.value(
+            "device-name", valueName: "NAME", help: "With --connect: the name this device shows (default: host name).")
+        public static let applicationID = OptionKey<String?>.value(
+            "application-id", valueName: "ID",
+            help: "With --connect HOST:PORT: the application to pair with (required; a link names its own).")
+        public static let credential = OptionKey<String?>.value(
+            "credential", valueName: "FILE", kind: .file,
+            help: "With --connect: store the credential in FILE instead of the standard place.")
+        public static let json = OptionKey<Bool>.flag("json", help: "Print JSON: one object per line.")
+        public static let registry = OptionKey<String?>.value(
+            "registry", valueName: "FILE", kind: .file,
+            help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3.")
+    }
 }

@@ -27,28 +27,8 @@ extension ToolSpecs {
             SIGTERM withdraws the advertisement and stops rivetd gracefully (exit status 0).
             """,
         options: [
-            .value(
-                "listen", valueName: "ADDR:PORT", kind: .hostPort,
-                help: "Listen for devices on this address (IPv4, [IPv6] or a host name) and port (0 picks a free one)."),
-            .value("schema", kind: .file, help: "The schema whose device allowlists and scopes the gateway enforces."),
-            .value(
-                "application-id", valueName: "ID",
-                help: "The application devices pair with; devices of any other application are refused."),
-            .value(
-                "registry", valueName: "FILE", kind: .file,
-                help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3."),
-            .value(
-                "log-level", valueName: "LEVEL", kind: .choice(["error", "warn", "info", "debug"]),
-                help: "Log events at this level and above to standard error (default info)."),
-            .flag(
-                "no-advertise",
-                help: "Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address)."),
-            .flag(
-                "fingerprint",
-                help: "Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed."),
-            .rest(
-                "backend", valueName: "CMD", kind: .command,
-                help: "Run CMD with the remaining arguments as the backend; give it last."),
+            Rivetd.listen.spec, Rivetd.schema.spec, Rivetd.applicationID.spec, Rivetd.registry.spec, Rivetd.logLevel.spec,
+            Rivetd.noAdvertise.spec, Rivetd.fingerprint.spec, Rivetd.backend.spec,
         ],
         exclusiveGroups: [["fingerprint", "listen"], ["fingerprint", "no-advertise"]],
         // SIGTERM is a daemon's normal stop (0); 143 only when a second one cuts the stop short.
@@ -59,4 +39,33 @@ extension ToolSpecs {
         ],
         normalStopSignals: [SIGTERM]
     )
+}
+
+extension ToolSpecs {
+    /// `rivetd`'s options.
+    public enum Rivetd {
+        public static let listen = OptionKey<HostPort?>.hostPort(
+            "listen", valueName: "ADDR:PORT",
+            help: "Listen for devices on this address (IPv4, [IPv6] or a host name) and port (0 picks a free one).")
+        public static let schema = OptionKey<String?>.value(
+            "schema", kind: .file, help: "The schema whose device allowlists and scopes the gateway enforces.")
+        public static let applicationID = OptionKey<String?>.value(
+            "application-id", valueName: "ID",
+            help: "The application devices pair with; devices of any other application are refused.")
+        public static let registry = OptionKey<String?>.value(
+            "registry", valueName: "FILE", kind: .file,
+            help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3.")
+        public static let logLevel = OptionKey<String>.value(
+            "log-level", valueName: "LEVEL", kind: .choice(["error", "warn", "info", "debug"]), default: "info",
+            help: { "Log events at this level and above to standard error (default \($0))." })
+        public static let noAdvertise = OptionKey<Bool>.flag(
+            "no-advertise",
+            help: "Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address).")
+        public static let fingerprint = OptionKey<Bool>.flag(
+            "fingerprint",
+            help: "Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed.")
+        public static let backend = OptionKey<[String]?>.rest(
+            "backend", valueName: "CMD", kind: .command,
+            help: "Run CMD with the remaining arguments as the backend; give it last.")
+    }
 }

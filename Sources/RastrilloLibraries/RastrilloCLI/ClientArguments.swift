@@ -1,4 +1,5 @@
 import CommandLineKit
+import ToolSpecs
 import Glibc
 import RastrilloCore
 import RastrilloHTTP
@@ -28,9 +29,6 @@ public struct ClientArguments {
     /// `--min-rate`, 100 bytes per second over each stall-timeout window by default; nil when
     /// it is 0 (no limit).
     public let minimumRate: Int?
-    /// The default of `--min-rate`, in bytes per second: a dial-up link (several KB/s) passes by
-    /// far, a server dripping a byte every few seconds does not.
-    public static let defaultMinimumRate = 100
     /// The HTTP proxy the tool reaches ``origin`` through, or nil when it connects directly:
     /// `--proxy` (`''` for none), else `https_proxy`/`HTTPS_PROXY` (https) or `http_proxy`
     /// (http), else `all_proxy`/`ALL_PROXY`; unless `--noproxy` (or, without it,
@@ -39,31 +37,31 @@ public struct ClientArguments {
     /// The environment credentials are read from; nil for the process's own, read by name.
     private let environment: [String: String]?
 
-    /// Reads the shared options of `arguments`; `--credential-env` reads `environment`, or the
+    /// Reads `url` (the tool's URL argument) and the shared options of `arguments`
+    /// (`ToolSpecs.HTTP`, with their defaults); `--credential-env` reads `environment`, or the
     /// process's own environment when nil.
     ///
     /// - Throws: `UsageError` for a URL that is not an absolute http(s) URL, a malformed header
     ///   or `--credential-header` without a credential; `LocalFailure` for a credential that
     ///   cannot be read or used (the message never quotes it).
-    public init(_ arguments: ParsedArguments, environment: [String: String]? = nil)
+    public init(_ arguments: ParsedArguments, url: String, environment: [String: String]? = nil)
         throws
     {
-        let url = arguments.positional("URL") ?? ""
         do {
             (origin, target) = try NativeOrigin.split(url)
         } catch {
             throw UsageError("URL: \(error.message)", argument: url)
         }
-        headers = try arguments.values("header").map(Self.header)
-        let headerName = arguments.value("credential-header")
+        headers = try arguments[ToolSpecs.HTTP.header].map(Self.header)
+        let headerName = arguments[ToolSpecs.HTTP.credentialHeader]
         if let headerName, let reason = Self.refusal(ofHeaderName: headerName) {
             throw UsageError("--credential-header: \(headerName) \(reason)", argument: headerName)
         }
         self.environment = environment
         credentialHeader = headerName
-        if let path = arguments.value("credential-file") {
+        if let path = arguments[ToolSpecs.HTTP.credentialFile] {
             credentialSource = .file(path)
-        } else if let name = arguments.value("credential-env") {
+        } else if let name = arguments[ToolSpecs.HTTP.credentialEnv] {
             credentialSource = .environment(name)
         } else {
             if headerName != nil {
@@ -72,7 +70,7 @@ public struct ClientArguments {
             credentialSource = nil
         }
         credential = try credentialSource?.load(headerName: headerName, environment: environment)
-        caFile = arguments.value("cacert")
+        caFile = arguments[ToolSpecs.HTTP.cacert]
         if let caFile {
             // libcurl would open it blocking, on the transfer's thread: a FIFO must not hold the
             // tool there.
@@ -80,7 +78,7 @@ public struct ClientArguments {
         }
         do {
             proxy = try ProxySelection.route(
-                for: origin, proxyOption: arguments.value("proxy"), noProxyOption: arguments.value("noproxy"),
+                for: origin, proxyOption: arguments[ToolSpecs.HTTP.proxy], noProxyOption: arguments[ToolSpecs.HTTP.noproxy],
                 environment: { name in environment.map { $0[name] } ?? ProcessEnvironment.value(name) })
         } catch {
             throw UsageError(error.message)
@@ -96,10 +94,10 @@ public struct ClientArguments {
                         + "use an https URL, or reach \(origin.host) directly with --noproxy \(origin.host)")
             }
         }
-        connectTimeout = .seconds(arguments.integer("connect-timeout") ?? 30)
-        let stall = arguments.integer("stall-timeout") ?? 60
+        connectTimeout = .seconds(arguments[ToolSpecs.HTTP.connectTimeout])
+        let stall = arguments[ToolSpecs.HTTP.stallTimeout]
         stallTimeout = stall == 0 ? nil : .seconds(stall)
-        let rate = arguments.integer("min-rate") ?? Self.defaultMinimumRate
+        let rate = arguments[ToolSpecs.HTTP.minRate]
         minimumRate = rate == 0 ? nil : rate
     }
 

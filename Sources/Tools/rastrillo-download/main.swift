@@ -4,20 +4,20 @@ import RastrilloCLI
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(FailureReport.jsonLine)) { arguments in
-    let json = arguments.flag("json")
+    let json = arguments[ToolSpecs.Download.json]
     var bar: ProgressBar?
     defer { bar?.finish() }
     return try await FailureReport.reporting(json: json, beforeReport: { bar?.finish() }) {
-        let client = try ClientArguments(arguments)
+        let client = try ClientArguments(arguments, url: arguments[ToolSpecs.Download.url])
         client.announceProxy(json: json)
-        let destination = try DownloadDestination.path(for: arguments.positional("DEST") ?? "", target: client.target)
+        let destination = try DownloadDestination.path(for: arguments[ToolSpecs.Download.destination], target: client.target)
         DownloadDestination.announceLeftovers(of: destination, json: json)
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
         bar = progress
         let http = client.client()
         let result = try await http.download(
             client.target, to: destination, headers: client.headers,
-            timeout: arguments.integer("timeout").map { .seconds($0) }, computeSHA256: json,
+            timeout: arguments[ToolSpecs.HTTP.timeout].map { .seconds($0) }, computeSHA256: json,
             progress: { written, total in progress.update(completed: written, total: total) })
         progress.finish(summary: summary(result))
         if json { try JSONOutput.write(DownloadJSON(result)) }

@@ -10,25 +10,25 @@ import ToolSpecs
 ToolRunner.main(
     spec: ToolSpecs.rastrilloFetch, executor: .callingThread, jsonFailures: .usageErrors(FailureReport.jsonLine)
 ) { arguments in
-    let json = arguments.flag("json")
+    let json = arguments[ToolSpecs.Fetch.json]
     return try await FailureReport.reporting(json: json) {
-        let client = try ClientArguments(arguments)
+        let client = try ClientArguments(arguments, url: arguments[ToolSpecs.Fetch.url])
         client.announceProxy(json: json)
-        let body = try RequestBodyFile(arguments.value("body-file")) ?? RequestBodyFile(data: arguments.value("data"))
+        let body = try RequestBodyFile(arguments[ToolSpecs.Fetch.bodyFile]) ?? RequestBodyFile(data: arguments[ToolSpecs.Fetch.data])
         defer { body?.close() }
         let request = NativeRequest(
-            method: arguments.value("method") ?? (body == nil ? "GET" : "POST"), client.target,
+            method: arguments[ToolSpecs.Fetch.method] ?? (body == nil ? "GET" : "POST"), client.target,
             headers: client.headers, body: body?.body,
-            maxBytes: arguments.integer("max-bytes") ?? NativeHTTP.defaultMaxBytes,
-            timeout: arguments.integer("timeout").map { .seconds($0) })
+            maxBytes: arguments[ToolSpecs.Fetch.maxBytes],
+            timeout: arguments[ToolSpecs.HTTP.timeout].map { .seconds($0) })
         let http = client.client(interruptDescriptor: ToolRunner.interruptDescriptor)
         let response = try await http.responseDetails(request)
-        if arguments.flag("fail") && !response.isSuccess {
+        if arguments[ToolSpecs.Fetch.fail] && !response.isSuccess {
             // As curl -f: nothing on stdout, so `rastrillo-fetch -f URL | jq` sees only a success.
         } else if json {
             try ResponseJSON.write(response)
         } else {
-            try TerminalGuard.check(response.body, status: response.status, allowed: arguments.flag("binary-to-terminal"))
+            try TerminalGuard.check(response.body, status: response.status, allowed: arguments[ToolSpecs.Fetch.binaryToTerminal])
             try StandardOutput.write(response.body)
         }
         if let error = response.error { return FailureReport.emit(error, json: json) }

@@ -5,9 +5,9 @@ import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
     try await FailureReport.reporting(json: false) {
-        let client = try ClientArguments(arguments)
+        let client = try ClientArguments(arguments, url: arguments[ToolSpecs.Stream.url])
         client.announceProxy(json: false)
-        let snapshot = try arguments.value("snapshot").map { path in
+        let snapshot = try arguments[ToolSpecs.Stream.snapshot].map { path in
             do {
                 return try client.origin.target(for: path)
             } catch {
@@ -21,10 +21,10 @@ ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
             throw UsageError("--header: Last-Event-ID is given \(resumeFields.count) times; give it once", argument: "Last-Event-ID")
         }
         let follower = StreamFollower(
-            client: client, raw: arguments.flag("raw"), once: arguments.flag("once"), snapshot: snapshot,
-            quiet: arguments.flag("quiet"), maxAttempts: arguments.integer("max-attempts"),
-            giveUpAfter: arguments.integer("give-up-after").map { .seconds($0) },
-            idleTimeout: arguments.integer("idle-timeout").map { .seconds($0) },
+            client: client, raw: arguments[ToolSpecs.Stream.raw], once: arguments[ToolSpecs.Stream.once], snapshot: snapshot,
+            quiet: arguments[ToolSpecs.Stream.quiet], maxAttempts: arguments[ToolSpecs.Stream.maxAttempts],
+            giveUpAfter: arguments[ToolSpecs.Stream.giveUpAfter].map { .seconds($0) },
+            idleTimeout: arguments[ToolSpecs.Stream.idleTimeout].map { .seconds($0) },
             headers: client.headers.filter { $0.name.lowercased() != "last-event-id" },
             startEventID: resumeFields.first?.value ?? "")
         return try await follower.run()

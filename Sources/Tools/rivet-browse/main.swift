@@ -6,13 +6,13 @@ import ToolSpecs
 // SIGINT and SIGTERM are how a follow-mode browse ends: the cancelled body returns 0.
 // Under --json a failure, usage errors included, is one JSON object on standard error.
 ToolRunner.main(spec: ToolSpecs.rivetBrowse, jsonFailures: .everyFailure()) { arguments in
-    let type = arguments.value("type") ?? "_rivet._tcp"
+    let type = arguments[ToolSpecs.Browse.type]
     guard DNSSDServiceType.isValid(type) else {
         throw UsageError(
             "--type: '\(type)' is not a service type such as _rivet._tcp (_name._tcp or _name._udp, name 1 to 15 of a-z, 0-9 and -)",
             argument: type)
     }
-    let showRejected = arguments.flag("show-rejected")
+    let showRejected = arguments[ToolSpecs.Browse.showRejected]
     let client = try await connect()
     defer { client.close() }
     let browser: RivetBrowser
@@ -22,7 +22,7 @@ ToolRunner.main(spec: ToolSpecs.rivetBrowse, jsonFailures: .everyFailure()) { ar
         throw BrowseError.failure("cannot browse \(type): \(error.message)")
     }
     defer { browser.close() }
-    if arguments.flag("once") {
+    if arguments[ToolSpecs.Browse.once] {
         return try await listOnce(browser, showRejected: showRejected)
     }
     return try await follow(browser, showRejected: showRejected)

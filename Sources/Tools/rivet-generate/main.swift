@@ -66,13 +66,13 @@ func report(_ diagnostics: SchemaDiagnostics) -> Never {
 /// Checks, generates and writes what `arguments` ask for; exits 1 with diagnostics on a schema
 /// or lock error.
 func run(_ arguments: ParsedArguments) throws -> ExitStatus {
-    let output = arguments.value("output")
-    let checkLock = arguments.value("check-lock")
-    let writeLock = arguments.value("write-lock")
+    let output = arguments[ToolSpecs.Generate.output]
+    let checkLock = arguments[ToolSpecs.Generate.checkLock]
+    let writeLock = arguments[ToolSpecs.Generate.writeLock]
     if output == nil, checkLock == nil, writeLock == nil {
         throw UsageError("nothing to do: give --output, --check-lock or --write-lock")
     }
-    let schemaPath = arguments.positional("SCHEMA")!
+    let schemaPath = arguments[ToolSpecs.Generate.schema]
     let schema: Schema
     do {
         schema = try Schema.parse(readText(schemaPath), file: schemaPath)

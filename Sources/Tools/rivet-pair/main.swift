@@ -4,13 +4,15 @@ import RivetPairing
 import RivetRegistry
 import ToolSpecs
 
+private typealias Pair = ToolSpecs.Pair
+
 // Under --json every failure, usage errors included, is one JSON object on standard error.
 ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { arguments in
     let action = try PairAction(arguments)
-    let json = arguments.flag("json")
+    let json = arguments[Pair.json]
     switch action {
     case .list:
-        let store = try openRegistry(arguments.value("registry"), access: .readOnly)
+        let store = try openRegistry(arguments[Pair.registry], access: .readOnly)
         defer { store?.close() }
         let devices = try store?.list() ?? []
         if json {
@@ -20,7 +22,7 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
             try StandardOutput.write(DeviceTable.render(devices))
         }
     case .show(let id):
-        let store = try openRegistry(arguments.value("registry"), access: .readOnly)
+        let store = try openRegistry(arguments[Pair.registry], access: .readOnly)
         defer { store?.close() }
         guard let device = try store?.device(id) else { throw RegistryCommandError.unknownDevice(id) }
         if json {
@@ -29,7 +31,7 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
             try StandardOutput.write(DeviceTable.details(device))
         }
     case .revoke(let id):
-        try await DesktopCommands.revoke(id, registry: arguments.value("registry"), json: json)
+        try await DesktopCommands.revoke(id, registry: arguments[Pair.registry], json: json)
     case .open(nil):
         try await DesktopCommands.open(json: json)
     case .open(let link?):
@@ -40,8 +42,8 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
         try await DesktopCommands.sessions(json: json)
     case .connect(let target):
         return try await CompanionCommand.connect(
-            target, deviceName: arguments.value("device-name"), applicationID: arguments.value("application-id"),
-            credentialPath: arguments.value("credential"), json: json)
+            target, deviceName: arguments[Pair.deviceName], applicationID: arguments[Pair.applicationID],
+            credentialPath: arguments[Pair.credential], json: json)
     }
     return .ok
 }
@@ -71,22 +73,22 @@ enum PairAction {
     }
 
     init(_ arguments: ParsedArguments) throws {
-        if arguments.flag("list") {
+        if arguments[Pair.list] {
             self = .list
-        } else if let text = arguments.value("show") {
+        } else if let text = arguments[Pair.show] {
             self = .show(try Self.deviceID(text, option: "--show"))
-        } else if let text = arguments.value("revoke") {
+        } else if let text = arguments[Pair.revoke] {
             self = .revoke(try Self.deviceID(text, option: "--revoke"))
-        } else if arguments.flag("open") {
+        } else if arguments[Pair.open] {
             self = .open(link: try Self.linkWindow(arguments))
-        } else if arguments.flag("confirm") {
-            let scopes = arguments.values("scope")
+        } else if arguments[Pair.confirm] {
+            let scopes = arguments[Pair.scope]
             guard !scopes.isEmpty else {
                 throw UsageError(
                     "--confirm needs at least one --scope NAME: a device granted no scope can do nothing, so nothing would be granted",
                     argument: "--confirm")
             }
-            let typed = arguments.value("code")
+            let typed = arguments[Pair.code]
             let code = try typed.map { text in
                 guard let digits = Self.code(text) else {
                     throw UsageError(
@@ -101,9 +103,9 @@ enum PairAction {
                     argument: "--confirm")
             }
             self = .confirm(code: code, scopes: scopes)
-        } else if arguments.flag("sessions") {
+        } else if arguments[Pair.sessions] {
             self = .sessions
-        } else if let text = arguments.value("connect") {
+        } else if let text = arguments[Pair.connect] {
             self = .connect(try Self.connectTarget(text))
         } else {
             throw UsageError(
@@ -115,33 +117,37 @@ enum PairAction {
 
     /// Options that only make sense with one action are refused with the others.
     private static func checkCompanions(_ arguments: ParsedArguments, for action: PairAction) throws {
-        var allowed: Set<String> = ["json"]
+        var allowed: [OptionSpec] = [Pair.json.spec]
         switch action {
-        case .list, .show, .revoke: allowed.insert("registry")
-        case .confirm: allowed.formUnion(["code", "scope", "confirm"])
-        case .connect: allowed.formUnion(["device-name", "application-id", "credential"])
-        case .open(_?): allowed.formUnion(["qr", "scope", "confirm", "link-host"])
+        case .list, .show, .revoke: allowed.append(Pair.registry.spec)
+        case .confirm: allowed += [Pair.code.spec, Pair.scope.spec, Pair.confirm.spec]
+        case .connect: allowed += [Pair.deviceName.spec, Pair.applicationID.spec, Pair.credential.spec]
+        case .open(_?): allowed += [Pair.qr.spec, Pair.scope.spec, Pair.confirm.spec, Pair.linkHost.spec]
         case .open(nil), .sessions: break
         }
-        for option in ["confirm", "code", "scope", "device-name", "application-id", "credential", "registry", "qr", "link-host", "json"]
-        where !allowed.contains(option) && arguments.count(option) > 0 {
-            if option == "confirm" || option == "scope" || option == "link-host", case .open(nil) = action {
-                throw UsageError("--\(option) goes with --open only to pair by link: add --qr", argument: "--\(option)")
+        let companions = [
+            Pair.confirm.spec, Pair.code.spec, Pair.scope.spec, Pair.deviceName.spec, Pair.applicationID.spec,
+            Pair.credential.spec, Pair.registry.spec, Pair.qr.spec, Pair.linkHost.spec, Pair.json.spec,
+        ]
+        let linkOnly = [Pair.confirm.spec, Pair.scope.spec, Pair.linkHost.spec]
+        for option in companions where !allowed.contains(option) && arguments.isGiven(option) {
+            if linkOnly.contains(option), case .open(nil) = action {
+                throw UsageError("--\(option.long) goes with --open only to pair by link: add --qr", argument: "--\(option.long)")
             }
-            throw UsageError("--\(option) does not go with this action", argument: "--\(option)")
+            throw UsageError("--\(option.long) does not go with this action", argument: "--\(option.long)")
         }
     }
 
     /// `--open`'s link options: nil without `--qr`; with it at least one `--scope`.
     private static func linkWindow(_ arguments: ParsedArguments) throws -> LinkWindow? {
-        guard arguments.flag("qr") else { return nil }
-        let scopes = arguments.values("scope")
+        guard arguments[Pair.qr] else { return nil }
+        let scopes = arguments[Pair.scope]
         guard !scopes.isEmpty else {
             throw UsageError(
                 "--open --qr needs at least one --scope NAME: the device that holds the link is paired with these scopes",
                 argument: "--qr")
         }
-        return LinkWindow(scopes: scopes, approve: arguments.flag("confirm"), host: arguments.value("link-host"))
+        return LinkWindow(scopes: scopes, approve: arguments[Pair.confirm], host: arguments[Pair.linkHost])
     }
 
     /// `--connect`'s value: a `rivet://` link, or `HOST:PORT`.

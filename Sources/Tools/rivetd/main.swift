@@ -10,7 +10,10 @@ import ThreadSupport
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
-    let level = arguments.value("log-level").flatMap(RivetLogLevel.init(name:)) ?? .info
+    // --log-level is a choice of exactly the level names, checked when parsing.
+    guard let level = RivetLogLevel(name: arguments[ToolSpecs.Rivetd.logLevel]) else {
+        preconditionFailure("rivetd: --log-level offers a level RivetLogLevel does not name")
+    }
     let log = RivetDaemonLog(level: level)
     let stateDirectory: String
     do {
@@ -22,9 +25,10 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
         throw StartError(message: String(describing: error))
     }
 
-    if arguments.flag("fingerprint") {
-        for option in ["backend", "schema", "application-id"] where arguments.count(option) > 0 {
-            throw UsageError("--\(option) goes with --listen, not --fingerprint", argument: "--\(option)")
+    if arguments[ToolSpecs.Rivetd.fingerprint] {
+        for option in [ToolSpecs.Rivetd.backend.spec, ToolSpecs.Rivetd.schema.spec, ToolSpecs.Rivetd.applicationID.spec]
+        where arguments.isGiven(option) {
+            throw UsageError("--\(option.long) goes with --listen, not --fingerprint", argument: "--\(option.long)")
         }
         let identity: RivetServerIdentity
         do {
@@ -58,17 +62,17 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
 /// The daemon's configuration from its command line.
 enum DaemonCommandLine {
     static func configuration(_ arguments: ParsedArguments, stateDirectory: String) throws -> RivetDaemonConfiguration {
-        guard let listen = arguments.hostPort("listen") else {
+        guard let listen = arguments[ToolSpecs.Rivetd.listen] else {
             throw UsageError(
                 "nothing to do: give --listen ADDR:PORT (with --schema, --application-id and --backend) or --fingerprint")
         }
-        guard let schema = arguments.value("schema") else {
+        guard let schema = arguments[ToolSpecs.Rivetd.schema] else {
             throw UsageError("--listen needs --schema FILE", argument: "--listen")
         }
-        guard let application = arguments.value("application-id") else {
+        guard let application = arguments[ToolSpecs.Rivetd.applicationID] else {
             throw UsageError("--listen needs --application-id ID", argument: "--listen")
         }
-        guard let backend = arguments.rest, !backend.isEmpty else {
+        guard let backend = arguments[ToolSpecs.Rivetd.backend], !backend.isEmpty else {
             throw UsageError("--listen needs --backend CMD [ARG...] (give it last)", argument: "--listen")
         }
         let applicationID: RivetApplicationID
@@ -89,7 +93,7 @@ enum DaemonCommandLine {
             listenHost: listen.host, listenPort: listen.port, backendCommand: backend, schemaPath: schema,
             applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
             controlSocketPath: RivetControlClient.socketPath(runtimeDirectory: runtime))
-        configuration.advertise = !arguments.flag("no-advertise")
+        configuration.advertise = !arguments[ToolSpecs.Rivetd.noAdvertise]
         return configuration
     }
 }
@@ -130,7 +134,7 @@ func notifyServiceManager(_ assignments: [String], log: RivetDaemonLog) {
 
 /// The registry `--registry` names, else the standard one.
 func registryPath(_ arguments: ParsedArguments) throws -> String {
-    if let path = arguments.value("registry") { return path }
+    if let path = arguments[ToolSpecs.Rivetd.registry] { return path }
     do {
         return try RivetStatePaths.registryPath()
     } catch {
