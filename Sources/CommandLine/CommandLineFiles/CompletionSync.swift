@@ -1,3 +1,4 @@
+import CodedError
 import CommandLineKit
 import FoundationEssentials
 import Glibc
@@ -83,10 +84,11 @@ public struct Drift: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Why the completion files could not be checked or written. Equality compares the kind.
-public struct CompletionSyncError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable { case duplicateTool, fileSystem }
+public struct CompletionSyncError: CodedError, Hashable {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable { case duplicateTool, fileSystem }
 
-    private let code: Code
+    public let code: Code
     /// What failed and where.
     public let message: String
 
@@ -108,15 +110,10 @@ public struct CompletionSyncError: Error, Hashable, Sendable, CustomStringConver
         CompletionSyncError(code: .fileSystem, message: "cannot \(action) \(path): \(error)")
     }
 
-    /// The message.
-    public var description: String { message }
-
     /// Equal when the kinds are equal; the message is not compared.
     public static func == (lhs: CompletionSyncError, rhs: CompletionSyncError) -> Bool {
         lhs.code == rhs.code
     }
-    /// Hashes the kind only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// Keeps the committed completion scripts equal to what the specs generate.

@@ -1,3 +1,4 @@
+import CodedError
 import Glibc
 import Synchronization
 import SystemKit
@@ -14,10 +15,11 @@ public struct OutputClosed: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// A write to an output that failed for a reason other than a closed reader, or a value that
 /// could not be encoded. Equality compares the kind of failure only.
-public struct OutputError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable { case writeFailed, encodingFailed }
+public struct OutputError: CodedError, Hashable {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable { case writeFailed, encodingFailed }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why.
     public let message: String
 
@@ -42,14 +44,6 @@ public struct OutputError: Error, Hashable, Sendable, CustomStringConvertible {
         OutputError(
             code: .encodingFailed, message: "cannot encode \(type) as JSON: \(error)")
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the kinds are equal; the message is not compared.
-    public static func == (lhs: OutputError, rhs: OutputError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the kind only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// An unbuffered output on a file descriptor: every call is written with `write(2)` at once,

@@ -1,17 +1,20 @@
+import CodedError
+
 /// Why an event stream (`text/event-stream`) was refused, or why a bound could not be set.
 ///
 /// Compare with the static members (`error == .lineTooLong`); equality looks only at the kind
 /// of failure, not at the message. A splitter or parser that threw stays failed with the same
 /// error until ``EventStreamLineSplitter/finish()`` starts a new stream: the connection must be
 /// dropped.
-public struct EventStreamError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Sendable {
+public struct EventStreamError: IdentifiedCodedError, Hashable {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: String, Sendable {
         case lineTooLong = "sse.line-too-long"
         case eventTooLarge = "sse.event-too-large"
         case invalidLimits = "sse.invalid-limits"
     }
 
-    private let code: Code
+    public let code: Code
 
     /// A human-readable explanation naming what failed and why.
     public let message: String
@@ -20,18 +23,6 @@ public struct EventStreamError: Error, Hashable, Sendable, CustomStringConvertib
         self.code = code
         self.message = message
     }
-
-    /// The stable code string (`sse.line-too-long`, …).
-    public var identifier: String { code.rawValue }
-
-    /// The code and message, e.g. `sse.line-too-long: …`.
-    public var description: String { "\(code.rawValue): \(message)" }
-
-    /// Equal when both describe the same kind of failure; messages are ignored.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the kind of failure only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// A line grew past ``EventStreamLimits/maxLineBytes`` before its terminator arrived.
     public static let lineTooLong = EventStreamError(.lineTooLong, "event-stream line exceeds its bound")

@@ -1,3 +1,4 @@
+import CodedError
 import RivetWire
 
 /// A failure detected on this side of a device channel: a bound, a timeout, a closed or broken
@@ -5,15 +6,16 @@ import RivetWire
 ///
 /// Compare with the static members (`error == .timeout`); equality looks only at the kind of
 /// failure. Failures the *peer* reports arrive as ``RivetRemoteError`` instead.
-public struct RivetDeviceError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Sendable {
+public struct RivetDeviceError: CodedError, Hashable {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: String, Sendable {
         case timeout, connectionClosed, transportFailed, protocolViolation
         case requestTooLarge, responseTooLarge, tooManyPendingCalls
         case invalidRoute, duplicateRoute, duplicateErrorRegistration
         case encodingFailed, decodingFailed, unsupportedVersion, invalidConfiguration
     }
 
-    private let code: Code
+    public let code: Code
 
     /// What failed and why.
     public let message: String
@@ -22,15 +24,6 @@ public struct RivetDeviceError: Error, Hashable, Sendable, CustomStringConvertib
         self.code = code
         self.message = message
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when both describe the same kind of failure; messages are ignored.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the kind of failure only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// No answer arrived within the call's timeout; a cancel frame was sent.
     public static let timeout = RivetDeviceError(.timeout, "the call timed out")

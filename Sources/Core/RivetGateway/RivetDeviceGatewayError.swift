@@ -1,3 +1,4 @@
+import CodedError
 import RivetWire
 
 /// Why the gateway or its policy refused something: a session beyond the session bound, a
@@ -5,19 +6,20 @@ import RivetWire
 ///
 /// Compare with the static members (`error == .tooManySessions`); equality looks only at the
 /// kind of failure, never at the message.
-public struct RivetDeviceGatewayError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Sendable {
+public struct RivetDeviceGatewayError: IdentifiedCodedError, Hashable {
+    /// The kinds of failure; `code` is the raw value, which equality and hashing compare.
+    private enum Kind: String, Sendable {
         case tooManySessions = "rivet.too-many-sessions"
         case unknownScope = "rivet.unknown-scope"
         case invalidLimits = "rivet.invalid-limits"
     }
 
-    private let kind: Code
+    private let kind: Kind
 
     /// What was refused and why; names no secret.
     public let message: String
 
-    private init(_ kind: Code, _ message: String) {
+    private init(_ kind: Kind, _ message: String) {
         self.kind = kind
         self.message = message
     }
@@ -28,15 +30,6 @@ public struct RivetDeviceGatewayError: Error, Hashable, Sendable, CustomStringCo
     /// An RVT1 error frame with request ID 0 carrying the code and message: what the daemon
     /// sends a refused device before closing its connection.
     public var frame: RVT1Frame { .error(.none, code: code, message: message) }
-
-    /// The code and message.
-    public var description: String { "\(code): \(message)" }
-
-    /// Equal when both are the same kind of failure; messages are ignored.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.kind == rhs.kind }
-
-    /// Hashes the kind of failure only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 
     /// A session was opened while the gateway already holds its maximum of sessions.
     public static let tooManySessions = RivetDeviceGatewayError(

@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import OpenSSLKit
 
@@ -24,9 +25,10 @@ public struct RivetSystemRandomness: RivetPairingRandomness {
 }
 
 /// A randomness source returned fewer bytes than were asked for.
-public struct RivetPairingRandomnessError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable { case shortRead }
-    private let code: Code
+public struct RivetPairingRandomnessError: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable { case shortRead }
+    public let code: Code
     /// What went wrong.
     public let message: String
 
@@ -38,12 +40,6 @@ public struct RivetPairingRandomnessError: Error, Equatable, Sendable, CustomStr
     /// The source returned the wrong number of bytes.
     public static let shortRead = RivetPairingRandomnessError(
         .shortRead, "the randomness source returned the wrong number of bytes")
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }
 
 /// Where Rivet's machines read the time: a monotonic reading that decides the pairing window

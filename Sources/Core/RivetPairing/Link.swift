@@ -1,4 +1,5 @@
 import ByteText
+import CodedError
 import Foundation
 import OpenSSLKit
 
@@ -413,13 +414,14 @@ public struct RivetDevicePairLinkBegin: Sendable, Equatable {
 /// Why a pairing link could not be read or built.
 ///
 /// Equality compares only the kind, never the message.
-public struct RivetPairingLinkError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetPairingLinkError: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case notALink, tooLong, malformed, invalidHost, invalidPort, invalidApplicationID, invalidFingerprint
         case invalidToken, invalidAddress
     }
 
-    private let code: Code
+    public let code: Code
     /// What is wrong, for a person.
     public let message: String
 
@@ -450,10 +452,4 @@ public struct RivetPairingLinkError: Error, Equatable, Sendable, CustomStringCon
     public static let invalidAddress = Self(.invalidAddress, "the pairing link's addr parameter is not valid")
 
     func with(_ detail: String) -> Self { Self(code, "\(message): \(detail)") }
-
-    /// Compares the kind only.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

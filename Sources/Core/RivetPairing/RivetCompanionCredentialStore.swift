@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import OpenSSLKit
 import SystemKit
@@ -205,15 +206,16 @@ private struct CredentialFile: Codable {
 /// file and the field, never the credential.
 ///
 /// Equality compares only the kind (`code`), never the message.
-public struct RivetCompanionCredentialStoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetCompanionCredentialStoreError: CodedErrorMessage {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case notFound, symlink, notRegularFile, insecurePermissions, tooLarge, invalidContents
         case unsupportedVersion, fileSystem
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why, naming the file.
-    public let message: String
+    public package(set) var message: String
     /// The `errno` behind a `.fileSystem` error.
     public let systemErrno: Int32?
 
@@ -254,11 +256,4 @@ public struct RivetCompanionCredentialStoreError: Error, Equatable, Sendable, Cu
     /// A system call failed; `systemErrno` says why.
     public static let fileSystem = Self(.fileSystem, "a file operation on the companion credential failed")
 
-    func with(_ message: String) -> Self { Self(code, message, errno: systemErrno) }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

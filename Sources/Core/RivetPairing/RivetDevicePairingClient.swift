@@ -1,3 +1,4 @@
+import CodedError
 import OpenSSLKit
 
 /// The device side of pairing as a pure state machine (no I/O, `Sendable`, randomness injected).
@@ -184,13 +185,14 @@ public struct RivetDevicePairingClient: Sendable {
 /// Why the device side of pairing failed.
 ///
 /// Equality compares only the kind (`code`), never the message.
-public struct RivetDevicePairingClientError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetDevicePairingClientError: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case unexpectedMessage, randomnessUnavailable, codeMismatch, rejectedOnDevice, rejectedByServer
         case exchangeOver
     }
 
-    private let code: Code
+    public let code: Code
     /// What happened, for a person.
     public let message: String
 
@@ -216,12 +218,6 @@ public struct RivetDevicePairingClientError: Error, Equatable, Sendable, CustomS
     public static let exchangeOver = Self(.exchangeOver, "this pairing exchange is over; start a new one")
 
     func with(_ message: String) -> Self { Self(code, "\(self.message): \(message)") }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }
 
 /// Checks a server address: 1–255 bytes of UTF-8, no control characters.

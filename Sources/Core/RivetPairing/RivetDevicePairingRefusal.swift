@@ -1,10 +1,13 @@
+import CodedError
+
 /// Why the pairing coordinator refused an input or ended an attempt. It is sent to the device
 /// (in a rejection message) or shown to the desktop's person, so every message says what
 /// happened and what to do; none carries a secret.
 ///
 /// Equality compares only the kind (`code`), never the message.
-public struct RivetDevicePairingRefusal: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetDevicePairingRefusal: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case windowClosed, windowAlreadyOpen, attemptInProgress, noAttempt, unexpectedMessage
         case commitmentMismatch, codeMismatch, codeNotReady, alreadyConfirmed
         case rejectedByDevice, rejectedByDesktop, connectionLost, cancelled, windowExpired
@@ -12,7 +15,7 @@ public struct RivetDevicePairingRefusal: Error, Equatable, Sendable, CustomStrin
         case linkRequired, linkNotOpen, linkProofMismatch, noCodeForLink
     }
 
-    private let code: Code
+    public let code: Code
     /// What happened, for a person.
     public let message: String
 
@@ -82,10 +85,4 @@ public struct RivetDevicePairingRefusal: Error, Equatable, Sendable, CustomStrin
     /// The desktop typed a code for an attempt by link, which has none.
     public static let noCodeForLink = Self(
         .noCodeForLink, "this device pairs by link and has no code; confirm it without --code")
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

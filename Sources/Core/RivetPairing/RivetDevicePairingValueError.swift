@@ -1,10 +1,13 @@
+import CodedError
+
 /// A value handed to the pairing library is outside what its type allows: a scope name, an
 /// application ID, a device name, a server address, or an environment that names no state
 /// directory.
 ///
 /// Equality compares only the kind (`code`), never the message.
-public struct RivetDevicePairingValueError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetDevicePairingValueError: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case invalidScope
         case invalidApplicationID
         case invalidDeviceName
@@ -12,7 +15,7 @@ public struct RivetDevicePairingValueError: Error, Equatable, Sendable, CustomSt
         case noStateDirectory
     }
 
-    private let code: Code
+    public let code: Code
     /// What was wrong and what is allowed.
     public let message: String
 
@@ -45,10 +48,4 @@ public struct RivetDevicePairingValueError: Error, Equatable, Sendable, CustomSt
     func with(_ detail: String) -> RivetDevicePairingValueError {
         RivetDevicePairingValueError(code, "\(detail): \(message)")
     }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

@@ -1,16 +1,19 @@
+import CodedError
+
 /// Why an RVD1 preface could not be read or did not follow the protocol.
 ///
 /// Equality compares only the kind, never the message. Messages name what was wrong (the type
 /// byte, the length and its limit) and never contain a credential or a nonce.
-public struct RVD1Error: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RVD1Error: CodedErrorMessage {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case badMagic, unsupportedVersion, unknownMessageType, wrongDirection, oversized, malformed
         case unexpectedMessage, truncated
     }
 
-    private let code: Code
+    public let code: Code
     /// What was wrong, for a log or a person.
-    public let message: String
+    public package(set) var message: String
 
     private init(_ code: Code, _ message: String) {
         self.code = code
@@ -35,17 +38,9 @@ public struct RVD1Error: Error, Equatable, Sendable, CustomStringConvertible {
     /// The connection ended in the middle of the preface.
     public static let truncated = Self(.truncated, "the connection ended in the middle of the RVD1 preface")
 
-    func with(_ message: String) -> Self { Self(code, message) }
-
     /// The reason a server sends back for this error: `versionUnsupported` for an unsupported
     /// version, `malformed` for everything else.
     public var rejectReason: RVD1RejectReason {
         code == .unsupportedVersion ? .versionUnsupported : .malformed
     }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

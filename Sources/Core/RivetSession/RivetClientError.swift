@@ -1,5 +1,7 @@
+import CodedError
+
 /// How a client should react to a failed connection or session.
-public enum RivetClientFailureClass: Sendable, Equatable {
+public enum RivetClientFailureClass: Sendable, Hashable {
     /// Worth another try after a backoff: network and TLS I/O failures, timeouts, a server that
     /// is busy or failed internally, a refusal reason this version does not know.
     case transient
@@ -18,13 +20,14 @@ public enum RivetClientFailureClass: Sendable, Equatable {
 ///
 /// Equality compares only the kind (and for `rejected` the reason), never the message.
 /// Messages never contain a credential.
-public struct RivetClientError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetClientError: RetryClassifiedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case invalidAddress, connectionFailed, timedOut, pinMismatch, tlsFailed, protocolVersion
         case protocolError, rejected(RVD1RejectReason), pairingFailed
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why.
     public let message: String
 
@@ -64,8 +67,11 @@ public struct RivetClientError: Error, Equatable, Sendable, CustomStringConverti
         if case .rejected(let reason) = code { reason } else { nil }
     }
 
-    /// How a reconnect loop treats this failure.
-    public var failureClass: RivetClientFailureClass {
+    /// How a reconnect loop treats this failure: its retry class.
+    public var failureClass: RivetClientFailureClass { retryClass }
+
+    /// The class `code` sorts into.
+    public static func retryClass(of code: Code) -> RivetClientFailureClass {
         switch code {
         case .pinMismatch: return .pinMismatch
         case .connectionFailed, .timedOut, .tlsFailed: return .transient
@@ -78,10 +84,4 @@ public struct RivetClientError: Error, Equatable, Sendable, CustomStringConverti
             }
         }
     }
-
-    /// Compares the kind (and the reason of `rejected`), never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

@@ -1,12 +1,14 @@
 import ByteText
+import CodedError
 
 /// Why an RVT1 frame could not be encoded or decoded, or why a stream broke an RVT1 stream rule.
 ///
 /// Compare with the static members (`error == .payloadTooLarge`); equality looks only at the
 /// kind of failure, not at the message. ``wireCode`` is the stable code a receiver puts in the
 /// stream-level error frame it sends before closing.
-public struct RVT1Error: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Sendable {
+public struct RVT1Error: IdentifiedCodedError, Hashable {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: String, Sendable {
         case badMagic = "rvt1.bad-magic"
         case unsupportedVersion = "rvt1.unsupported-version"
         case unknownKind = "rvt1.unknown-kind"
@@ -25,7 +27,7 @@ public struct RVT1Error: Error, Hashable, Sendable, CustomStringConvertible {
         case invalidLimits = "rvt1.invalid-limits"
     }
 
-    private let code: Code
+    public let code: Code
 
     /// A human-readable explanation naming what failed and why.
     public let message: String
@@ -37,15 +39,6 @@ public struct RVT1Error: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// The stable code string (`rvt1.bad-magic`, …) documented in `docs/protocol.md`.
     public var wireCode: String { code.rawValue }
-
-    /// The code and message, e.g. `rvt1.bad-magic: …`.
-    public var description: String { "\(code.rawValue): \(message)" }
-
-    /// Equal when both describe the same kind of failure; messages are ignored.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the kind of failure only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The stream does not start frames with `RVT`: the peer speaks another protocol.
     public static let badMagic = RVT1Error(.badMagic, "frame does not start with RVT1 magic")

@@ -1,11 +1,13 @@
 internal import CAvahi
+import CodedError
 
 /// An error from AvahiKit: what failed and why, in `message`.
 ///
 /// Compare with the static members (`error == .daemonNotRunning`); equality compares only the
 /// kind, never the message. New kinds may be added without breaking callers.
-public struct AvahiError: Error, Sendable, Equatable, CustomStringConvertible {
-    private enum Code: Sendable, Equatable {
+public struct AvahiError: CodedErrorMessage {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case daemonNotRunning
         case systemBusUnavailable
         case disconnected
@@ -23,10 +25,10 @@ public struct AvahiError: Error, Sendable, Equatable, CustomStringConvertible {
         case failure
     }
 
-    private let code: Code
+    public let code: Code
     /// A human-readable account of what failed and why, including avahi's own wording when
     /// avahi reported the failure.
-    public let message: String
+    public package(set) var message: String
     /// The avahi error number (`AVAHI_ERR_*`, negative) when avahi reported the failure, else nil.
     public let avahiErrorNumber: Int32?
 
@@ -69,16 +71,6 @@ public struct AvahiError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let accessDenied = AvahiError(.accessDenied, "access denied by avahi-daemon")
     /// Any other avahi failure; `message` and `avahiErrorNumber` say which.
     public static let failure = AvahiError(.failure, "avahi failure")
-
-    /// The message.
-    public var description: String { message }
-
-    public static func == (lhs: AvahiError, rhs: AvahiError) -> Bool { lhs.code == rhs.code }
-
-    /// The same kind of error with a message naming the operation that failed.
-    func with(_ message: String) -> AvahiError {
-        AvahiError(code, message, avahiErrorNumber: avahiErrorNumber)
-    }
 
     /// Maps an avahi error number to a typed error whose message is `"<what>: <avahi_strerror>"`.
     static func avahi(_ number: Int32, _ what: String) -> AvahiError {

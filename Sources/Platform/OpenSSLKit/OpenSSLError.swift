@@ -1,11 +1,13 @@
 internal import COpenSSL
+import CodedError
 
 /// A failure inside OpenSSL while handling keys, certificates, PEM text or random bytes.
 ///
 /// Equality compares only the kind of failure (`code`), never the message, so callers can write
 /// `error == .unsupportedKeyType`.
-public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct OpenSSLError: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case invalidPEM
         case invalidDER
         case unsupportedKeyType
@@ -13,7 +15,7 @@ public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible 
         case operationFailed
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why, including OpenSSL's own error text when it gave any.
     public let message: String
 
@@ -39,10 +41,6 @@ public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible 
         let queue = drainOpenSSLErrors()
         return OpenSSLError(code, queue.isEmpty ? what : "\(what): \(queue)")
     }
-
-    public static func == (lhs: OpenSSLError, rhs: OpenSSLError) -> Bool { lhs.code == rhs.code }
-
-    public var description: String { message }
 }
 
 /// Reads every entry of this thread's OpenSSL error queue into one line, leaving it empty so

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CodedError
 import Glibc
 #endif
 import SystemKit
@@ -7,14 +8,15 @@ import SystemKit
 ///
 /// Equality compares only the kind of failure (`.io` also compares the errno), never the message.
 /// Messages name the path and the reason; they never contain key material.
-public struct KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct KeyStoreError: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case keyExists, symlink, notRegularFile, insecurePermissions, notFound, tooLarge, invalidKey
         case keyGenerationFailed
         case io(Int32)
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why, naming the path.
     public let message: String
 
@@ -72,10 +74,6 @@ public struct KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible
         case .system(let error): self = .system(error.operation, error.path.isEmpty ? path : error.path, error.errno)
         }
     }
-
-    public static func == (lhs: KeyStoreError, rhs: KeyStoreError) -> Bool { lhs.code == rhs.code }
-
-    public var description: String { message }
 }
 
 /// Stores a `P256PrivateKey` as a PEM file readable only by its owner (mode 0600).

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CodedError
 import Glibc
 #endif
 
@@ -7,15 +8,16 @@ import Glibc
 /// Equality compares only the kind of failure (for `.io` also the errno), never the message,
 /// so callers can write `error == .pinMismatch`. The message says what failed and why, with
 /// OpenSSL's error text when it gave any.
-public struct TLSError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct TLSError: CodedErrorMessage {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case pinMismatch, protocolVersion, handshakeFailed, protocolError, timedOut, closed, invalidState
         case io(Int32)
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why.
-    public let message: String
+    public package(set) var message: String
 
     private init(_ code: Code, _ message: String) {
         self.code = code
@@ -46,13 +48,7 @@ public struct TLSError: Error, Equatable, Sendable, CustomStringConvertible {
         if case .io(let value) = code { value } else { nil }
     }
 
-    func with(_ message: String) -> TLSError { TLSError(code, message) }
-
     static func system(_ what: String, _ errno: Int32) -> TLSError {
         TLSError(.io(errno), "\(what) failed: \(String(cString: strerror(errno)))")
     }
-
-    public static func == (lhs: TLSError, rhs: TLSError) -> Bool { lhs.code == rhs.code }
-
-    public var description: String { message }
 }

@@ -1,16 +1,18 @@
+import CodedError
 import Glibc
 
 /// Why a text could not be encoded as a QR code.
 ///
 /// Equality compares the kind of error only (`error == .tooLong`), never the message.
-public struct QRCodeError: Error, Sendable, Equatable, CustomStringConvertible {
-    private enum Code: Sendable, Equatable {
+public struct QRCodeError: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case emptyText
         case tooLong
         case encoderFailed
     }
 
-    private let code: Code
+    public let code: Code
     /// A human-readable account of what failed, with the sizes or the `errno` behind it.
     public let message: String
 
@@ -27,11 +29,6 @@ public struct QRCodeError: Error, Sendable, Equatable, CustomStringConvertible {
         .tooLong, "the text is longer than a QR code holds: at most \(QRCode.maximumByteCount) bytes")
     /// libqrencode failed for another reason (out of memory, say); `message` gives its `errno`.
     public static let encoderFailed = QRCodeError(.encoderFailed, "libqrencode could not encode the text")
-
-    /// The message.
-    public var description: String { message }
-
-    public static func == (lhs: QRCodeError, rhs: QRCodeError) -> Bool { lhs.code == rhs.code }
 
     /// ``tooLong`` for a text of `byteCount` bytes.
     static func tooLong(byteCount: Int) -> QRCodeError {

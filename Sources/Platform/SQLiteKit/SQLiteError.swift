@@ -1,4 +1,5 @@
 import CSQLite
+import CodedError
 import Glibc
 
 /// An error from SQLite or from SQLiteKit's own checks around it.
@@ -8,8 +9,9 @@ import Glibc
 /// `error == .schemaTooNew(found: 3, supported: 2)` read naturally. Use the predicates
 /// (`isBusy`, `isFull`, ...) to classify an error. Messages never contain bound values: SQL
 /// text is quoted in `context`, so secrets belong in bindings, never inline in SQL.
-public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable {
+public struct SQLiteError: CodedError, Hashable {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case result(Int32)
         case invalidPath
         case symlink
@@ -28,7 +30,7 @@ public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
         case schemaTooNew(found: Int32, supported: Int32)
     }
 
-    private let code: Code
+    public let code: Code
     /// The SQLite primary result code (`SQLITE_BUSY`, `SQLITE_FULL`, ...), or nil for an error
     /// SQLiteKit raised itself before or instead of calling SQLite.
     public let resultCode: Int32?
@@ -58,12 +60,6 @@ public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
         self.init(
             code: .result(primary), resultCode: primary, message: String(cString: sqlite3_errstr(primary)))
     }
-
-    /// Compares the kind of error only.
-    public static func == (lhs: SQLiteError, rhs: SQLiteError) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the kind of error only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// `context: message (SQLite result code N)`, suitable for a log line or a CLI error.
     public var description: String {

@@ -1,4 +1,5 @@
 import ByteText
+import CodedError
 import FoundationEssentials
 import Glibc
 import OpenSSLKit
@@ -9,12 +10,13 @@ import SystemKit
 /// durable or named. Whatever it is, nothing the download wrote is left at the destination.
 ///
 /// Equality compares the kind; `systemError` keeps the `errno`.
-public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable {
+public struct NativeDownloadError: CodedError, Hashable {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case destinationExists, destinationMoved, cannotCreate, diskFull, writeFailed, syncFailed
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why, naming the file.
     public let message: String
     /// The `errno` of the failed call, when there is one.
@@ -57,14 +59,6 @@ public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConver
         case .syncFailed: "sync_failed"
         }
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the kinds are equal.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the kind.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// What a finished download wrote.

@@ -1,16 +1,19 @@
+import CodedError
+
 /// Why the daemon could not start, or why one of its parts failed.
 ///
 /// Equality compares only the kind, never the message. Messages name what failed and why, and
 /// never carry a credential or key.
-public struct RivetDaemonError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetDaemonError: CodedErrorMessage {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case invalidConfiguration, schemaFailed, identityFailed, discoverySecretFailed, registryFailed, listenFailed
         case controlSocketFailed, alreadyRunning, backendFailed
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why.
-    public let message: String
+    public package(set) var message: String
 
     private init(_ code: Code, _ message: String) {
         self.code = code
@@ -37,11 +40,4 @@ public struct RivetDaemonError: Error, Equatable, Sendable, CustomStringConverti
     /// The backend cannot be started.
     public static let backendFailed = Self(.backendFailed, "the backend cannot be started")
 
-    func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

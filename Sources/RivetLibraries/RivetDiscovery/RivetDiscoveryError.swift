@@ -1,10 +1,13 @@
+import CodedError
+
 /// An error from RivetDiscovery: what failed and why, in `message`.
 ///
 /// Compare with the static members (`error == .secretFileUnsafe`); equality compares only the
 /// kind, never the message. New kinds may be added without breaking callers. Messages never
 /// contain secret bytes.
-public struct RivetDiscoveryError: Error, Sendable, Equatable, Hashable, CustomStringConvertible {
-    private enum Code: Sendable, Hashable {
+public struct RivetDiscoveryError: CodedErrorMessage, Hashable {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Sendable, Hashable {
         case invalidSecret
         case secretFileUnsafe
         case secretFileCorrupt
@@ -15,9 +18,9 @@ public struct RivetDiscoveryError: Error, Sendable, Equatable, Hashable, CustomS
         case timeout
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why.
-    public let message: String
+    public package(set) var message: String
 
     private init(_ code: Code, _ message: String) {
         self.code = code
@@ -42,17 +45,4 @@ public struct RivetDiscoveryError: Error, Sendable, Equatable, Hashable, CustomS
     public static let notPublished = RivetDiscoveryError(.notPublished, "nothing is being advertised")
     /// A bounded wait ran out.
     public static let timeout = RivetDiscoveryError(.timeout, "timed out")
-
-    /// The same kind of error with a specific message.
-    func with(_ message: String) -> RivetDiscoveryError {
-        RivetDiscoveryError(code, message)
-    }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the kinds are equal; the message is not compared.
-    public static func == (lhs: RivetDiscoveryError, rhs: RivetDiscoveryError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the kind only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

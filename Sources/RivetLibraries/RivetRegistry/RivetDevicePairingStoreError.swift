@@ -1,3 +1,4 @@
+import CodedError
 import RivetPairing
 import SQLiteKit
 import SystemKit
@@ -6,13 +7,14 @@ import SystemKit
 /// file and the device ID involved; they never contain a credential or a verifier.
 ///
 /// Equality compares only the kind (`code`), never the message.
-public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetDevicePairingStoreError: CodedError {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case invalidPath, notFound, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
         case damaged, unknownDevice, deviceExists, corruptRecord, database, fileSystem
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why.
     public let message: String
     /// The SQLite error underneath a `.database` (or `.schemaTooNew`) error.
@@ -73,10 +75,4 @@ public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomSt
 
     /// True when SQLite gave up waiting for another process's lock (the busy timeout passed).
     public var isBusy: Bool { sqliteError?.isBusy == true }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import OpenSSLKit
 import RivetPairing
@@ -43,15 +44,16 @@ public protocol RivetSessionHandler: Sendable {
 /// Why a listener could not start.
 ///
 /// Equality compares only the kind (for `.io` also the errno), never the message.
-public struct RivetListenerError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetListenerError: CodedErrorMessage {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case alreadyStarted, invalidAddress
         case io(Int32)
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why.
-    public let message: String
+    public package(set) var message: String
 
     private init(_ code: Code, _ message: String) {
         self.code = code
@@ -75,13 +77,6 @@ public struct RivetListenerError: Error, Equatable, Sendable, CustomStringConver
             ? .invalidAddress.with(failure.message) : Self(.io(failure.errno), failure.message)
     }
 
-    func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the kind (and errno), never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }
 
 /// The daemon side of the transport: accepts TCP connections, runs TLS 1.3 with the server

@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import OpenSSLKit
 import RivetPairing
@@ -113,14 +114,15 @@ public final class RivetServerIdentity: Sendable {
 ///
 /// Equality compares only the kind, never the message. Messages name the key path and the
 /// reason, never key material.
-public struct RivetIdentityError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetIdentityError: CodedErrorMessage {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable {
         case noStateDirectory, notProvisioned, keyFileUnusable, keyCreationFailed, tlsSetupFailed
     }
 
-    private let code: Code
+    public let code: Code
     /// What failed and why.
-    public let message: String
+    public package(set) var message: String
 
     private init(_ code: Code, _ message: String) {
         self.code = code
@@ -140,11 +142,4 @@ public struct RivetIdentityError: Error, Equatable, Sendable, CustomStringConver
     /// OpenSSL could not build the certificate or the TLS context.
     public static let tlsSetupFailed = Self(.tlsSetupFailed, "the TLS identity could not be built")
 
-    func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

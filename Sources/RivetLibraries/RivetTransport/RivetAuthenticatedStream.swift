@@ -1,3 +1,4 @@
+import CodedError
 import OpenSSLKit
 import RivetPairing
 import SystemKit
@@ -31,11 +32,12 @@ public struct RivetStreamConfiguration: Sendable, Equatable {
 /// A failure of an authenticated stream.
 ///
 /// Equality compares only the kind, never the message.
-public struct RivetStreamError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable { case closed, timedOut, failed }
-    private let code: Code
+public struct RivetStreamError: CodedErrorMessage {
+    /// The kinds of failure; equality and hashing compare these alone.
+    public enum Code: Hashable, Sendable { case closed, timedOut, failed }
+    public let code: Code
     /// What happened.
-    public let message: String
+    public package(set) var message: String
 
     private init(_ code: Code, _ message: String) {
         self.code = code
@@ -52,13 +54,6 @@ public struct RivetStreamError: Error, Equatable, Sendable, CustomStringConverti
     /// no progress within the write timeout). Final.
     public static let failed = Self(.failed, "the connection failed")
 
-    func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }
 
 /// The stream after RVD1 acceptance: RVT1 bytes in both directions over the TLS connection.
