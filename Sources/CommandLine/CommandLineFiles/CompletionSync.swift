@@ -85,17 +85,12 @@ public struct Drift: Hashable, Sendable, CustomStringConvertible {
 
 /// Why the completion files could not be checked or written. Equality compares the kind.
 public struct CompletionSyncError: CodedError, Hashable {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: Hashable, Sendable { case duplicateTool, fileSystem }
-
     public let code: Code
     /// What failed and where.
     public let message: String
 
-    private init(code: Code, message: String) {
-        self.code = code
-        self.message = message
-    }
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case duplicateTool, fileSystem }
 
     /// Two specs have the same tool name.
     public static let duplicateTool = CompletionSyncError(code: .duplicateTool, message: "duplicate tool")
@@ -108,11 +103,6 @@ public struct CompletionSyncError: CodedError, Hashable {
 
     static func fileSystem(_ action: String, _ path: String, _ error: any Error) -> CompletionSyncError {
         CompletionSyncError(code: .fileSystem, message: "cannot \(action) \(path): \(error)")
-    }
-
-    /// Equal when the kinds are equal; the message is not compared.
-    public static func == (lhs: CompletionSyncError, rhs: CompletionSyncError) -> Bool {
-        lhs.code == rhs.code
     }
 }
 

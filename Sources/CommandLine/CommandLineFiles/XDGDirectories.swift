@@ -212,19 +212,14 @@ public struct XDGDirectories: Sendable, Hashable {
 
 /// Why an XDG directory cannot be used. Equality compares the kind of failure only.
 public struct XDGError: CodedError, Hashable {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: Hashable, Sendable {
-        case invalidAppName, noHomeDirectory, cannotCreate, notADirectory, symbolicLink
-        case wrongOwner, insecurePermissions, missing, inaccessible
-    }
-
     public let code: Code
     /// What failed, the path, and what to do about it.
     public let message: String
 
-    private init(code: Code, message: String) {
-        self.code = code
-        self.message = message
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case invalidAppName, noHomeDirectory, cannotCreate, notADirectory, symbolicLink
+        case wrongOwner, insecurePermissions, missing, inaccessible
     }
 
     /// The application name is not a single path component.

@@ -16,17 +16,12 @@ public struct OutputClosed: Error, Hashable, Sendable, CustomStringConvertible {
 /// A write to an output that failed for a reason other than a closed reader, or a value that
 /// could not be encoded. Equality compares the kind of failure only.
 public struct OutputError: CodedError, Hashable {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: Hashable, Sendable { case writeFailed, encodingFailed }
-
     public let code: Code
     /// What failed and why.
     public let message: String
 
-    private init(code: Code, message: String) {
-        self.code = code
-        self.message = message
-    }
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case writeFailed, encodingFailed }
 
     /// `write(2)` failed (not with `EPIPE`, which is ``OutputClosed``).
     public static let writeFailed = OutputError(code: .writeFailed, message: "write failed")

@@ -7,13 +7,6 @@ import CodedError
 /// throw one too (``init(_:argument:subcommand:)``) for rules the spec cannot express.
 /// Equality compares the kind of error only (compare with the static members).
 public struct UsageError: CodedError, Hashable {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: Hashable, Sendable {
-        case unknownOption, missingValue, unexpectedValue, missingArgument, unexpectedArgument
-        case invalidInteger, outOfRange, invalidChoice, invalidValue, repeatedOption
-        case exclusiveOptions, unknownSubcommand, invalidUsage
-    }
-
     public let code: Code
     /// What is wrong, naming the argument at fault; one line, no tool-name prefix.
     public let message: String
@@ -21,6 +14,13 @@ public struct UsageError: CodedError, Hashable {
     public let argument: String?
     /// The subcommand whose rules were broken, if any (used for the `--help` hint).
     public let subcommand: String?
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case unknownOption, missingValue, unexpectedValue, missingArgument, unexpectedArgument
+        case invalidInteger, outOfRange, invalidChoice, invalidValue, repeatedOption
+        case exclusiveOptions, unknownSubcommand, invalidUsage
+    }
 
     private init(code: Code, message: String, argument: String? = nil, subcommand: String? = nil) {
         self.code = code

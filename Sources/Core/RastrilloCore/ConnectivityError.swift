@@ -6,30 +6,24 @@ import Glibc
 /// Compare with the static members (`error == .netlinkUnavailable`); equality looks only at the
 /// kind of failure, not at the message.
 public struct ConnectivityError: IdentifiedCodedError, Hashable {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: String, Sendable {
-        case netlinkUnavailable = "connectivity.netlink-unavailable"
-    }
-
     public let code: Code
-
     /// A human-readable explanation naming what failed and why.
     public let message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// The rtnetlink socket could not be opened, bound or read.
-    public static let netlinkUnavailable = ConnectivityError(.netlinkUnavailable, "rtnetlink is unavailable")
+    public static let netlinkUnavailable = ConnectivityError(code: .netlinkUnavailable, message: "rtnetlink is unavailable")
 
     static func netlink(_ step: String, errno: Int32) -> ConnectivityError {
-        ConnectivityError(.netlinkUnavailable, "rtnetlink \(step) failed: \(describeErrno(errno))")
+        ConnectivityError(code: .netlinkUnavailable, message: "rtnetlink \(step) failed: \(describeErrno(errno))")
     }
 
     static func netlink(_ step: String, _ reason: String) -> ConnectivityError {
-        ConnectivityError(.netlinkUnavailable, "rtnetlink \(step) failed: \(reason)")
+        ConnectivityError(code: .netlinkUnavailable, message: "rtnetlink \(step) failed: \(reason)")
+    }
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: String, Sendable {
+        case netlinkUnavailable = "connectivity.netlink-unavailable"
     }
 }
 

@@ -7,45 +7,39 @@ import CodedError
 /// error until ``EventStreamLineSplitter/finish()`` starts a new stream: the connection must be
 /// dropped.
 public struct EventStreamError: IdentifiedCodedError, Hashable {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: String, Sendable {
-        case lineTooLong = "sse.line-too-long"
-        case eventTooLarge = "sse.event-too-large"
-        case invalidLimits = "sse.invalid-limits"
-    }
-
     public let code: Code
-
     /// A human-readable explanation naming what failed and why.
     public let message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// A line grew past ``EventStreamLimits/maxLineBytes`` before its terminator arrived.
-    public static let lineTooLong = EventStreamError(.lineTooLong, "event-stream line exceeds its bound")
+    public static let lineTooLong = EventStreamError(code: .lineTooLong, message: "event-stream line exceeds its bound")
     /// The lines since the last blank line grew past ``EventStreamLimits/maxEventBytes``.
-    public static let eventTooLarge = EventStreamError(.eventTooLarge, "event-stream event exceeds its bound")
+    public static let eventTooLarge = EventStreamError(code: .eventTooLarge, message: "event-stream event exceeds its bound")
     /// A bound given to ``EventStreamLimits/init(maxLineBytes:maxEventBytes:)`` is below 1.
-    public static let invalidLimits = EventStreamError(.invalidLimits, "event-stream bound is out of range")
+    public static let invalidLimits = EventStreamError(code: .invalidLimits, message: "event-stream bound is out of range")
 
     static func lineTooLong(limit: Int) -> EventStreamError {
         EventStreamError(
-            .lineTooLong,
-            "event-stream line is longer than \(limit) bytes without a line terminator; the stream is refused")
+            code: .lineTooLong,
+            message: "event-stream line is longer than \(limit) bytes without a line terminator; the stream is refused")
     }
 
     static func eventTooLarge(limit: Int) -> EventStreamError {
         EventStreamError(
-            .eventTooLarge,
-            "event-stream event is longer than \(limit) bytes of lines without a blank line; the stream is refused")
+            code: .eventTooLarge,
+            message: "event-stream event is longer than \(limit) bytes of lines without a blank line; the stream is refused")
     }
 
     static func invalidLimits(line: Int, event: Int) -> EventStreamError {
         EventStreamError(
-            .invalidLimits,
-            "event-stream bounds must be at least 1 byte; got \(line) per line and \(event) per event")
+            code: .invalidLimits,
+            message: "event-stream bounds must be at least 1 byte; got \(line) per line and \(event) per event")
+    }
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: String, Sendable {
+        case lineTooLong = "sse.line-too-long"
+        case eventTooLarge = "sse.event-too-large"
+        case invalidLimits = "sse.invalid-limits"
     }
 }

@@ -103,7 +103,7 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
 /// status of `server` and `rejected`); never the body, the retry delay or the message. The
 /// message never contains the credential.
 public struct NativeClientError: CodedErrorMessage, RetryClassifiedError, Hashable {
-    /// The kinds of failure; equality and hashing compare these alone.
+    /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
         case offline(NativeNetworkCode), transport(NativeNetworkCode)
         case unauthorized, forbidden, notFound, conflict, tooLarge, rateLimited

@@ -26,20 +26,15 @@ public struct RivetSystemRandomness: RivetPairingRandomness {
 
 /// A randomness source returned fewer bytes than were asked for.
 public struct RivetPairingRandomnessError: CodedError {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: Hashable, Sendable { case shortRead }
     public let code: Code
     /// What went wrong.
     public let message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case shortRead }
     /// The source returned the wrong number of bytes.
     public static let shortRead = RivetPairingRandomnessError(
-        .shortRead, "the randomness source returned the wrong number of bytes")
+        code: .shortRead, message: "the randomness source returned the wrong number of bytes")
 }
 
 /// Where Rivet's machines read the time: a monotonic reading that decides the pairing window

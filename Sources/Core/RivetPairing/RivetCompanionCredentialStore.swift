@@ -207,53 +207,49 @@ private struct CredentialFile: Codable {
 ///
 /// Equality compares only the kind (`code`), never the message.
 public struct RivetCompanionCredentialStoreError: CodedErrorMessage {
-    /// The kinds of failure; equality and hashing compare these alone.
+    public let code: Code
+    /// What failed and why, naming the file.
+    public package(set) var message: String
+    /// The `errno` behind a `.fileSystem` error.
+    public internal(set) var systemErrno: Int32?
+
+    /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
         case notFound, symlink, notRegularFile, insecurePermissions, tooLarge, invalidContents
         case unsupportedVersion, fileSystem
     }
 
-    public let code: Code
-    /// What failed and why, naming the file.
-    public package(set) var message: String
-    /// The `errno` behind a `.fileSystem` error.
-    public let systemErrno: Int32?
+    /// There is no credential file: this device is not paired.
+    public static let notFound = Self(code: .notFound, message: "no companion credential file")
+    /// The path is a symbolic link; it is never followed.
+    public static let symlink = Self(code: .symlink, message: "the companion credential path is a symbolic link")
+    /// The path is a directory or special file, or names no file.
+    public static let notRegularFile = Self(code: .notRegularFile, message: "the companion credential path is not a regular file")
+    /// Group or others have permission bits on the file, or another user owns it.
+    public static let insecurePermissions = Self(
+        code: .insecurePermissions, message: "the companion credential file is accessible to other users")
+    /// The file is larger than `RivetCompanionCredentialStore.maximumFileSize`.
+    public static let tooLarge = Self(code: .tooLarge, message: "the companion credential file is too large")
+    /// The file is not the expected JSON.
+    public static let invalidContents = Self(code: .invalidContents, message: "the companion credential file is malformed")
+    /// The file was written in a newer format.
+    public static let unsupportedVersion = Self(
+        code: .unsupportedVersion, message: "the companion credential file has an unsupported format version")
+    /// A system call failed; `systemErrno` says why.
+    public static let fileSystem = Self(code: .fileSystem, message: "a file operation on the companion credential failed")
 
-    private init(_ code: Code, _ message: String, errno: Int32? = nil) {
-        self.code = code
-        self.message = message
-        self.systemErrno = errno
-    }
+}
 
+extension RivetCompanionCredentialStoreError {
     init(_ problem: PrivateFileError, path: String) {
         let message = problem.explanation(for: path, what: "companion credential")
         switch problem {
-        case .notFound: self.init(.notFound, message)
-        case .symlink: self.init(.symlink, message)
-        case .notRegularFile: self.init(.notRegularFile, message)
-        case .wrongOwner, .insecureMode: self.init(.insecurePermissions, message)
-        case .tooLarge: self.init(.tooLarge, message)
-        case .system(let error): self.init(.fileSystem, message, errno: error.errno)
+        case .notFound: self.init(code: .notFound, message: message)
+        case .symlink: self.init(code: .symlink, message: message)
+        case .notRegularFile: self.init(code: .notRegularFile, message: message)
+        case .wrongOwner, .insecureMode: self.init(code: .insecurePermissions, message: message)
+        case .tooLarge: self.init(code: .tooLarge, message: message)
+        case .system(let error): self.init(code: .fileSystem, message: message, systemErrno: error.errno)
         }
     }
-
-    /// There is no credential file: this device is not paired.
-    public static let notFound = Self(.notFound, "no companion credential file")
-    /// The path is a symbolic link; it is never followed.
-    public static let symlink = Self(.symlink, "the companion credential path is a symbolic link")
-    /// The path is a directory or special file, or names no file.
-    public static let notRegularFile = Self(.notRegularFile, "the companion credential path is not a regular file")
-    /// Group or others have permission bits on the file, or another user owns it.
-    public static let insecurePermissions = Self(
-        .insecurePermissions, "the companion credential file is accessible to other users")
-    /// The file is larger than `RivetCompanionCredentialStore.maximumFileSize`.
-    public static let tooLarge = Self(.tooLarge, "the companion credential file is too large")
-    /// The file is not the expected JSON.
-    public static let invalidContents = Self(.invalidContents, "the companion credential file is malformed")
-    /// The file was written in a newer format.
-    public static let unsupportedVersion = Self(
-        .unsupportedVersion, "the companion credential file has an unsupported format version")
-    /// A system call failed; `systemErrno` says why.
-    public static let fileSystem = Self(.fileSystem, "a file operation on the companion credential failed")
-
 }

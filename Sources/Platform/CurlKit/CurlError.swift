@@ -6,18 +6,6 @@ import CodedError
 /// Compare with the static members (`error == .couldNotConnect`); equality compares the kind
 /// only, never the message. `curlCode`, `curlDescription` and `detail` keep libcurl's own words.
 public struct CurlError: CodedError {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: Hashable, Sendable {
-        case invalidURL, invalidMethod, invalidHeader, invalidRequest, setupFailed
-        case couldNotResolveHost, couldNotResolveProxy, couldNotConnect, operationTimedOut
-        case sendFailed, receiveFailed, partialBody, emptyReply, weirdServerReply, badContentEncoding
-        case responseHeadTooLarge, trailersTooLarge, invalidContentLength, invalidChunkedEncoding, stalled
-        case tlsHandshakeFailed, tlsPeerCertificateRejected, tlsCACertificateUnusable, tlsPinnedKeyMismatch
-        case aborted, bodySourceFailed
-        /// A CURLcode with no kind of its own; equality compares the code.
-        case otherCurl(Int32)
-    }
-
     public let code: Code
     /// What failed and why, in one sentence suitable for a diagnostic line.
     public let message: String
@@ -32,6 +20,18 @@ public struct CurlError: CodedError {
     /// The status of the proxy's reply to `CONNECT` (`CURLINFO_HTTP_CONNECTCODE`) when a tunnel
     /// was asked for and the proxy answered; nil when no reply status arrived.
     public internal(set) var proxyConnectStatus: Int?
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case invalidURL, invalidMethod, invalidHeader, invalidRequest, setupFailed
+        case couldNotResolveHost, couldNotResolveProxy, couldNotConnect, operationTimedOut
+        case sendFailed, receiveFailed, partialBody, emptyReply, weirdServerReply, badContentEncoding
+        case responseHeadTooLarge, trailersTooLarge, invalidContentLength, invalidChunkedEncoding, stalled
+        case tlsHandshakeFailed, tlsPeerCertificateRejected, tlsCACertificateUnusable, tlsPinnedKeyMismatch
+        case aborted, bodySourceFailed
+        /// A CURLcode with no kind of its own; equality compares the code.
+        case otherCurl(Int32)
+    }
 
     init(
         code: Code, message: String, curlCode: Int32? = nil, curlDescription: String? = nil,

@@ -10,7 +10,21 @@ import Glibc
 /// (`isBusy`, `isFull`, ...) to classify an error. Messages never contain bound values: SQL
 /// text is quoted in `context`, so secrets belong in bindings, never inline in SQL.
 public struct SQLiteError: CodedError, Hashable {
-    /// The kinds of failure; equality and hashing compare these alone.
+    public let code: Code
+    /// The SQLite primary result code (`SQLITE_BUSY`, `SQLITE_FULL`, ...), or nil for an error
+    /// SQLiteKit raised itself before or instead of calling SQLite.
+    public let resultCode: Int32?
+    /// The SQLite extended result code (`SQLITE_CONSTRAINT_UNIQUE`, `SQLITE_IOERR_WRITE`, ...),
+    /// or nil when SQLite did not report one.
+    public let extendedResultCode: Int32?
+    /// The human message: SQLite's own (`sqlite3_errmsg`, else `sqlite3_errstr`) or SQLiteKit's.
+    public let message: String
+    /// What was being done, e.g. `step "INSERT INTO peers ..."` or `open /var/lib/x.db`.
+    public let context: String?
+    /// The operating system `errno` behind the failure when SQLite or SQLiteKit recorded one.
+    public let systemErrno: Int32?
+
+    /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
         case result(Int32)
         case invalidPath
@@ -29,20 +43,6 @@ public struct SQLiteError: CodedError, Hashable {
         case unknownSchemaVersion(found: Int32)
         case schemaTooNew(found: Int32, supported: Int32)
     }
-
-    public let code: Code
-    /// The SQLite primary result code (`SQLITE_BUSY`, `SQLITE_FULL`, ...), or nil for an error
-    /// SQLiteKit raised itself before or instead of calling SQLite.
-    public let resultCode: Int32?
-    /// The SQLite extended result code (`SQLITE_CONSTRAINT_UNIQUE`, `SQLITE_IOERR_WRITE`, ...),
-    /// or nil when SQLite did not report one.
-    public let extendedResultCode: Int32?
-    /// The human message: SQLite's own (`sqlite3_errmsg`, else `sqlite3_errstr`) or SQLiteKit's.
-    public let message: String
-    /// What was being done, e.g. `step "INSERT INTO peers ..."` or `open /var/lib/x.db`.
-    public let context: String?
-    /// The operating system `errno` behind the failure when SQLite or SQLiteKit recorded one.
-    public let systemErrno: Int32?
 
     private init(
         code: Code, resultCode: Int32? = nil, extendedResultCode: Int32? = nil, message: String,

@@ -78,19 +78,14 @@ public struct RivetDeviceSessionAuthenticator: Sendable {
 /// The one answer for every failed device authentication: unknown device, wrong application,
 /// changed server identity and bad credential all produce this same value and message.
 public struct RivetDeviceAuthenticationFailure: CodedError {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: Hashable, Sendable { case failed }
     public let code: Code
     /// `device authentication failed`.
     public let message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case failed }
     /// The device could not be authenticated (the only failure there is).
-    public static let failed = Self(.failed, "device authentication failed")
+    public static let failed = Self(code: .failed, message: "device authentication failed")
 }
 
 /// Revocation in the order the threat model needs: first the registry forgets the device (its

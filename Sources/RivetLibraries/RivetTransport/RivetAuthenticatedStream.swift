@@ -33,26 +33,21 @@ public struct RivetStreamConfiguration: Sendable, Equatable {
 ///
 /// Equality compares only the kind, never the message.
 public struct RivetStreamError: CodedErrorMessage {
-    /// The kinds of failure; equality and hashing compare these alone.
-    public enum Code: Hashable, Sendable { case closed, timedOut, failed }
     public let code: Code
     /// What happened.
     public package(set) var message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case closed, timedOut, failed }
     /// The stream was closed on this side (`close()`, or the listener stopped).
-    public static let closed = Self(.closed, "the stream is closed")
+    public static let closed = Self(code: .closed, message: "the stream is closed")
     /// Nothing could be read, or no room to write appeared, before the deadline. The stream
     /// stays usable after a read timeout; after a write timeout part of the bytes may be queued,
     /// so close the stream.
-    public static let timedOut = Self(.timedOut, "timed out")
+    public static let timedOut = Self(code: .timedOut, message: "timed out")
     /// The connection failed (reset, closed without close_notify, TLS error, a write that made
     /// no progress within the write timeout). Final.
-    public static let failed = Self(.failed, "the connection failed")
+    public static let failed = Self(code: .failed, message: "the connection failed")
 
 }
 
