@@ -182,7 +182,7 @@ let package = Package(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
+        .target(name: "RivetControl", dependencies: ["CodedError", "RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
         .target(
             name: "RivetCompanion",
             dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],

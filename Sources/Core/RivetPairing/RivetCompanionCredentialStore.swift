@@ -215,8 +215,8 @@ public struct RivetCompanionCredentialStoreError: CodedErrorMessage {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case notFound, symlink, notRegularFile, insecurePermissions, tooLarge, invalidContents
-        case unsupportedVersion, fileSystem
+        case notFound, symlink, notRegularFile, insecurePermissions, tooLarge
+        case invalidContents, unsupportedVersion, fileSystem
     }
 
     /// There is no credential file: this device is not paired.
