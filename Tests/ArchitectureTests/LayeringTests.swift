@@ -323,25 +323,25 @@ func swiftExecutable() throws -> String {
                 ("ByteText/Hex.swift", "public enum Hex {}"),
                 ("CodedError/CodedError.swift", "import Glibc\n\npublic protocol CodedError {}"),
             ]) == ["CodedError/CodedError.swift:1: pure module CodedError imports Glibc"])
-        let graph = ModuleGraph(
-            Layering.forbidden.keys.filter { $0 != "CodedError" }.map {
-                ModuleGraph.Module(name: $0, kind: "library", dependencies: [])
-            } + [
-                .init(name: "RivetDaemon", kind: "library", dependencies: []),
-                .init(name: "CodedError", kind: "library", dependencies: ["ByteText"]),
-            ])
+        let graph = Self.graph(where: "CodedError", dependsOn: ["ByteText"])
         #expect(Layering.violations(in: graph) == ["pure module CodedError depends on ByteText: CodedError → ByteText"])
     }
 
     @Test func byteTextReachingAnyModuleIsReported() {
-        let graph = ModuleGraph(
-            Layering.forbidden.keys.filter { $0 != "ByteText" }.map {
+        let graph = Self.graph(where: "ByteText", dependsOn: ["SystemKit"])
+        #expect(Layering.violations(in: graph) == ["pure module ByteText depends on SystemKit: ByteText → SystemKit"])
+    }
+
+    /// Every module `Layering` names, without dependencies, but `module`, which depends on
+    /// `dependencies`.
+    static func graph(where module: String, dependsOn dependencies: [String]) -> ModuleGraph {
+        ModuleGraph(
+            Layering.forbidden.keys.filter { $0 != module }.map {
                 ModuleGraph.Module(name: $0, kind: "library", dependencies: [])
             } + [
                 .init(name: "RivetDaemon", kind: "library", dependencies: []),
-                .init(name: "ByteText", kind: "library", dependencies: ["SystemKit"]),
+                .init(name: module, kind: "library", dependencies: dependencies),
             ])
-        #expect(Layering.violations(in: graph) == ["pure module ByteText depends on SystemKit: ByteText → SystemKit"])
     }
 
     @Test func aCModuleOutsideItsWrapperIsReported() {
