@@ -55,34 +55,38 @@ let package = Package(
         // text search, the display rule for outside text
         .target(name: "ByteText", path: "Sources/Core/ByteText"),
 
+        // MARK: The one error shape (the standard library alone): a code that equality and hashing
+        // use, a message, a retry class where it matters
+        .target(name: "CodedError", path: "Sources/Core/CodedError"),
+
         // MARK: The system layer: descriptors, EINTR, pipes, private files (Glibc only, no
         // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
         .target(name: "SystemKit", dependencies: ["ByteText"], path: "Sources/Platform/SystemKit"),
         .target(name: "ThreadSupport", dependencies: ["SystemKit"], path: "Sources/Platform/ThreadSupport"),
 
         // MARK: Swift wrappers: the only code that imports each C module
-        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "ByteText", "SystemKit"], path: "Sources/Platform/OpenSSLKit"),
-        .target(name: "SQLiteKit", dependencies: ["CSQLite", "ByteText", "SystemKit"], path: "Sources/Platform/SQLiteKit"),
-        .target(name: "AvahiKit", dependencies: ["CAvahi", "ByteText"], path: "Sources/Platform/AvahiKit"),
-        .target(name: "CurlKit", dependencies: ["CCurl", "ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "OpenSSLKit", dependencies: ["CodedError", "COpenSSL", "ByteText", "SystemKit"], path: "Sources/Platform/OpenSSLKit"),
+        .target(name: "SQLiteKit", dependencies: ["CodedError", "CSQLite", "ByteText", "SystemKit"], path: "Sources/Platform/SQLiteKit"),
+        .target(name: "AvahiKit", dependencies: ["CodedError", "CAvahi", "ByteText"], path: "Sources/Platform/AvahiKit"),
+        .target(name: "CurlKit", dependencies: ["CodedError", "CCurl", "ByteText", "SystemKit", "ThreadSupport"],
             path: "Sources/Platform/CurlKit"),
-        .target(name: "QRCodeKit", dependencies: ["CQRencode"], path: "Sources/Platform/QRCodeKit"),
+        .target(name: "QRCodeKit", dependencies: ["CodedError", "CQRencode"], path: "Sources/Platform/QRCodeKit"),
 
         // MARK: Command-line kit shared by every tool
         // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
-        .target(name: "CommandLineKit", dependencies: ["ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "CommandLineKit", dependencies: ["CodedError", "ByteText", "SystemKit", "ThreadSupport"],
             path: "Sources/CommandLine/CommandLineKit"),
-        .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
+        .target(name: "CommandLineFiles", dependencies: ["CodedError", "CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
 
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "SystemKit"], path: "Sources/Core/RivetPairing"),
+        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "SystemKit"], path: "Sources/Core/RivetPairing"),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
-        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"],
+        .target(name: "RivetRegistry", dependencies: ["CodedError", "RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"],
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit"],
+        .target(name: "RivetDiscovery", dependencies: ["CodedError", "AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit"],
             path: "Sources/RivetLibraries/RivetDiscovery"),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
@@ -95,7 +99,7 @@ let package = Package(
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
-        .target(name: "RastrilloHTTP", dependencies: ["ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"],
+        .target(name: "RastrilloHTTP", dependencies: ["CodedError", "ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"],
             path: "Sources/RastrilloLibraries/RastrilloHTTP"),
         .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"],
             path: "Sources/RastrilloLibraries/Rastrillo"),
@@ -127,10 +131,10 @@ let package = Package(
             ], path: "Sources/Tools/rivet-pair"),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
-        .target(name: "RivetWire", dependencies: ["ByteText"], path: "Sources/Core/RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetWire", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetWire"),
+        .target(name: "RivetDevice", dependencies: ["CodedError", "RivetWire", "SystemKit"], path: "Sources/Core/RivetDevice"),
         .target(name: "RivetSchema", path: "Sources/Core/RivetSchema"),
-        .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"],
+        .target(name: "RivetGateway", dependencies: ["CodedError", "RivetWire", "RivetSchema", "RivetPairing"],
             path: "Sources/Core/RivetGateway"),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"],
             path: "Sources/Tools/rivet-generate"),
@@ -144,17 +148,17 @@ let package = Package(
             dependencies: ["rivet-generate"]),
         // MARK: Transport: reconnect backoff, RVD1 preface codec and client machines (pure), TLS connector and stream
         .target(name: "Backoff", path: "Sources/Core/Backoff"),
-        .target(name: "RivetSession", dependencies: ["Backoff", "ByteText", "RivetPairing", "OpenSSLKit"],
+        .target(name: "RivetSession", dependencies: ["CodedError", "Backoff", "ByteText", "RivetPairing", "OpenSSLKit"],
             path: "Sources/Core/RivetSession"),
         // The client side and what both sides share (no registry: a companion links it).
         .target(
             name: "RivetTransport",
-            dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: ["CodedError", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport"],
                 path: "Sources/RivetLibraries/RivetTransport"),
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
             name: "RivetServer",
-            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: ["CodedError", "RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"],
                 path: "Sources/RivetLibraries/RivetServer"),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
@@ -167,7 +171,7 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloCore", dependencies: ["Backoff", "ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "RastrilloCore", dependencies: ["CodedError", "Backoff", "ByteText", "SystemKit", "ThreadSupport"],
             path: "Sources/Core/RastrilloCore"),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
@@ -178,7 +182,7 @@ let package = Package(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
+        .target(name: "RivetControl", dependencies: ["CodedError", "RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
         .target(
             name: "RivetCompanion",
             dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],
@@ -188,7 +192,7 @@ let package = Package(
         .target(
             name: "RivetDaemon",
             dependencies: [
-                "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
+                "CodedError", "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
                 "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
                 "ThreadSupport", "CommandLineKit",
             ], path: "Sources/RivetLibraries/RivetDaemon"),
@@ -243,6 +247,7 @@ let package = Package(
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
         .testTarget(name: "ByteTextTests", dependencies: ["ByteText"]),
+        .testTarget(name: "CodedErrorTests", dependencies: ["CodedError"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),

@@ -101,6 +101,8 @@ enum Layering {
         // outside text): it reaches no module at all (`*` matches every one), not even the
         // system layer. `importViolations(in:)` checks its files' imports too.
         "ByteText": ["*"],
+        // The one error shape, under every module that defines an error: it reaches no module.
+        "CodedError": ["*"],
         "RivetWire": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "RivetDevice": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "RivetSchema": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
@@ -195,7 +197,7 @@ enum Layering {
     /// a file may import the standard library (`standardLibrary`) and these modules, nothing
     /// else. An `import Glibc` or `import Foundation` needs no target dependency, so the graph
     /// alone cannot show it.
-    static let pureByImports: Set<String> = ["ByteText"]
+    static let pureByImports: Set<String> = ["ByteText", "CodedError"]
 
     /// The standard library's own modules, Synchronization included.
     static let standardLibrary: Set<String> = ["Swift", "_Concurrency", "Synchronization"]
@@ -297,6 +299,7 @@ func swiftExecutable() throws -> String {
             ("ByteText/Error.swift", "import struct SystemKit.SystemError"),
             ("ByteText/Fine.swift", "import Swift\nimport Synchronization\n// import Glibc in a comment\nlet important = 1"),
             ("SystemKit/Calls.swift", "import Glibc"),
+            ("CodedError/CodedError.swift", "public protocol CodedError {}"),
         ]
         #expect(
             Layering.importViolations(in: files) == [
@@ -305,20 +308,40 @@ func swiftExecutable() throws -> String {
                 "ByteText/Search.swift:2: pure module ByteText imports Foundation",
             ])
         #expect(
-            Layering.importViolations(in: [("SystemKit/Calls.swift", "import Glibc")]) == [
+            Layering.importViolations(in: [
+                ("SystemKit/Calls.swift", "import Glibc"), ("CodedError/CodedError.swift", "public protocol CodedError {}"),
+            ]) == [
                 "pure module ByteText has no source file under Sources/ (renamed? update Layering.pureByImports)"
             ])
     }
 
+    /// CodedError, under every module's error type, imports and reaches nothing: planted here, an
+    /// `import Glibc` in its file and a dependency on ByteText.
+    @Test func anImportOrADependencyPlantedInCodedErrorIsReported() {
+        #expect(
+            Layering.importViolations(in: [
+                ("ByteText/Hex.swift", "public enum Hex {}"),
+                ("CodedError/CodedError.swift", "import Glibc\n\npublic protocol CodedError {}"),
+            ]) == ["CodedError/CodedError.swift:1: pure module CodedError imports Glibc"])
+        let graph = Self.graph(where: "CodedError", dependsOn: ["ByteText"])
+        #expect(Layering.violations(in: graph) == ["pure module CodedError depends on ByteText: CodedError → ByteText"])
+    }
+
     @Test func byteTextReachingAnyModuleIsReported() {
-        let graph = ModuleGraph(
-            Layering.forbidden.keys.filter { $0 != "ByteText" }.map {
+        let graph = Self.graph(where: "ByteText", dependsOn: ["SystemKit"])
+        #expect(Layering.violations(in: graph) == ["pure module ByteText depends on SystemKit: ByteText → SystemKit"])
+    }
+
+    /// Every module `Layering` names, without dependencies, but `module`, which depends on
+    /// `dependencies`.
+    static func graph(where module: String, dependsOn dependencies: [String]) -> ModuleGraph {
+        ModuleGraph(
+            Layering.forbidden.keys.filter { $0 != module }.map {
                 ModuleGraph.Module(name: $0, kind: "library", dependencies: [])
             } + [
                 .init(name: "RivetDaemon", kind: "library", dependencies: []),
-                .init(name: "ByteText", kind: "library", dependencies: ["SystemKit"]),
+                .init(name: module, kind: "library", dependencies: dependencies),
             ])
-        #expect(Layering.violations(in: graph) == ["pure module ByteText depends on SystemKit: ByteText → SystemKit"])
     }
 
     @Test func aCModuleOutsideItsWrapperIsReported() {

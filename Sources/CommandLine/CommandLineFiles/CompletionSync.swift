@@ -1,3 +1,4 @@
+import CodedError
 import CommandLineKit
 import FoundationEssentials
 import Glibc
@@ -83,17 +84,13 @@ public struct Drift: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Why the completion files could not be checked or written. Equality compares the kind.
-public struct CompletionSyncError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable { case duplicateTool, fileSystem }
-
-    private let code: Code
+public struct CompletionSyncError: CodedError, Hashable {
+    public let code: Code
     /// What failed and where.
     public let message: String
 
-    private init(code: Code, message: String) {
-        self.code = code
-        self.message = message
-    }
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case duplicateTool, fileSystem }
 
     /// Two specs have the same tool name.
     public static let duplicateTool = CompletionSyncError(code: .duplicateTool, message: "duplicate tool")
@@ -107,16 +104,6 @@ public struct CompletionSyncError: Error, Hashable, Sendable, CustomStringConver
     static func fileSystem(_ action: String, _ path: String, _ error: any Error) -> CompletionSyncError {
         CompletionSyncError(code: .fileSystem, message: "cannot \(action) \(path): \(error)")
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the kinds are equal; the message is not compared.
-    public static func == (lhs: CompletionSyncError, rhs: CompletionSyncError) -> Bool {
-        lhs.code == rhs.code
-    }
-    /// Hashes the kind only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// Keeps the committed completion scripts equal to what the specs generate.

@@ -1,3 +1,4 @@
+import CodedError
 import CommandLineKit
 import FoundationEssentials
 import Glibc
@@ -210,19 +211,15 @@ public struct XDGDirectories: Sendable, Hashable {
 }
 
 /// Why an XDG directory cannot be used. Equality compares the kind of failure only.
-public struct XDGError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable {
-        case invalidAppName, noHomeDirectory, cannotCreate, notADirectory, symbolicLink
-        case wrongOwner, insecurePermissions, missing, inaccessible
-    }
-
-    private let code: Code
+public struct XDGError: CodedError, Hashable {
+    public let code: Code
     /// What failed, the path, and what to do about it.
     public let message: String
 
-    private init(code: Code, message: String) {
-        self.code = code
-        self.message = message
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case invalidAppName, noHomeDirectory, cannotCreate, notADirectory, symbolicLink
+        case wrongOwner, insecurePermissions, missing, inaccessible
     }
 
     /// The application name is not a single path component.
@@ -297,12 +294,4 @@ public struct XDGError: Error, Hashable, Sendable, CustomStringConvertible {
             code: .insecurePermissions,
             message: "refusing to use \(path): it is writable by group or others (mode \(octal)); run 'chmod 700 \(path)'")
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the kinds are equal; the message is not compared.
-    public static func == (lhs: XDGError, rhs: XDGError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the kind only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -1,3 +1,4 @@
+import CodedError
 import Glibc
 import Synchronization
 import SystemKit
@@ -14,17 +15,13 @@ public struct OutputClosed: Error, Hashable, Sendable, CustomStringConvertible {
 
 /// A write to an output that failed for a reason other than a closed reader, or a value that
 /// could not be encoded. Equality compares the kind of failure only.
-public struct OutputError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable { case writeFailed, encodingFailed }
-
-    private let code: Code
+public struct OutputError: CodedError, Hashable {
+    public let code: Code
     /// What failed and why.
     public let message: String
 
-    private init(code: Code, message: String) {
-        self.code = code
-        self.message = message
-    }
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case writeFailed, encodingFailed }
 
     /// `write(2)` failed (not with `EPIPE`, which is ``OutputClosed``).
     public static let writeFailed = OutputError(code: .writeFailed, message: "write failed")
@@ -42,14 +39,6 @@ public struct OutputError: Error, Hashable, Sendable, CustomStringConvertible {
         OutputError(
             code: .encodingFailed, message: "cannot encode \(type) as JSON: \(error)")
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the kinds are equal; the message is not compared.
-    public static func == (lhs: OutputError, rhs: OutputError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the kind only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// An unbuffered output on a file descriptor: every call is written with `write(2)` at once,

@@ -1,23 +1,26 @@
+import CodedError
+
 /// A command line that does not match the tool's spec.
 ///
 /// ``ToolRunner`` prints it as one line on standard error,
 /// `TOOL: MESSAGE (see 'TOOL --help')`, and exits with ``ExitStatus/usage`` (2). A tool body may
 /// throw one too (``init(_:argument:subcommand:)``) for rules the spec cannot express.
 /// Equality compares the kind of error only (compare with the static members).
-public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable {
-        case unknownOption, missingValue, unexpectedValue, missingArgument, unexpectedArgument
-        case invalidInteger, outOfRange, invalidChoice, invalidValue, repeatedOption
-        case exclusiveOptions, unknownSubcommand, invalidUsage
-    }
-
-    private let code: Code
+public struct UsageError: CodedError, Hashable {
+    public let code: Code
     /// What is wrong, naming the argument at fault; one line, no tool-name prefix.
     public let message: String
     /// The argument at fault as the user typed it, when there is one.
     public let argument: String?
     /// The subcommand whose rules were broken, if any (used for the `--help` hint).
     public let subcommand: String?
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case unknownOption, missingValue, unexpectedValue, missingArgument, unexpectedArgument
+        case invalidInteger, outOfRange, invalidChoice, invalidValue, repeatedOption
+        case exclusiveOptions, unknownSubcommand, invalidUsage
+    }
 
     private init(code: Code, message: String, argument: String? = nil, subcommand: String? = nil) {
         self.code = code
@@ -66,20 +69,12 @@ public struct UsageError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A rule of the tool itself (see ``init(_:argument:subcommand:)``).
     public static let invalidUsage = UsageError(code: .invalidUsage, message: "invalid usage")
 
-    /// The message.
-    public var description: String { message }
-
     /// The full diagnostic line for `tool`, without a newline:
     /// `TOOL: MESSAGE (see 'TOOL [SUBCOMMAND] --help')`.
     public func line(tool: String) -> String {
         let command = subcommand.map { tool + " " + $0 } ?? tool
         return "\(tool): \(Diagnostics.oneLine(message)) (see '\(command) --help')"
     }
-
-    /// Equal when the kinds are equal; the message is not compared.
-    public static func == (lhs: UsageError, rhs: UsageError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the kind only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     // MARK: Constructors used by the parser
 

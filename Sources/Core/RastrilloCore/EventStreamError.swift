@@ -1,60 +1,45 @@
+import CodedError
+
 /// Why an event stream (`text/event-stream`) was refused, or why a bound could not be set.
 ///
 /// Compare with the static members (`error == .lineTooLong`); equality looks only at the kind
 /// of failure, not at the message. A splitter or parser that threw stays failed with the same
 /// error until ``EventStreamLineSplitter/finish()`` starts a new stream: the connection must be
 /// dropped.
-public struct EventStreamError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Sendable {
-        case lineTooLong = "sse.line-too-long"
-        case eventTooLarge = "sse.event-too-large"
-        case invalidLimits = "sse.invalid-limits"
-    }
-
-    private let code: Code
-
+public struct EventStreamError: IdentifiedCodedError, Hashable {
+    public let code: Code
     /// A human-readable explanation naming what failed and why.
     public let message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    /// The stable code string (`sse.line-too-long`, …).
-    public var identifier: String { code.rawValue }
-
-    /// The code and message, e.g. `sse.line-too-long: …`.
-    public var description: String { "\(code.rawValue): \(message)" }
-
-    /// Equal when both describe the same kind of failure; messages are ignored.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the kind of failure only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     /// A line grew past ``EventStreamLimits/maxLineBytes`` before its terminator arrived.
-    public static let lineTooLong = EventStreamError(.lineTooLong, "event-stream line exceeds its bound")
+    public static let lineTooLong = EventStreamError(code: .lineTooLong, message: "event-stream line exceeds its bound")
     /// The lines since the last blank line grew past ``EventStreamLimits/maxEventBytes``.
-    public static let eventTooLarge = EventStreamError(.eventTooLarge, "event-stream event exceeds its bound")
+    public static let eventTooLarge = EventStreamError(code: .eventTooLarge, message: "event-stream event exceeds its bound")
     /// A bound given to ``EventStreamLimits/init(maxLineBytes:maxEventBytes:)`` is below 1.
-    public static let invalidLimits = EventStreamError(.invalidLimits, "event-stream bound is out of range")
+    public static let invalidLimits = EventStreamError(code: .invalidLimits, message: "event-stream bound is out of range")
 
     static func lineTooLong(limit: Int) -> EventStreamError {
         EventStreamError(
-            .lineTooLong,
-            "event-stream line is longer than \(limit) bytes without a line terminator; the stream is refused")
+            code: .lineTooLong,
+            message: "event-stream line is longer than \(limit) bytes without a line terminator; the stream is refused")
     }
 
     static func eventTooLarge(limit: Int) -> EventStreamError {
         EventStreamError(
-            .eventTooLarge,
-            "event-stream event is longer than \(limit) bytes of lines without a blank line; the stream is refused")
+            code: .eventTooLarge,
+            message: "event-stream event is longer than \(limit) bytes of lines without a blank line; the stream is refused")
     }
 
     static func invalidLimits(line: Int, event: Int) -> EventStreamError {
         EventStreamError(
-            .invalidLimits,
-            "event-stream bounds must be at least 1 byte; got \(line) per line and \(event) per event")
+            code: .invalidLimits,
+            message: "event-stream bounds must be at least 1 byte; got \(line) per line and \(event) per event")
+    }
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: String, Sendable {
+        case lineTooLong = "sse.line-too-long"
+        case eventTooLarge = "sse.event-too-large"
+        case invalidLimits = "sse.invalid-limits"
     }
 }

@@ -1,3 +1,5 @@
+import CodedError
+
 /// How a failed request should be handled: whether to wait for the network, retry later, ask the
 /// person to sign in again, give up, or reconcile with the server's state.
 public enum NativeRetryClass: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
@@ -100,17 +102,18 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
 /// Equality compares the case and its code (the network code of `offline` and `transport`, the
 /// status of `server` and `rejected`); never the body, the retry delay or the message. The
 /// message never contains the credential.
-public struct NativeClientError: Error, Hashable, Sendable, CustomStringConvertible {
-    package enum Code: Hashable, Sendable {
+public struct NativeClientError: CodedErrorMessage, RetryClassifiedError, Hashable {
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case offline(NativeNetworkCode), transport(NativeNetworkCode)
         case unauthorized, forbidden, notFound, conflict, tooLarge, rateLimited
         case server(Int), rejected(Int)
         case invalidRequest, requestBodyFailed, invalidResponse
     }
 
-    package let code: Code
+    public let code: Code
     /// What failed and why, in one or two sentences for a person.
-    public let message: String
+    public package(set) var message: String
     /// The HTTP status the error comes from, or nil for a failure without a response.
     public let status: Int?
     /// The response body of a `conflict` or `rejected` status, as received (within the bound).
@@ -127,11 +130,6 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
         self.status = status
         self.body = body
         self.retryAfter = retryAfter
-    }
-
-    /// The same error with another message.
-    package func with(_ message: String) -> NativeClientError {
-        NativeClientError(code, message, status: status, body: body, retryAfter: retryAfter)
     }
 
     /// The same error, its message led by `context` (`the snapshot /state failed: `), for a
@@ -201,8 +199,8 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
 
     // MARK: Reading
 
-    /// The retry class this case sorts into.
-    public var retryClass: NativeRetryClass {
+    /// The retry class `code` sorts into (`retryClass` reads it for an error).
+    public static func retryClass(of code: Code) -> NativeRetryClass {
         switch code {
         case .offline: .offline
         case .transport, .rateLimited, .server: .transient
@@ -240,12 +238,4 @@ public struct NativeClientError: Error, Hashable, Sendable, CustomStringConverti
         default: nil
         }
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the cases and their codes are equal.
-    public static func == (lhs: NativeClientError, rhs: NativeClientError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the case and its code, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -1,3 +1,4 @@
+import CodedError
 import RivetWire
 
 /// A failure detected on this side of a device channel: a bound, a timeout, a closed or broken
@@ -5,103 +6,89 @@ import RivetWire
 ///
 /// Compare with the static members (`error == .timeout`); equality looks only at the kind of
 /// failure. Failures the *peer* reports arrive as ``RivetRemoteError`` instead.
-public struct RivetDeviceError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Sendable {
+public struct RivetDeviceError: CodedError, Hashable {
+    public let code: Code
+    /// What failed and why.
+    public let message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: String, Sendable {
         case timeout, connectionClosed, transportFailed, protocolViolation
         case requestTooLarge, responseTooLarge, tooManyPendingCalls
         case invalidRoute, duplicateRoute, duplicateErrorRegistration
         case encodingFailed, decodingFailed, unsupportedVersion, invalidConfiguration
     }
 
-    private let code: Code
-
-    /// What failed and why.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when both describe the same kind of failure; messages are ignored.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the kind of failure only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     /// No answer arrived within the call's timeout; a cancel frame was sent.
-    public static let timeout = RivetDeviceError(.timeout, "the call timed out")
+    public static let timeout = RivetDeviceError(code: .timeout, message: "the call timed out")
     /// The transport is closed, or closed while the call was outstanding.
-    public static let connectionClosed = RivetDeviceError(.connectionClosed, "the connection is closed")
+    public static let connectionClosed = RivetDeviceError(code: .connectionClosed, message: "the connection is closed")
     /// Reading or writing the underlying byte stream failed.
-    public static let transportFailed = RivetDeviceError(.transportFailed, "the transport failed")
+    public static let transportFailed = RivetDeviceError(code: .transportFailed, message: "the transport failed")
     /// The peer broke the protocol (unknown correlation ID, bad frame, wrong version …); the
     /// connection was closed.
     public static let protocolViolation = RivetDeviceError(
-        .protocolViolation, "the peer violated the protocol")
+        code: .protocolViolation, message: "the peer violated the protocol")
     /// The encoded request is larger than the configured bound; nothing was sent.
-    public static let requestTooLarge = RivetDeviceError(.requestTooLarge, "the request is too large")
+    public static let requestTooLarge = RivetDeviceError(code: .requestTooLarge, message: "the request is too large")
     /// The answer is larger than the configured bound; it was discarded.
     public static let responseTooLarge = RivetDeviceError(
-        .responseTooLarge, "the response is too large")
+        code: .responseTooLarge, message: "the response is too large")
     /// As many calls as the configuration allows are already outstanding; nothing was sent.
     public static let tooManyPendingCalls = RivetDeviceError(
-        .tooManyPendingCalls, "too many calls are outstanding")
+        code: .tooManyPendingCalls, message: "too many calls are outstanding")
     /// A route, event or state name is empty or breaks the RVT1 name rules.
-    public static let invalidRoute = RivetDeviceError(.invalidRoute, "the route name is invalid")
+    public static let invalidRoute = RivetDeviceError(code: .invalidRoute, message: "the route name is invalid")
     /// A handler for this route is already registered.
-    public static let duplicateRoute = RivetDeviceError(.duplicateRoute, "the route is already registered")
+    public static let duplicateRoute = RivetDeviceError(code: .duplicateRoute, message: "the route is already registered")
     /// A converter for this error type is already registered.
     public static let duplicateErrorRegistration = RivetDeviceError(
-        .duplicateErrorRegistration, "the error type is already registered")
+        code: .duplicateErrorRegistration, message: "the error type is already registered")
     /// A value could not be encoded as JSON (for example a non-finite Double).
-    public static let encodingFailed = RivetDeviceError(.encodingFailed, "the value could not be encoded")
+    public static let encodingFailed = RivetDeviceError(code: .encodingFailed, message: "the value could not be encoded")
     /// A payload did not decode as the expected type.
-    public static let decodingFailed = RivetDeviceError(.decodingFailed, "the payload could not be decoded")
+    public static let decodingFailed = RivetDeviceError(code: .decodingFailed, message: "the payload could not be decoded")
     /// An envelope carries a protocol version this side does not speak.
     public static let unsupportedVersion = RivetDeviceError(
-        .unsupportedVersion, "the protocol version is not supported")
+        code: .unsupportedVersion, message: "the protocol version is not supported")
     /// A configuration value is out of range.
     public static let invalidConfiguration = RivetDeviceError(
-        .invalidConfiguration, "the configuration is invalid")
+        code: .invalidConfiguration, message: "the configuration is invalid")
 
     static func timeout(_ route: String, _ timeout: Duration) -> Self {
-        Self(.timeout, "call of \(route) got no answer within \(timeout); it was cancelled")
+        Self(code: .timeout, message: "call of \(route) got no answer within \(timeout); it was cancelled")
     }
-    static func connectionClosed(_ detail: String) -> Self { Self(.connectionClosed, detail) }
-    static func transportFailed(_ detail: String) -> Self { Self(.transportFailed, detail) }
-    static func protocolViolation(_ detail: String) -> Self { Self(.protocolViolation, detail) }
+    static func connectionClosed(_ detail: String) -> Self { Self(code: .connectionClosed, message: detail) }
+    static func transportFailed(_ detail: String) -> Self { Self(code: .transportFailed, message: detail) }
+    static func protocolViolation(_ detail: String) -> Self { Self(code: .protocolViolation, message: detail) }
     static func requestTooLarge(_ route: String, _ size: Int, _ limit: Int) -> Self {
-        Self(.requestTooLarge, "request for \(route) is \(size) bytes; the limit is \(limit)")
+        Self(code: .requestTooLarge, message: "request for \(route) is \(size) bytes; the limit is \(limit)")
     }
     static func responseTooLarge(_ route: String, _ size: Int, _ limit: Int) -> Self {
-        Self(.responseTooLarge, "response for \(route) is \(size) bytes; the limit is \(limit)")
+        Self(code: .responseTooLarge, message: "response for \(route) is \(size) bytes; the limit is \(limit)")
     }
     static func tooManyPendingCalls(_ limit: Int) -> Self {
-        Self(.tooManyPendingCalls, "\(limit) calls are already outstanding; the limit is \(limit)")
+        Self(code: .tooManyPendingCalls, message: "\(limit) calls are already outstanding; the limit is \(limit)")
     }
     static func invalidRoute(_ name: String, _ why: String) -> Self {
-        Self(.invalidRoute, "route \"\(name)\" is invalid: \(why)")
+        Self(code: .invalidRoute, message: "route \"\(name)\" is invalid: \(why)")
     }
     static func duplicateRoute(_ name: String) -> Self {
-        Self(.duplicateRoute, "a handler for route \"\(name)\" is already registered")
+        Self(code: .duplicateRoute, message: "a handler for route \"\(name)\" is already registered")
     }
     static func duplicateErrorRegistration(_ type: String) -> Self {
-        Self(.duplicateErrorRegistration, "error type \(type) is already registered")
+        Self(code: .duplicateErrorRegistration, message: "error type \(type) is already registered")
     }
     static func encodingFailed(_ what: String, _ error: any Error) -> Self {
-        Self(.encodingFailed, "\(what) could not be encoded as JSON: \(error)")
+        Self(code: .encodingFailed, message: "\(what) could not be encoded as JSON: \(error)")
     }
     static func decodingFailed(_ what: String, _ error: any Error) -> Self {
-        Self(.decodingFailed, "\(what) did not decode: \(error)")
+        Self(code: .decodingFailed, message: "\(what) did not decode: \(error)")
     }
     static func unsupportedVersion(_ version: UInt8) -> Self {
-        Self(.unsupportedVersion, "protocol version \(version) is not supported; this side speaks \(RVT1.version)")
+        Self(code: .unsupportedVersion, message: "protocol version \(version) is not supported; this side speaks \(RVT1.version)")
     }
-    static func invalidConfiguration(_ detail: String) -> Self { Self(.invalidConfiguration, detail) }
+    static func invalidConfiguration(_ detail: String) -> Self { Self(code: .invalidConfiguration, message: detail) }
 }
 
 /// A failure the peer reported in an error frame: a stable code and a human message.

@@ -1,3 +1,4 @@
+import CodedError
 import RivetWire
 
 /// Why the gateway or its policy refused something: a session beyond the session bound, a
@@ -5,22 +6,10 @@ import RivetWire
 ///
 /// Compare with the static members (`error == .tooManySessions`); equality looks only at the
 /// kind of failure, never at the message.
-public struct RivetDeviceGatewayError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: String, Sendable {
-        case tooManySessions = "rivet.too-many-sessions"
-        case unknownScope = "rivet.unknown-scope"
-        case invalidLimits = "rivet.invalid-limits"
-    }
-
-    private let kind: Code
-
+public struct RivetDeviceGatewayError: IdentifiedCodedError, Hashable {
+    private let kind: Kind
     /// What was refused and why; names no secret.
     public let message: String
-
-    private init(_ kind: Code, _ message: String) {
-        self.kind = kind
-        self.message = message
-    }
 
     /// The stable code (`rivet.too-many-sessions`, `rivet.unknown-scope`, `rivet.invalid-limits`).
     public var code: String { kind.rawValue }
@@ -29,26 +18,17 @@ public struct RivetDeviceGatewayError: Error, Hashable, Sendable, CustomStringCo
     /// sends a refused device before closing its connection.
     public var frame: RVT1Frame { .error(.none, code: code, message: message) }
 
-    /// The code and message.
-    public var description: String { "\(code): \(message)" }
-
-    /// Equal when both are the same kind of failure; messages are ignored.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.kind == rhs.kind }
-
-    /// Hashes the kind of failure only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
-
     /// A session was opened while the gateway already holds its maximum of sessions.
     public static let tooManySessions = RivetDeviceGatewayError(
-        .tooManySessions, "the gateway already holds its maximum of sessions")
+        kind: .tooManySessions, message: "the gateway already holds its maximum of sessions")
     /// A scope to be granted is not declared in the schema.
     public static let unknownScope = RivetDeviceGatewayError(
-        .unknownScope, "the scope is not declared in the schema")
+        kind: .unknownScope, message: "the scope is not declared in the schema")
     /// A configured limit is out of range.
-    public static let invalidLimits = RivetDeviceGatewayError(.invalidLimits, "a gateway limit is out of range")
+    public static let invalidLimits = RivetDeviceGatewayError(kind: .invalidLimits, message: "a gateway limit is out of range")
 
     static func tooManySessions(limit: Int) -> Self {
-        Self(.tooManySessions, "the gateway already holds \(limit) sessions, its maximum; close one or try again later")
+        Self(kind: .tooManySessions, message: "the gateway already holds \(limit) sessions, its maximum; close one or try again later")
     }
 
     static func unknownScopes(_ names: [String]) -> Self {
@@ -56,8 +36,15 @@ public struct RivetDeviceGatewayError: Error, Hashable, Sendable, CustomStringCo
         let text = names.count == 1
             ? "scope \(list) is not declared in the schema; declare it with (scope NAME …) or grant a declared scope"
             : "scopes \(list) are not declared in the schema; declare them with (scope NAME …) or grant declared scopes"
-        return Self(.unknownScope, text)
+        return Self(kind: .unknownScope, message: text)
     }
 
-    static func invalidLimit(_ what: String) -> Self { Self(.invalidLimits, what) }
+    static func invalidLimit(_ what: String) -> Self { Self(kind: .invalidLimits, message: what) }
+
+    /// The kinds of failure; `code` is the raw value, which equality and hashing compare.
+    private enum Kind: String, Sendable {
+        case tooManySessions = "rivet.too-many-sessions"
+        case unknownScope = "rivet.unknown-scope"
+        case invalidLimits = "rivet.invalid-limits"
+    }
 }

@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import OpenSSLKit
 
@@ -24,26 +25,16 @@ public struct RivetSystemRandomness: RivetPairingRandomness {
 }
 
 /// A randomness source returned fewer bytes than were asked for.
-public struct RivetPairingRandomnessError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable { case shortRead }
-    private let code: Code
+public struct RivetPairingRandomnessError: CodedError {
+    public let code: Code
     /// What went wrong.
     public let message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case shortRead }
     /// The source returned the wrong number of bytes.
     public static let shortRead = RivetPairingRandomnessError(
-        .shortRead, "the randomness source returned the wrong number of bytes")
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
+        code: .shortRead, message: "the randomness source returned the wrong number of bytes")
 }
 
 /// Where Rivet's machines read the time: a monotonic reading that decides the pairing window

@@ -1,4 +1,5 @@
 import ByteText
+import CodedError
 import Foundation
 import OpenSSLKit
 
@@ -413,47 +414,37 @@ public struct RivetDevicePairLinkBegin: Sendable, Equatable {
 /// Why a pairing link could not be read or built.
 ///
 /// Equality compares only the kind, never the message.
-public struct RivetPairingLinkError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetPairingLinkError: CodedError {
+    public let code: Code
+    /// What is wrong, for a person.
+    public let message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case notALink, tooLong, malformed, invalidHost, invalidPort, invalidApplicationID, invalidFingerprint
         case invalidToken, invalidAddress
     }
 
-    private let code: Code
-    /// What is wrong, for a person.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// The text does not start with `rivet://`.
-    public static let notALink = Self(.notALink, "not a rivet:// pairing link")
+    public static let notALink = Self(code: .notALink, message: "not a rivet:// pairing link")
     /// Longer than 2048 bytes.
-    public static let tooLong = Self(.tooLong, "the pairing link is longer than 2048 bytes")
+    public static let tooLong = Self(code: .tooLong, message: "the pairing link is longer than 2048 bytes")
     /// A part other than the fields below is wrong (path, query, fragment, user name).
-    public static let malformed = Self(.malformed, "malformed pairing link")
+    public static let malformed = Self(code: .malformed, message: "malformed pairing link")
     /// The host is not a DNS name or an IP address.
-    public static let invalidHost = Self(.invalidHost, "the pairing link's host is not valid")
+    public static let invalidHost = Self(code: .invalidHost, message: "the pairing link's host is not valid")
     /// The port is missing or outside 1–65535.
-    public static let invalidPort = Self(.invalidPort, "the pairing link's port is not valid")
+    public static let invalidPort = Self(code: .invalidPort, message: "the pairing link's port is not valid")
     /// `app` is not a percent-encoded application ID.
-    public static let invalidApplicationID = Self(.invalidApplicationID, "the pairing link's application ID is not valid")
+    public static let invalidApplicationID = Self(code: .invalidApplicationID, message: "the pairing link's application ID is not valid")
     /// `fp` is not 64 hex digits.
-    public static let invalidFingerprint = Self(.invalidFingerprint, "the pairing link's fingerprint is not valid")
+    public static let invalidFingerprint = Self(code: .invalidFingerprint, message: "the pairing link's fingerprint is not valid")
     /// `t` is not 32 bytes of canonical unpadded base64url.
-    public static let invalidToken = Self(.invalidToken, "the pairing link's token is not valid")
+    public static let invalidToken = Self(code: .invalidToken, message: "the pairing link's token is not valid")
 
     /// An `addr` parameter is not a dotted IPv4 address nor a bracketed IPv6 address, repeats an
     /// address, or is one more than `RivetPairingLink.maximumAdditionalAddresses`.
-    public static let invalidAddress = Self(.invalidAddress, "the pairing link's addr parameter is not valid")
+    public static let invalidAddress = Self(code: .invalidAddress, message: "the pairing link's addr parameter is not valid")
 
-    func with(_ detail: String) -> Self { Self(code, "\(message): \(detail)") }
-
-    /// Compares the kind only.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
+    func with(_ detail: String) -> Self { Self(code: code, message: "\(message): \(detail)") }
 }

@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import OpenSSLKit
 import SystemKit
@@ -205,60 +206,50 @@ private struct CredentialFile: Codable {
 /// file and the field, never the credential.
 ///
 /// Equality compares only the kind (`code`), never the message.
-public struct RivetCompanionCredentialStoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
-        case notFound, symlink, notRegularFile, insecurePermissions, tooLarge, invalidContents
-        case unsupportedVersion, fileSystem
-    }
-
-    private let code: Code
+public struct RivetCompanionCredentialStoreError: CodedErrorMessage {
+    public let code: Code
     /// What failed and why, naming the file.
-    public let message: String
+    public package(set) var message: String
     /// The `errno` behind a `.fileSystem` error.
-    public let systemErrno: Int32?
+    public internal(set) var systemErrno: Int32?
 
-    private init(_ code: Code, _ message: String, errno: Int32? = nil) {
-        self.code = code
-        self.message = message
-        self.systemErrno = errno
-    }
-
-    init(_ problem: PrivateFileError, path: String) {
-        let message = problem.explanation(for: path, what: "companion credential")
-        switch problem {
-        case .notFound: self.init(.notFound, message)
-        case .symlink: self.init(.symlink, message)
-        case .notRegularFile: self.init(.notRegularFile, message)
-        case .wrongOwner, .insecureMode: self.init(.insecurePermissions, message)
-        case .tooLarge: self.init(.tooLarge, message)
-        case .system(let error): self.init(.fileSystem, message, errno: error.errno)
-        }
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case notFound, symlink, notRegularFile, insecurePermissions, tooLarge
+        case invalidContents, unsupportedVersion, fileSystem
     }
 
     /// There is no credential file: this device is not paired.
-    public static let notFound = Self(.notFound, "no companion credential file")
+    public static let notFound = Self(code: .notFound, message: "no companion credential file")
     /// The path is a symbolic link; it is never followed.
-    public static let symlink = Self(.symlink, "the companion credential path is a symbolic link")
+    public static let symlink = Self(code: .symlink, message: "the companion credential path is a symbolic link")
     /// The path is a directory or special file, or names no file.
-    public static let notRegularFile = Self(.notRegularFile, "the companion credential path is not a regular file")
+    public static let notRegularFile = Self(code: .notRegularFile, message: "the companion credential path is not a regular file")
     /// Group or others have permission bits on the file, or another user owns it.
     public static let insecurePermissions = Self(
-        .insecurePermissions, "the companion credential file is accessible to other users")
+        code: .insecurePermissions, message: "the companion credential file is accessible to other users")
     /// The file is larger than `RivetCompanionCredentialStore.maximumFileSize`.
-    public static let tooLarge = Self(.tooLarge, "the companion credential file is too large")
+    public static let tooLarge = Self(code: .tooLarge, message: "the companion credential file is too large")
     /// The file is not the expected JSON.
-    public static let invalidContents = Self(.invalidContents, "the companion credential file is malformed")
+    public static let invalidContents = Self(code: .invalidContents, message: "the companion credential file is malformed")
     /// The file was written in a newer format.
     public static let unsupportedVersion = Self(
-        .unsupportedVersion, "the companion credential file has an unsupported format version")
+        code: .unsupportedVersion, message: "the companion credential file has an unsupported format version")
     /// A system call failed; `systemErrno` says why.
-    public static let fileSystem = Self(.fileSystem, "a file operation on the companion credential failed")
+    public static let fileSystem = Self(code: .fileSystem, message: "a file operation on the companion credential failed")
 
-    func with(_ message: String) -> Self { Self(code, message, errno: systemErrno) }
+}
 
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
+extension RivetCompanionCredentialStoreError {
+    init(_ problem: PrivateFileError, path: String) {
+        let message = problem.explanation(for: path, what: "companion credential")
+        switch problem {
+        case .notFound: self.init(code: .notFound, message: message)
+        case .symlink: self.init(code: .symlink, message: message)
+        case .notRegularFile: self.init(code: .notRegularFile, message: message)
+        case .wrongOwner, .insecureMode: self.init(code: .insecurePermissions, message: message)
+        case .tooLarge: self.init(code: .tooLarge, message: message)
+        case .system(let error): self.init(code: .fileSystem, message: message, systemErrno: error.errno)
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import CodedError
 import OpenSSLKit
 
 /// The device side of pairing as a pure state machine (no I/O, `Sendable`, randomness injected).
@@ -184,44 +185,34 @@ public struct RivetDevicePairingClient: Sendable {
 /// Why the device side of pairing failed.
 ///
 /// Equality compares only the kind (`code`), never the message.
-public struct RivetDevicePairingClientError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetDevicePairingClientError: CodedError {
+    public let code: Code
+    /// What happened, for a person.
+    public let message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case unexpectedMessage, randomnessUnavailable, codeMismatch, rejectedOnDevice, rejectedByServer
         case exchangeOver
     }
 
-    private let code: Code
-    /// What happened, for a person.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// A pairing message or call arrived out of order; the exchange failed.
-    public static let unexpectedMessage = Self(.unexpectedMessage, "pairing message out of order")
+    public static let unexpectedMessage = Self(code: .unexpectedMessage, message: "pairing message out of order")
     /// No random bytes could be drawn for `Nc`.
     public static let randomnessUnavailable = Self(
-        .randomnessUnavailable, "this device could not draw random bytes for its pairing nonce")
+        code: .randomnessUnavailable, message: "this device could not draw random bytes for its pairing nonce")
     /// The code typed on the device differs from its own; the exchange failed (send `PairReject`).
     public static let codeMismatch = Self(
-        .codeMismatch,
-        "the typed code does not match this device's code; pairing stopped (a mismatch can mean someone is intercepting the connection)")
+        code: .codeMismatch,
+        message: "the typed code does not match this device's code; pairing stopped (a mismatch can mean someone is intercepting the connection)")
     /// The device's person rejected the code.
-    public static let rejectedOnDevice = Self(.rejectedOnDevice, "pairing was rejected on this device")
+    public static let rejectedOnDevice = Self(code: .rejectedOnDevice, message: "pairing was rejected on this device")
     /// The server ended the attempt.
-    public static let rejectedByServer = Self(.rejectedByServer, "the server ended pairing")
+    public static let rejectedByServer = Self(code: .rejectedByServer, message: "the server ended pairing")
     /// A call after the exchange succeeded or failed.
-    public static let exchangeOver = Self(.exchangeOver, "this pairing exchange is over; start a new one")
+    public static let exchangeOver = Self(code: .exchangeOver, message: "this pairing exchange is over; start a new one")
 
-    func with(_ message: String) -> Self { Self(code, "\(self.message): \(message)") }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
+    func with(_ message: String) -> Self { Self(code: code, message: "\(self.message): \(message)") }
 }
 
 /// Checks a server address: 1–255 bytes of UTF-8, no control characters.

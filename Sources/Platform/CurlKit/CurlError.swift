@@ -1,22 +1,12 @@
 import ByteText
+import CodedError
 
 /// Why a transfer could not be configured or did not complete.
 ///
 /// Compare with the static members (`error == .couldNotConnect`); equality compares the kind
 /// only, never the message. `curlCode`, `curlDescription` and `detail` keep libcurl's own words.
-public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
-    enum Code: Equatable, Sendable {
-        case invalidURL, invalidMethod, invalidHeader, invalidRequest, setupFailed
-        case couldNotResolveHost, couldNotResolveProxy, couldNotConnect, operationTimedOut
-        case sendFailed, receiveFailed, partialBody, emptyReply, weirdServerReply, badContentEncoding
-        case responseHeadTooLarge, trailersTooLarge, invalidContentLength, invalidChunkedEncoding, stalled
-        case tlsHandshakeFailed, tlsPeerCertificateRejected, tlsCACertificateUnusable, tlsPinnedKeyMismatch
-        case aborted, bodySourceFailed
-        /// A CURLcode with no kind of its own; equality compares the code.
-        case otherCurl(Int32)
-    }
-
-    let code: Code
+public struct CurlError: CodedError {
+    public let code: Code
     /// What failed and why, in one sentence suitable for a diagnostic line.
     public let message: String
     /// The libcurl result code (`CURLcode`), when libcurl reported the failure.
@@ -31,6 +21,18 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
     /// was asked for and the proxy answered; nil when no reply status arrived.
     public internal(set) var proxyConnectStatus: Int?
 
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case invalidURL, invalidMethod, invalidHeader, invalidRequest, setupFailed
+        case couldNotResolveHost, couldNotResolveProxy, couldNotConnect, operationTimedOut
+        case sendFailed, receiveFailed, partialBody, emptyReply, weirdServerReply, badContentEncoding
+        case responseHeadTooLarge, trailersTooLarge, invalidContentLength, invalidChunkedEncoding, stalled
+        case tlsHandshakeFailed, tlsPeerCertificateRejected, tlsCACertificateUnusable, tlsPinnedKeyMismatch
+        case aborted, bodySourceFailed
+        /// A CURLcode with no kind of its own; equality compares the code.
+        case otherCurl(Int32)
+    }
+
     init(
         code: Code, message: String, curlCode: Int32? = nil, curlDescription: String? = nil,
         detail: String? = nil, abortReason: String? = nil
@@ -42,12 +44,6 @@ public struct CurlError: Error, Equatable, Sendable, CustomStringConvertible {
         self.detail = detail
         self.abortReason = abortReason
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Two errors are equal when they are of the same kind.
-    public static func == (lhs: CurlError, rhs: CurlError) -> Bool { lhs.code == rhs.code }
 
     /// The connection broke while the exchange was under way: sending or receiving failed, the
     /// body ended before its announced length, or the server closed without replying.

@@ -1,11 +1,17 @@
 internal import COpenSSL
+import CodedError
 
 /// A failure inside OpenSSL while handling keys, certificates, PEM text or random bytes.
 ///
 /// Equality compares only the kind of failure (`code`), never the message, so callers can write
 /// `error == .unsupportedKeyType`.
-public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct OpenSSLError: CodedError {
+    public let code: Code
+    /// What failed and why, including OpenSSL's own error text when it gave any.
+    public let message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case invalidPEM
         case invalidDER
         case unsupportedKeyType
@@ -13,36 +19,23 @@ public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible 
         case operationFailed
     }
 
-    private let code: Code
-    /// What failed and why, including OpenSSL's own error text when it gave any.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// The text is not PEM, or its PEM block does not decode to the expected object.
-    public static let invalidPEM = OpenSSLError(.invalidPEM, "invalid PEM")
+    public static let invalidPEM = OpenSSLError(code: .invalidPEM, message: "invalid PEM")
     /// The bytes are not valid DER for the expected object.
-    public static let invalidDER = OpenSSLError(.invalidDER, "invalid DER")
+    public static let invalidDER = OpenSSLError(code: .invalidDER, message: "invalid DER")
     /// The key decodes, but it is not an ECDSA key on the NIST P-256 curve.
-    public static let unsupportedKeyType = OpenSSLError(.unsupportedKeyType, "unsupported key type")
+    public static let unsupportedKeyType = OpenSSLError(code: .unsupportedKeyType, message: "unsupported key type")
     /// A certificate's public key does not belong to the private key it was paired with.
-    public static let keyMismatch = OpenSSLError(.keyMismatch, "certificate does not match key")
+    public static let keyMismatch = OpenSSLError(code: .keyMismatch, message: "certificate does not match key")
     /// An OpenSSL call failed (key generation, signing, encoding, random bytes, context setup).
-    public static let operationFailed = OpenSSLError(.operationFailed, "OpenSSL operation failed")
+    public static let operationFailed = OpenSSLError(code: .operationFailed, message: "OpenSSL operation failed")
 
     /// The same kind of error with a message naming what failed; OpenSSL's queued error text is
     /// appended and the thread's error queue is cleared.
     func with(_ what: String) -> OpenSSLError {
         let queue = drainOpenSSLErrors()
-        return OpenSSLError(code, queue.isEmpty ? what : "\(what): \(queue)")
+        return OpenSSLError(code: code, message: queue.isEmpty ? what : "\(what): \(queue)")
     }
-
-    public static func == (lhs: OpenSSLError, rhs: OpenSSLError) -> Bool { lhs.code == rhs.code }
-
-    public var description: String { message }
 }
 
 /// Reads every entry of this thread's OpenSSL error queue into one line, leaving it empty so

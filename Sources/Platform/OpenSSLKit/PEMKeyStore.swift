@@ -1,3 +1,5 @@
+import CodedError
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,41 +9,37 @@ import SystemKit
 ///
 /// Equality compares only the kind of failure (`.io` also compares the errno), never the message.
 /// Messages name the path and the reason; they never contain key material.
-public struct KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct KeyStoreError: CodedError {
+    public let code: Code
+    /// What failed and why, naming the path.
+    public let message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case keyExists, symlink, notRegularFile, insecurePermissions, notFound, tooLarge, invalidKey
         case keyGenerationFailed
         case io(Int32)
     }
 
-    private let code: Code
-    /// What failed and why, naming the path.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// The path already holds a different key, or a file that cannot be read as a key;
     /// nothing was written.
-    public static let keyExists = KeyStoreError(.keyExists, "a different key already exists")
+    public static let keyExists = KeyStoreError(code: .keyExists, message: "a different key already exists")
     /// The path (or the file found at it) is a symbolic link; key files are never followed.
-    public static let symlink = KeyStoreError(.symlink, "path is a symbolic link")
+    public static let symlink = KeyStoreError(code: .symlink, message: "path is a symbolic link")
     /// The path names something other than a regular file (directory, FIFO, device, socket).
-    public static let notRegularFile = KeyStoreError(.notRegularFile, "not a regular file")
+    public static let notRegularFile = KeyStoreError(code: .notRegularFile, message: "not a regular file")
     /// The file is accessible to group or others, or is owned by another user.
-    public static let insecurePermissions = KeyStoreError(.insecurePermissions, "insecure permissions")
+    public static let insecurePermissions = KeyStoreError(code: .insecurePermissions, message: "insecure permissions")
     /// No file exists at the path.
-    public static let notFound = KeyStoreError(.notFound, "no such file")
+    public static let notFound = KeyStoreError(code: .notFound, message: "no such file")
     /// The file is larger than `PEMKeyStore.maximumFileSize`.
-    public static let tooLarge = KeyStoreError(.tooLarge, "file too large")
+    public static let tooLarge = KeyStoreError(code: .tooLarge, message: "file too large")
     /// The file's contents are not a P-256 private key PEM.
-    public static let invalidKey = KeyStoreError(.invalidKey, "invalid key")
+    public static let invalidKey = KeyStoreError(code: .invalidKey, message: "invalid key")
     /// OpenSSL could not generate a new key.
-    public static let keyGenerationFailed = KeyStoreError(.keyGenerationFailed, "key generation failed")
+    public static let keyGenerationFailed = KeyStoreError(code: .keyGenerationFailed, message: "key generation failed")
     /// A system call failed with `errno`.
-    public static func io(_ errno: Int32) -> KeyStoreError { KeyStoreError(.io(errno), "I/O error \(errno)") }
+    public static func io(_ errno: Int32) -> KeyStoreError { KeyStoreError(code: .io(errno), message: "I/O error \(errno)") }
 
     /// The errno of an `.io` error, `nil` for every other kind.
     public var systemErrno: Int32? {
@@ -49,13 +47,15 @@ public struct KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible
     }
 
     fileprivate func at(_ path: String, _ detail: String) -> KeyStoreError {
-        KeyStoreError(code, "\(path): \(detail)")
+        KeyStoreError(code: code, message: "\(path): \(detail)")
     }
 
     fileprivate static func system(_ what: String, _ path: String, _ errno: Int32) -> KeyStoreError {
-        KeyStoreError(.io(errno), "\(path): \(what) failed: \(String(cString: strerror(errno)))")
+        KeyStoreError(code: .io(errno), message: "\(path): \(what) failed: \(String(cString: strerror(errno)))")
     }
+}
 
+extension KeyStoreError {
     /// The error for what `PrivateFile` found wrong with the key file at `path`.
     fileprivate init(_ problem: PrivateFileError, path: String) {
         switch problem {
@@ -72,10 +72,6 @@ public struct KeyStoreError: Error, Equatable, Sendable, CustomStringConvertible
         case .system(let error): self = .system(error.operation, error.path.isEmpty ? path : error.path, error.errno)
         }
     }
-
-    public static func == (lhs: KeyStoreError, rhs: KeyStoreError) -> Bool { lhs.code == rhs.code }
-
-    public var description: String { message }
 }
 
 /// Stores a `P256PrivateKey` as a PEM file readable only by its owner (mode 0600).

@@ -1,3 +1,5 @@
+import CodedError
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,52 +9,42 @@ import Glibc
 /// Equality compares only the kind of failure (for `.io` also the errno), never the message,
 /// so callers can write `error == .pinMismatch`. The message says what failed and why, with
 /// OpenSSL's error text when it gave any.
-public struct TLSError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct TLSError: CodedErrorMessage {
+    public let code: Code
+    /// What failed and why.
+    public package(set) var message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case pinMismatch, protocolVersion, handshakeFailed, protocolError, timedOut, closed, invalidState
         case io(Int32)
     }
 
-    private let code: Code
-    /// What failed and why.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// The server's SubjectPublicKeyInfo does not hash to the pinned fingerprint; the client
     /// aborted the handshake before sending any application data.
-    public static let pinMismatch = TLSError(.pinMismatch, "server key does not match the pinned fingerprint")
+    public static let pinMismatch = TLSError(code: .pinMismatch, message: "server key does not match the pinned fingerprint")
     /// The peer does not speak TLS 1.3 (the only version either side accepts).
-    public static let protocolVersion = TLSError(.protocolVersion, "peer does not support TLS 1.3")
+    public static let protocolVersion = TLSError(code: .protocolVersion, message: "peer does not support TLS 1.3")
     /// The handshake failed for another reason (bad peer data, alert, certificate rejected).
-    public static let handshakeFailed = TLSError(.handshakeFailed, "TLS handshake failed")
+    public static let handshakeFailed = TLSError(code: .handshakeFailed, message: "TLS handshake failed")
     /// After the handshake, the peer sent something TLS forbids (bad record, fatal alert).
-    public static let protocolError = TLSError(.protocolError, "TLS protocol error")
+    public static let protocolError = TLSError(code: .protocolError, message: "TLS protocol error")
     /// The deadline passed before the operation could finish.
-    public static let timedOut = TLSError(.timedOut, "timed out")
+    public static let timedOut = TLSError(code: .timedOut, message: "timed out")
     /// The peer closed or reset the connection (without close_notify where one was due).
-    public static let closed = TLSError(.closed, "peer closed the connection")
+    public static let closed = TLSError(code: .closed, message: "peer closed the connection")
     /// The call is not allowed in the connection's state (before the handshake, after a failure,
     /// after `shutdown` for writes, after `close`).
-    public static let invalidState = TLSError(.invalidState, "connection is not usable in this state")
+    public static let invalidState = TLSError(code: .invalidState, message: "connection is not usable in this state")
     /// A socket system call failed with `errno`.
-    public static func io(_ errno: Int32) -> TLSError { TLSError(.io(errno), "socket error \(errno)") }
+    public static func io(_ errno: Int32) -> TLSError { TLSError(code: .io(errno), message: "socket error \(errno)") }
 
     /// The errno of an `.io` error, `nil` for every other kind.
     public var systemErrno: Int32? {
         if case .io(let value) = code { value } else { nil }
     }
 
-    func with(_ message: String) -> TLSError { TLSError(code, message) }
-
     static func system(_ what: String, _ errno: Int32) -> TLSError {
-        TLSError(.io(errno), "\(what) failed: \(String(cString: strerror(errno)))")
+        TLSError(code: .io(errno), message: "\(what) failed: \(String(cString: strerror(errno)))")
     }
-
-    public static func == (lhs: TLSError, rhs: TLSError) -> Bool { lhs.code == rhs.code }
-
-    public var description: String { message }
 }

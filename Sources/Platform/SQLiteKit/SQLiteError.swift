@@ -1,4 +1,5 @@
 import CSQLite
+import CodedError
 import Glibc
 
 /// An error from SQLite or from SQLiteKit's own checks around it.
@@ -8,8 +9,23 @@ import Glibc
 /// `error == .schemaTooNew(found: 3, supported: 2)` read naturally. Use the predicates
 /// (`isBusy`, `isFull`, ...) to classify an error. Messages never contain bound values: SQL
 /// text is quoted in `context`, so secrets belong in bindings, never inline in SQL.
-public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable {
+public struct SQLiteError: CodedError, Hashable {
+    public let code: Code
+    /// The SQLite primary result code (`SQLITE_BUSY`, `SQLITE_FULL`, ...), or nil for an error
+    /// SQLiteKit raised itself before or instead of calling SQLite.
+    public let resultCode: Int32?
+    /// The SQLite extended result code (`SQLITE_CONSTRAINT_UNIQUE`, `SQLITE_IOERR_WRITE`, ...),
+    /// or nil when SQLite did not report one.
+    public let extendedResultCode: Int32?
+    /// The human message: SQLite's own (`sqlite3_errmsg`, else `sqlite3_errstr`) or SQLiteKit's.
+    public let message: String
+    /// What was being done, e.g. `step "INSERT INTO peers ..."` or `open /var/lib/x.db`.
+    public let context: String?
+    /// The operating system `errno` behind the failure when SQLite or SQLiteKit recorded one.
+    public let systemErrno: Int32?
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case result(Int32)
         case invalidPath
         case symlink
@@ -28,20 +44,6 @@ public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
         case schemaTooNew(found: Int32, supported: Int32)
     }
 
-    private let code: Code
-    /// The SQLite primary result code (`SQLITE_BUSY`, `SQLITE_FULL`, ...), or nil for an error
-    /// SQLiteKit raised itself before or instead of calling SQLite.
-    public let resultCode: Int32?
-    /// The SQLite extended result code (`SQLITE_CONSTRAINT_UNIQUE`, `SQLITE_IOERR_WRITE`, ...),
-    /// or nil when SQLite did not report one.
-    public let extendedResultCode: Int32?
-    /// The human message: SQLite's own (`sqlite3_errmsg`, else `sqlite3_errstr`) or SQLiteKit's.
-    public let message: String
-    /// What was being done, e.g. `step "INSERT INTO peers ..."` or `open /var/lib/x.db`.
-    public let context: String?
-    /// The operating system `errno` behind the failure when SQLite or SQLiteKit recorded one.
-    public let systemErrno: Int32?
-
     private init(
         code: Code, resultCode: Int32? = nil, extendedResultCode: Int32? = nil, message: String,
         context: String? = nil, systemErrno: Int32? = nil
@@ -58,12 +60,6 @@ public struct SQLiteError: Error, Sendable, Hashable, CustomStringConvertible {
         self.init(
             code: .result(primary), resultCode: primary, message: String(cString: sqlite3_errstr(primary)))
     }
-
-    /// Compares the kind of error only.
-    public static func == (lhs: SQLiteError, rhs: SQLiteError) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the kind of error only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// `context: message (SQLite result code N)`, suitable for a log line or a CLI error.
     public var description: String {

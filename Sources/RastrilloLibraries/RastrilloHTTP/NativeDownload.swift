@@ -1,4 +1,5 @@
 import ByteText
+import CodedError
 import FoundationEssentials
 import Glibc
 import OpenSSLKit
@@ -9,40 +10,35 @@ import SystemKit
 /// durable or named. Whatever it is, nothing the download wrote is left at the destination.
 ///
 /// Equality compares the kind; `systemError` keeps the `errno`.
-public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConvertible {
-    private enum Code: Hashable, Sendable {
-        case destinationExists, destinationMoved, cannotCreate, diskFull, writeFailed, syncFailed
-    }
-
-    private let code: Code
+public struct NativeDownloadError: CodedError, Hashable {
+    public let code: Code
     /// What failed and why, naming the file.
     public let message: String
     /// The `errno` of the failed call, when there is one.
-    public let systemError: Int32?
+    public internal(set) var systemError: Int32?
 
-    private init(_ code: Code, _ message: String, systemError: Int32? = nil) {
-        self.code = code
-        self.message = message
-        self.systemError = systemError
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case destinationExists, destinationMoved, cannotCreate, diskFull, writeFailed, syncFailed
     }
 
     /// The destination exists (a file, a directory or a symbolic link, dangling or not): it is
     /// never overwritten or followed.
-    public static let destinationExists = NativeDownloadError(.destinationExists, "the destination exists")
+    public static let destinationExists = NativeDownloadError(code: .destinationExists, message: "the destination exists")
     /// DEST's directory was removed or renamed during the download (or DEST no longer names the
     /// file written): nothing is reported as saved.
-    public static let destinationMoved = NativeDownloadError(.destinationMoved, "the destination's directory moved")
+    public static let destinationMoved = NativeDownloadError(code: .destinationMoved, message: "the destination's directory moved")
     /// The destination could not be created (no such directory, no permission, ...).
-    public static let cannotCreate = NativeDownloadError(.cannotCreate, "the destination could not be created")
+    public static let cannotCreate = NativeDownloadError(code: .cannotCreate, message: "the destination could not be created")
     /// The file system ran out of space or quota (`ENOSPC`, `EDQUOT`, `EFBIG`).
-    public static let diskFull = NativeDownloadError(.diskFull, "the disk is full")
+    public static let diskFull = NativeDownloadError(code: .diskFull, message: "the disk is full")
     /// Writing the file failed for another reason.
-    public static let writeFailed = NativeDownloadError(.writeFailed, "writing the destination failed")
+    public static let writeFailed = NativeDownloadError(code: .writeFailed, message: "writing the destination failed")
     /// `fsync(2)` or `close(2)` failed: the bytes may not be on disk.
-    public static let syncFailed = NativeDownloadError(.syncFailed, "the destination could not be synced to disk")
+    public static let syncFailed = NativeDownloadError(code: .syncFailed, message: "the destination could not be synced to disk")
 
     fileprivate static func failure(_ base: NativeDownloadError, _ message: String, errno code: Int32?) -> Self {
-        NativeDownloadError(base.code, message, systemError: code)
+        NativeDownloadError(code: base.code, message: message, systemError: code)
     }
 
     /// The stable snake-case name (`destination_exists`, `destination_moved`, `cannot_create`, `disk_full`,
@@ -57,14 +53,6 @@ public struct NativeDownloadError: Error, Hashable, Sendable, CustomStringConver
         case .syncFailed: "sync_failed"
         }
     }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the kinds are equal.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-    /// Hashes the kind.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// What a finished download wrote.

@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import RivetPairing
 
@@ -6,83 +7,73 @@ import RivetPairing
 ///
 /// Equality compares the code only. Codes that only a client produces (the daemon never sends
 /// them): `not-running`, `connection-failed`, `timed-out`, `invalid-response`.
-public struct RivetControlError: Error, Equatable, Sendable, CustomStringConvertible {
+public struct RivetControlError: IdentifiedCodedError {
     /// The stable code, e.g. `window-closed`.
     public let code: String
     /// What happened and, where it helps, what to do.
     public let message: String
 
-    private init(_ code: String, _ message: String) {
+    /// An error with a code read from a response (possibly one this version does not know).
+    public init(code: String, message: String) {
         self.code = code
         self.message = message
     }
 
-    /// An error with a code read from a response (possibly one this version does not know).
-    public init(code: String, message: String) {
-        self.init(code, message)
-    }
-
     /// The same code with another message.
-    public func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the code only.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// `code: message`.
-    public var description: String { "\(code): \(message)" }
+    public func with(_ message: String) -> Self { Self(code: code, message: message) }
 
     // Request errors.
     /// The line is not a JSON object, or a member has the wrong type or is missing.
-    public static let malformedRequest = Self("malformed-request", "the request is not a valid control request")
+    public static let malformedRequest = Self(code: "malformed-request", message: "the request is not a valid control request")
     /// The line is longer than the bound (its bytes were discarded unread).
-    public static let lineTooLong = Self("line-too-long", "the request line is too long")
+    public static let lineTooLong = Self(code: "line-too-long", message: "the request line is too long")
     /// `op` names no operation.
-    public static let unknownOperation = Self("unknown-op", "unknown operation")
+    public static let unknownOperation = Self(code: "unknown-op", message: "unknown operation")
     /// A member's value is out of its domain (a device ID that is not 32 hex digits, a code
     /// that is not six digits, a scope name that breaks the naming rules).
-    public static let invalidArgument = Self("invalid-argument", "an argument is invalid")
+    public static let invalidArgument = Self(code: "invalid-argument", message: "an argument is invalid")
     /// The peer is another user; the connection is closed after this response.
-    public static let permissionDenied = Self("permission-denied", "only the daemon's own user may use the control socket")
+    public static let permissionDenied = Self(code: "permission-denied", message: "only the daemon's own user may use the control socket")
     /// The daemon already serves its maximum of control connections; this one is closed.
-    public static let busy = Self("busy", "the control socket serves too many connections; try again")
+    public static let busy = Self(code: "busy", message: "the control socket serves too many connections; try again")
     /// `confirm` named no scope: nothing would be granted.
-    public static let noScopes = Self("no-scopes", "no scope was named, so nothing would be granted")
+    public static let noScopes = Self(code: "no-scopes", message: "no scope was named, so nothing would be granted")
     /// `confirm` named a scope the schema does not declare.
-    public static let unknownScope = Self("unknown-scope", "a scope is not declared in the schema")
+    public static let unknownScope = Self(code: "unknown-scope", message: "a scope is not declared in the schema")
     /// The attempt ended before both sides confirmed (the device rejected or left, the window
     /// closed).
-    public static let attemptEnded = Self("attempt-ended", "the pairing attempt ended before both sides confirmed")
+    public static let attemptEnded = Self(code: "attempt-ended", message: "the pairing attempt ended before both sides confirmed")
     /// `revoke` named a device that is not paired.
-    public static let unknownDevice = Self("unknown-device", "no paired device has that ID")
+    public static let unknownDevice = Self(code: "unknown-device", message: "no paired device has that ID")
     /// The registry failed.
-    public static let registryFailed = Self("registry-failed", "the pairing registry failed")
+    public static let registryFailed = Self(code: "registry-failed", message: "the pairing registry failed")
 
     // Pairing refusals (docs/protocol.md (pairing part)).
     /// No pairing window is open.
-    public static let windowClosed = Self("window-closed", "no pairing window is open")
+    public static let windowClosed = Self(code: "window-closed", message: "no pairing window is open")
     /// `open` while a window is open.
-    public static let windowAlreadyOpen = Self("window-already-open", "a pairing window is already open")
+    public static let windowAlreadyOpen = Self(code: "window-already-open", message: "a pairing window is already open")
     /// There is no pending attempt to confirm or reject.
-    public static let noAttempt = Self("no-attempt", "no device is pairing")
+    public static let noAttempt = Self(code: "no-attempt", message: "no device is pairing")
     /// The device has not revealed its nonce yet, so there is no code to confirm.
-    public static let codeNotReady = Self("code-not-ready", "the pairing code is not known yet")
+    public static let codeNotReady = Self(code: "code-not-ready", message: "the pairing code is not known yet")
     /// The desktop already confirmed this attempt.
-    public static let alreadyConfirmed = Self("already-confirmed", "the attempt is already confirmed")
+    public static let alreadyConfirmed = Self(code: "already-confirmed", message: "the attempt is already confirmed")
     /// The typed code differs from the server's code; this counts as a failure and ends the
     /// attempt.
-    public static let codeMismatch = Self("code-mismatch", "the code does not match")
+    public static let codeMismatch = Self(code: "code-mismatch", message: "the code does not match")
     /// Any other refusal of the pairing coordinator (its message says which).
-    public static let pairingRefused = Self("pairing-refused", "the pairing coordinator refused the request")
+    public static let pairingRefused = Self(code: "pairing-refused", message: "the pairing coordinator refused the request")
 
     // Client-side.
     /// No daemon answers on the control socket.
-    public static let notRunning = Self("not-running", "rivetd is not running")
+    public static let notRunning = Self(code: "not-running", message: "rivetd is not running")
     /// The connection to the daemon failed.
-    public static let connectionFailed = Self("connection-failed", "the connection to rivetd failed")
+    public static let connectionFailed = Self(code: "connection-failed", message: "the connection to rivetd failed")
     /// The daemon did not answer in time.
-    public static let timedOut = Self("timed-out", "rivetd did not answer in time")
+    public static let timedOut = Self(code: "timed-out", message: "rivetd did not answer in time")
     /// The daemon's answer is not a control response.
-    public static let invalidResponse = Self("invalid-response", "rivetd's answer is not a control response")
+    public static let invalidResponse = Self(code: "invalid-response", message: "rivetd's answer is not a control response")
 
     /// The control error for a pairing coordinator refusal addressed to the desktop.
     public init(_ refusal: RivetDevicePairingRefusal) {

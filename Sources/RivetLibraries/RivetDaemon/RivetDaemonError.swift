@@ -1,47 +1,38 @@
+import CodedError
+
 /// Why the daemon could not start, or why one of its parts failed.
 ///
 /// Equality compares only the kind, never the message. Messages name what failed and why, and
 /// never carry a credential or key.
-public struct RivetDaemonError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetDaemonError: CodedErrorMessage {
+    public let code: Code
+    /// What failed and why.
+    public package(set) var message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case invalidConfiguration, schemaFailed, identityFailed, discoverySecretFailed, registryFailed, listenFailed
         case controlSocketFailed, alreadyRunning, backendFailed
     }
 
-    private let code: Code
-    /// What failed and why.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// The configuration is unusable (an empty backend command, an unknown log level…).
-    public static let invalidConfiguration = Self(.invalidConfiguration, "the daemon's configuration is invalid")
+    public static let invalidConfiguration = Self(code: .invalidConfiguration, message: "the daemon's configuration is invalid")
     /// The schema file cannot be read or does not validate.
-    public static let schemaFailed = Self(.schemaFailed, "the schema cannot be used")
+    public static let schemaFailed = Self(code: .schemaFailed, message: "the schema cannot be used")
     /// The server identity cannot be loaded or created.
-    public static let identityFailed = Self(.identityFailed, "the server identity cannot be used")
+    public static let identityFailed = Self(code: .identityFailed, message: "the server identity cannot be used")
     /// The discovery secret (`discovery-secret` in the state directory) cannot be loaded or
     /// created.
-    public static let discoverySecretFailed = Self(.discoverySecretFailed, "the discovery secret cannot be used")
+    public static let discoverySecretFailed = Self(code: .discoverySecretFailed, message: "the discovery secret cannot be used")
     /// The pairing registry cannot be opened.
-    public static let registryFailed = Self(.registryFailed, "the pairing registry cannot be used")
+    public static let registryFailed = Self(code: .registryFailed, message: "the pairing registry cannot be used")
     /// The listen address cannot be bound.
-    public static let listenFailed = Self(.listenFailed, "the daemon cannot listen")
+    public static let listenFailed = Self(code: .listenFailed, message: "the daemon cannot listen")
     /// The control socket cannot be created.
-    public static let controlSocketFailed = Self(.controlSocketFailed, "the control socket cannot be created")
+    public static let controlSocketFailed = Self(code: .controlSocketFailed, message: "the control socket cannot be created")
     /// Another daemon answers on the control socket.
-    public static let alreadyRunning = Self(.alreadyRunning, "another rivetd is running")
+    public static let alreadyRunning = Self(code: .alreadyRunning, message: "another rivetd is running")
     /// The backend cannot be started.
-    public static let backendFailed = Self(.backendFailed, "the backend cannot be started")
+    public static let backendFailed = Self(code: .backendFailed, message: "the backend cannot be started")
 
-    func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

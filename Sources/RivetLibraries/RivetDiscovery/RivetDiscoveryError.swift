@@ -1,10 +1,17 @@
+import CodedError
+
 /// An error from RivetDiscovery: what failed and why, in `message`.
 ///
 /// Compare with the static members (`error == .secretFileUnsafe`); equality compares only the
 /// kind, never the message. New kinds may be added without breaking callers. Messages never
 /// contain secret bytes.
-public struct RivetDiscoveryError: Error, Sendable, Equatable, Hashable, CustomStringConvertible {
-    private enum Code: Sendable, Hashable {
+public struct RivetDiscoveryError: CodedErrorMessage, Hashable {
+    public let code: Code
+    /// What failed and why.
+    public package(set) var message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Sendable, Hashable {
         case invalidSecret
         case secretFileUnsafe
         case secretFileCorrupt
@@ -15,44 +22,22 @@ public struct RivetDiscoveryError: Error, Sendable, Equatable, Hashable, CustomS
         case timeout
     }
 
-    private let code: Code
-    /// What failed and why.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// A discovery secret that is not exactly 32 bytes.
-    public static let invalidSecret = RivetDiscoveryError(.invalidSecret, "a discovery secret is exactly 32 bytes")
+    public static let invalidSecret = RivetDiscoveryError(code: .invalidSecret, message: "a discovery secret is exactly 32 bytes")
     /// The secret file is a symbolic link, not a regular file, owned by another user, or
     /// readable or writable by group or others: it is refused and left as it is.
-    public static let secretFileUnsafe = RivetDiscoveryError(.secretFileUnsafe, "the discovery secret file is not private")
+    public static let secretFileUnsafe = RivetDiscoveryError(code: .secretFileUnsafe, message: "the discovery secret file is not private")
     /// The secret file is not 64 lowercase hexadecimal digits and a newline: it is refused and
     /// left as it is (replacing it would stop every paired device from recognising this host).
-    public static let secretFileCorrupt = RivetDiscoveryError(.secretFileCorrupt, "the discovery secret file is corrupt")
+    public static let secretFileCorrupt = RivetDiscoveryError(code: .secretFileCorrupt, message: "the discovery secret file is corrupt")
     /// Reading, creating or replacing the secret file failed in the file system.
-    public static let secretFileIO = RivetDiscoveryError(.secretFileIO, "the discovery secret file cannot be read or written")
+    public static let secretFileIO = RivetDiscoveryError(code: .secretFileIO, message: "the discovery secret file cannot be read or written")
     /// The system's secure random generator failed.
-    public static let randomness = RivetDiscoveryError(.randomness, "secure random bytes are unavailable")
+    public static let randomness = RivetDiscoveryError(code: .randomness, message: "secure random bytes are unavailable")
     /// The advertiser's configuration is invalid (for example a malformed service type).
-    public static let invalidConfiguration = RivetDiscoveryError(.invalidConfiguration, "invalid advertiser configuration")
+    public static let invalidConfiguration = RivetDiscoveryError(code: .invalidConfiguration, message: "invalid advertiser configuration")
     /// Waiting for a publication while the advertiser is stopped or its listener is down.
-    public static let notPublished = RivetDiscoveryError(.notPublished, "nothing is being advertised")
+    public static let notPublished = RivetDiscoveryError(code: .notPublished, message: "nothing is being advertised")
     /// A bounded wait ran out.
-    public static let timeout = RivetDiscoveryError(.timeout, "timed out")
-
-    /// The same kind of error with a specific message.
-    func with(_ message: String) -> RivetDiscoveryError {
-        RivetDiscoveryError(code, message)
-    }
-
-    /// The message.
-    public var description: String { message }
-
-    /// Equal when the kinds are equal; the message is not compared.
-    public static func == (lhs: RivetDiscoveryError, rhs: RivetDiscoveryError) -> Bool { lhs.code == rhs.code }
-    /// Hashes the kind only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+    public static let timeout = RivetDiscoveryError(code: .timeout, message: "timed out")
 }

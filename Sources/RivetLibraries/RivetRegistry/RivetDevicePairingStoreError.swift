@@ -1,3 +1,4 @@
+import CodedError
 import RivetPairing
 import SQLiteKit
 import SystemKit
@@ -6,77 +7,68 @@ import SystemKit
 /// file and the device ID involved; they never contain a credential or a verifier.
 ///
 /// Equality compares only the kind (`code`), never the message.
-public struct RivetDevicePairingStoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetDevicePairingStoreError: CodedError {
+    public let code: Code
+    /// What failed and why.
+    public let message: String
+    /// The SQLite error underneath a `.database` (or `.schemaTooNew`) error.
+    public internal(set) var sqliteError: SQLiteError?
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case invalidPath, notFound, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
         case damaged, unknownDevice, deviceExists, corruptRecord, database, fileSystem
     }
 
-    private let code: Code
-    /// What failed and why.
-    public let message: String
-    /// The SQLite error underneath a `.database` (or `.schemaTooNew`) error.
-    public let sqliteError: SQLiteError?
-
-    private init(_ code: Code, _ message: String, sqliteError: SQLiteError? = nil) {
-        self.code = code
-        self.message = message
-        self.sqliteError = sqliteError
-    }
-
     /// The path is empty, holds a NUL byte, or the environment names no state directory.
-    public static let invalidPath = Self(.invalidPath, "the pairing registry path is not usable")
+    public static let invalidPath = Self(code: .invalidPath, message: "the pairing registry path is not usable")
     /// No registry exists at the path, and the store was not asked to create one.
-    public static let notFound = Self(.notFound, "there is no pairing registry at this path")
+    public static let notFound = Self(code: .notFound, message: "there is no pairing registry at this path")
     /// The registry path (or its `-wal`/`-shm` companion) is a symbolic link.
-    public static let symlink = Self(.symlink, "the pairing registry path is a symbolic link")
+    public static let symlink = Self(code: .symlink, message: "the pairing registry path is a symbolic link")
     /// The registry path is a directory or special file.
-    public static let notRegularFile = Self(.notRegularFile, "the pairing registry path is not a regular file")
+    public static let notRegularFile = Self(code: .notRegularFile, message: "the pairing registry path is not a regular file")
     /// Group or others have a permission bit on the registry (or its `-wal`/`-shm`), or another
     /// user owns it. Refused: a registry others can read leaks device metadata and verifiers, and
     /// one others can write lets them add devices.
     public static let insecurePermissions = Self(
-        .insecurePermissions, "the pairing registry is accessible to other users")
+        code: .insecurePermissions, message: "the pairing registry is accessible to other users")
     /// The file is an SQLite database (or something else) that is not a Rivet pairing registry.
-    public static let notARegistry = Self(.notARegistry, "the file is not a Rivet pairing registry")
+    public static let notARegistry = Self(code: .notARegistry, message: "the file is not a Rivet pairing registry")
     /// The registry was written by a newer program (a higher schema version); nothing was
     /// changed.
     public static let schemaTooNew = Self(
-        .schemaTooNew, "the pairing registry was written by a newer version of Rivet")
+        code: .schemaTooNew, message: "the pairing registry was written by a newer version of Rivet")
     /// The file fails SQLite's `quick_check` (a damaged page, a broken index); nothing was
     /// changed.
-    public static let damaged = Self(.damaged, "the pairing registry file is damaged")
+    public static let damaged = Self(code: .damaged, message: "the pairing registry file is damaged")
     /// No paired device has this ID.
-    public static let unknownDevice = Self(.unknownDevice, "no paired device has this ID")
+    public static let unknownDevice = Self(code: .unknownDevice, message: "no paired device has this ID")
     /// A device with this ID is already paired (insert of a new device).
-    public static let deviceExists = Self(.deviceExists, "a device with this ID is already paired")
+    public static let deviceExists = Self(code: .deviceExists, message: "a device with this ID is already paired")
     /// A stored record breaks the registry's rules (edited by hand or damaged).
-    public static let corruptRecord = Self(.corruptRecord, "a pairing registry record is damaged")
+    public static let corruptRecord = Self(code: .corruptRecord, message: "a pairing registry record is damaged")
     /// SQLite failed (busy past the timeout, disk full, I/O error, ...); `sqliteError` says how.
-    public static let database = Self(.database, "the pairing registry database failed")
+    public static let database = Self(code: .database, message: "the pairing registry database failed")
     /// Creating or inspecting the registry's directory or file failed.
-    public static let fileSystem = Self(.fileSystem, "a file operation on the pairing registry failed")
+    public static let fileSystem = Self(code: .fileSystem, message: "a file operation on the pairing registry failed")
 
     func with(_ message: String, sqliteError: SQLiteError? = nil) -> Self {
-        Self(code, message, sqliteError: sqliteError ?? self.sqliteError)
-    }
-
-    init(_ problem: PrivateFileError, path: String) {
-        let message = problem.explanation(for: path, what: "pairing registry")
-        switch problem {
-        case .notFound, .notRegularFile, .tooLarge: self.init(.notRegularFile, message)
-        case .symlink: self.init(.symlink, message)
-        case .wrongOwner, .insecureMode: self.init(.insecurePermissions, message)
-        case .system: self.init(.fileSystem, message)
-        }
+        Self(code: code, message: message, sqliteError: sqliteError ?? self.sqliteError)
     }
 
     /// True when SQLite gave up waiting for another process's lock (the busy timeout passed).
     public var isBusy: Bool { sqliteError?.isBusy == true }
+}
 
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
+extension RivetDevicePairingStoreError {
+    init(_ problem: PrivateFileError, path: String) {
+        let message = problem.explanation(for: path, what: "pairing registry")
+        switch problem {
+        case .notFound, .notRegularFile, .tooLarge: self.init(code: .notRegularFile, message: message)
+        case .symlink: self.init(code: .symlink, message: message)
+        case .wrongOwner, .insecureMode: self.init(code: .insecurePermissions, message: message)
+        case .system: self.init(code: .fileSystem, message: message)
+        }
+    }
 }

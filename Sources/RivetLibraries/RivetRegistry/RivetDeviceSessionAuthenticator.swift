@@ -1,3 +1,4 @@
+import CodedError
 import OpenSSLKit
 import RivetPairing
 
@@ -76,25 +77,15 @@ public struct RivetDeviceSessionAuthenticator: Sendable {
 
 /// The one answer for every failed device authentication: unknown device, wrong application,
 /// changed server identity and bad credential all produce this same value and message.
-public struct RivetDeviceAuthenticationFailure: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable { case failed }
-    private let code: Code
+public struct RivetDeviceAuthenticationFailure: CodedError {
+    public let code: Code
     /// `device authentication failed`.
     public let message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case failed }
     /// The device could not be authenticated (the only failure there is).
-    public static let failed = Self(.failed, "device authentication failed")
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
+    public static let failed = Self(code: .failed, message: "device authentication failed")
 }
 
 /// Revocation in the order the threat model needs: first the registry forgets the device (its

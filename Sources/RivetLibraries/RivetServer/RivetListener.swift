@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import OpenSSLKit
 import RivetPairing
@@ -43,27 +44,23 @@ public protocol RivetSessionHandler: Sendable {
 /// Why a listener could not start.
 ///
 /// Equality compares only the kind (for `.io` also the errno), never the message.
-public struct RivetListenerError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
+public struct RivetListenerError: CodedErrorMessage {
+    public let code: Code
+    /// What failed and why.
+    public package(set) var message: String
+
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
         case alreadyStarted, invalidAddress
         case io(Int32)
     }
 
-    private let code: Code
-    /// What failed and why.
-    public let message: String
-
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
     /// `start` was called a second time (a stopped listener cannot be restarted).
-    public static let alreadyStarted = Self(.alreadyStarted, "the listener was already started")
+    public static let alreadyStarted = Self(code: .alreadyStarted, message: "the listener was already started")
     /// The host is neither a numeric IPv4 or IPv6 address nor a name that resolves.
-    public static let invalidAddress = Self(.invalidAddress, "the listen address does not resolve")
+    public static let invalidAddress = Self(code: .invalidAddress, message: "the listen address does not resolve")
     /// A system call failed (for example bind: `EADDRINUSE`).
-    public static func io(_ errno: Int32) -> Self { Self(.io(errno), "socket error \(errno)") }
+    public static func io(_ errno: Int32) -> Self { Self(code: .io(errno), message: "socket error \(errno)") }
 
     /// The errno of an `.io` error.
     public var systemErrno: Int32? {
@@ -72,16 +69,8 @@ public struct RivetListenerError: Error, Equatable, Sendable, CustomStringConver
 
     static func from(_ failure: SocketFailure) -> Self {
         failure.errno == EINVAL && failure.what.hasPrefix("resolving")
-            ? .invalidAddress.with(failure.message) : Self(.io(failure.errno), failure.message)
+            ? .invalidAddress.with(failure.message) : Self(code: .io(failure.errno), message: failure.message)
     }
-
-    func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the kind (and errno), never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }
 
 /// The daemon side of the transport: accepts TCP connections, runs TLS 1.3 with the server

@@ -1,3 +1,4 @@
+import CodedError
 import Foundation
 import OpenSSLKit
 import RivetPairing
@@ -113,38 +114,27 @@ public final class RivetServerIdentity: Sendable {
 ///
 /// Equality compares only the kind, never the message. Messages name the key path and the
 /// reason, never key material.
-public struct RivetIdentityError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable {
-        case noStateDirectory, notProvisioned, keyFileUnusable, keyCreationFailed, tlsSetupFailed
-    }
-
-    private let code: Code
+public struct RivetIdentityError: CodedErrorMessage {
+    public let code: Code
     /// What failed and why.
-    public let message: String
+    public package(set) var message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable {
+        case noStateDirectory, notProvisioned, keyFileUnusable, keyCreationFailed, tlsSetupFailed
     }
 
     /// The environment names no state directory (neither `XDG_STATE_HOME` nor `HOME` is an
     /// absolute path).
-    public static let noStateDirectory = Self(.noStateDirectory, "no state directory for the server identity")
+    public static let noStateDirectory = Self(code: .noStateDirectory, message: "no state directory for the server identity")
     /// No key file exists yet (only from `load(stateDirectory:)`).
-    public static let notProvisioned = Self(.notProvisioned, "no server identity has been created yet")
+    public static let notProvisioned = Self(code: .notProvisioned, message: "no server identity has been created yet")
     /// A key file exists but cannot be used (permissions, owner, link, contents, size); it is
     /// never replaced.
-    public static let keyFileUnusable = Self(.keyFileUnusable, "the server key file cannot be used")
+    public static let keyFileUnusable = Self(code: .keyFileUnusable, message: "the server key file cannot be used")
     /// A new key could not be generated or written (or the file could not be read).
-    public static let keyCreationFailed = Self(.keyCreationFailed, "the server key could not be created")
+    public static let keyCreationFailed = Self(code: .keyCreationFailed, message: "the server key could not be created")
     /// OpenSSL could not build the certificate or the TLS context.
-    public static let tlsSetupFailed = Self(.tlsSetupFailed, "the TLS identity could not be built")
+    public static let tlsSetupFailed = Self(code: .tlsSetupFailed, message: "the TLS identity could not be built")
 
-    func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }

@@ -1,3 +1,4 @@
+import CodedError
 import OpenSSLKit
 import RivetPairing
 import SystemKit
@@ -31,34 +32,23 @@ public struct RivetStreamConfiguration: Sendable, Equatable {
 /// A failure of an authenticated stream.
 ///
 /// Equality compares only the kind, never the message.
-public struct RivetStreamError: Error, Equatable, Sendable, CustomStringConvertible {
-    private enum Code: Equatable, Sendable { case closed, timedOut, failed }
-    private let code: Code
+public struct RivetStreamError: CodedErrorMessage {
+    public let code: Code
     /// What happened.
-    public let message: String
+    public package(set) var message: String
 
-    private init(_ code: Code, _ message: String) {
-        self.code = code
-        self.message = message
-    }
-
+    /// The kinds of failure, what equality compares.
+    public enum Code: Hashable, Sendable { case closed, timedOut, failed }
     /// The stream was closed on this side (`close()`, or the listener stopped).
-    public static let closed = Self(.closed, "the stream is closed")
+    public static let closed = Self(code: .closed, message: "the stream is closed")
     /// Nothing could be read, or no room to write appeared, before the deadline. The stream
     /// stays usable after a read timeout; after a write timeout part of the bytes may be queued,
     /// so close the stream.
-    public static let timedOut = Self(.timedOut, "timed out")
+    public static let timedOut = Self(code: .timedOut, message: "timed out")
     /// The connection failed (reset, closed without close_notify, TLS error, a write that made
     /// no progress within the write timeout). Final.
-    public static let failed = Self(.failed, "the connection failed")
+    public static let failed = Self(code: .failed, message: "the connection failed")
 
-    func with(_ message: String) -> Self { Self(code, message) }
-
-    /// Compares the kind only, never the message.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// The message.
-    public var description: String { message }
 }
 
 /// The stream after RVD1 acceptance: RVT1 bytes in both directions over the TLS connection.
