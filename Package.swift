@@ -63,7 +63,7 @@ let package = Package(
         // MARK: Swift wrappers: the only code that imports each C module
         .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "ByteText", "SystemKit"], path: "Sources/Platform/OpenSSLKit"),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "ByteText", "SystemKit"], path: "Sources/Platform/SQLiteKit"),
-        .target(name: "AvahiKit", dependencies: ["CAvahi", "ByteText"], path: "Sources/Platform/AvahiKit"),
+        .target(name: "AvahiKit", dependencies: ["CAvahi", "ByteText", "SystemKit"], path: "Sources/Platform/AvahiKit"),
         .target(name: "CurlKit", dependencies: ["CCurl", "ByteText", "SystemKit", "ThreadSupport"],
             path: "Sources/Platform/CurlKit"),
         .target(name: "QRCodeKit", dependencies: ["CQRencode"], path: "Sources/Platform/QRCodeKit"),

@@ -144,8 +144,7 @@ public final class RivetFileDescriptorStream: RivetByteStream {
     }
 
     private var isClosing: Bool {
-        var probe = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
-        return poll(&probe, 1, 0) > 0
+        ((try? Poll.wait(wakeRead, for: Int16(POLLIN), timeout: 0)) ?? 0) != 0
     }
 
     private func blockingRead(_ maxCount: Int) throws -> [UInt8] {
@@ -155,9 +154,10 @@ public final class RivetFileDescriptorStream: RivetByteStream {
                 pollfd(fd: readFD, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = retryingInterrupts { poll(&fds, 2, -1) }
-            if ready < 0 {
-                throw RivetDeviceError.transportFailed("poll on descriptor \(readFD) failed: \(Self.errnoText())")
+            do {
+                try Poll.wait(&fds, timeout: -1)
+            } catch {
+                throw RivetDeviceError.transportFailed("poll on descriptor \(readFD) failed: \(error.reason)")
             }
             if fds[1].revents != 0 { return [] }
             if fds[0].revents == 0 { continue }
@@ -177,9 +177,10 @@ public final class RivetFileDescriptorStream: RivetByteStream {
                 pollfd(fd: writeFD, events: Int16(POLLOUT), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = retryingInterrupts { poll(&fds, 2, -1) }
-            if ready < 0 {
-                throw RivetDeviceError.transportFailed("poll on descriptor \(writeFD) failed: \(Self.errnoText())")
+            do {
+                try Poll.wait(&fds, timeout: -1)
+            } catch {
+                throw RivetDeviceError.transportFailed("poll on descriptor \(writeFD) failed: \(error.reason)")
             }
             if fds[1].revents != 0 { throw RivetDeviceError.connectionClosed("the stream is closed") }
             if fds[0].revents == 0 { continue }
