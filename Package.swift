@@ -82,7 +82,7 @@ let package = Package(
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit"],
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit", "ThreadSupport"],
             path: "Sources/RivetLibraries/RivetDiscovery"),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
@@ -128,7 +128,7 @@ let package = Package(
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["ByteText"], path: "Sources/Core/RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit", "ThreadSupport"], path: "Sources/Core/RivetDevice"),
         .target(name: "RivetSchema", path: "Sources/Core/RivetSchema"),
         .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"],
             path: "Sources/Core/RivetGateway"),
@@ -241,7 +241,7 @@ let package = Package(
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "ThreadSupport"]),
         .testTarget(name: "ByteTextTests", dependencies: ["ByteText"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),

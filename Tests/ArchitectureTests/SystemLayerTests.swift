@@ -26,6 +26,9 @@ enum SystemLayer {
             #"(?<![A-Za-z0-9_"])(Glibc\.)?accept4?\s*\([^,():]*,[^,():]*,[^,():]*\)"#, owner: "SystemKit"),
         rule("a sockaddr_un filled by hand (use SystemKit's UnixSocketAddress)", #"\bsockaddr_un\b"#, owner: "SystemKit"),
         rule("a thread started by hand (use ThreadSupport)", #"\bpthread_create\s*\("#, owner: "ThreadSupport"),
+        rule("a pthread mutex (use Synchronization's Mutex, or ThreadSupport's Monitor to wait)", #"\bpthread_mutex_"#, owner: "ThreadSupport"),
+        rule("a Dispatch queue (use ThreadSupport's SerialQueue)", #"\bDispatchQueue\s*\("#, owner: "ThreadSupport"),
+        rule("a lock wrapper (use Synchronization's Mutex)", #"\bLocked\s*[<(]"#, owner: nil),
         rule(
             "a Foundation Thread (use ThreadSupport)", #"(?<![A-Za-z0-9_.])Thread\s*(\(|\{)|Thread\.detachNewThread"#,
             owner: "ThreadSupport"),
@@ -134,6 +137,12 @@ enum SystemLayer {
             ("A/Socket.swift", "let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)"),
             ("A/Accept.swift", "let client = accept(fd, nil, nil)"),
             ("A/Address.swift", "var address = sockaddr_un()"),
+            ("A/Mutex.swift", "pthread_mutex_lock(mutex)"),
+            ("A/Queue.swift", "private let queue = DispatchQueue(label: \"x\")"),
+            ("A/Locked.swift", "let names = Locked<[String]>([])"),
+            ("RivetTransport/Locked.swift", "package final class Locked<Value> { init(_ v: Value) { Locked(v) } }"),
+            ("ThreadSupport/Monitor.swift", "pthread_mutex_init(mutex, nil)\nlet q = DispatchQueue(label: \"y\")"),
+            ("A/Fine2.swift", "let lines = LockedLines()\nlet m = Mutex<Int>(0)\nlet q = SerialQueue(name: \"z\")"),
             (
                 "A/Wrapped.swift",
                 "let s = try FileDescriptor.socket(family: AF_INET, type: 1)\ntry Poll.wait(&fds, timeout: 0)\n"
@@ -151,12 +160,16 @@ enum SystemLayer {
                 "A/Address.swift:1: a sockaddr_un filled by hand (use SystemKit's UnixSocketAddress)",
                 "A/Draw.swift:1: an import of CQRencode (only QRCodeKit wraps it)",
                 "A/Hex.swift:1: a hex digit table (use ByteText's Hex)",
+                "A/Locked.swift:1: a lock wrapper (use Synchronization's Mutex)",
                 "A/Loop.swift:1: an EINTR check (use SystemKit's retryingInterrupts)",
+                "A/Mutex.swift:1: a pthread mutex (use Synchronization's Mutex, or ThreadSupport's Monitor to wait)",
                 "A/Pipe.swift:1: a pipe made by hand (use SystemKit's PipeEnds)",
                 "A/Poll.swift:1: a raw poll (use SystemKit's Poll)",
+                "A/Queue.swift:1: a Dispatch queue (use ThreadSupport's SerialQueue)",
                 "A/Raw.swift:1: a thread started by hand (use ThreadSupport)",
                 "A/Socket.swift:1: a raw socket (use SystemKit's FileDescriptor.socket: close-on-exec)",
                 "A/Thread.swift:1: a Foundation Thread (use ThreadSupport)",
+                "RivetTransport/Locked.swift:1: a lock wrapper (use Synchronization's Mutex)",
             ])
     }
 }

@@ -1,7 +1,7 @@
 import Glibc
-import Dispatch
 import Synchronization
 import SystemKit
+import ThreadSupport
 
 /// A reliable, ordered byte stream (a pipe pair, a socket, a TLS connection) that
 /// ``RivetDeviceStreamTransport`` frames with RVT1.
@@ -23,8 +23,8 @@ public protocol RivetByteStream: Sendable {
 /// A ``RivetByteStream`` over POSIX file descriptors: a pipe pair (a child process's
 /// stdin/stdout, or our own) or a connected socket.
 ///
-/// Blocking reads and writes run on two private dispatch queues, never on Swift's cooperative
-/// threads. The stream owns the descriptors it is given and closes them in ``close()``. It
+/// Blocking reads and writes run on two private serial queues (ThreadSupport's `SerialQueue`),
+/// never on Swift's cooperative threads. The stream owns the descriptors it is given and closes them in ``close()``. It
 /// never changes their flags (they may be shared, like stdio), and a write to a pipe whose
 /// reader is gone fails with ``RivetDeviceError/transportFailed`` instead of raising SIGPIPE.
 public final class RivetFileDescriptorStream: RivetByteStream {
@@ -32,8 +32,8 @@ public final class RivetFileDescriptorStream: RivetByteStream {
     private let writeFD: Int32
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let readQueue = DispatchQueue(label: "rivet.fd-stream.read")
-    private let writeQueue = DispatchQueue(label: "rivet.fd-stream.write")
+    private let readQueue = SerialQueue(name: "rivet.fd-read")
+    private let writeQueue = SerialQueue(name: "rivet.fd-write")
     private let open = Mutex((read: true, write: true))
 
     /// Largest chunk handed to one `write(2)`: a pipe accepts this much without blocking once
