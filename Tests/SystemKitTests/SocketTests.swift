@@ -99,6 +99,27 @@ import SystemKit
         #expect(error?.errno == ENOENT)
     }
 
+    @Test func connectToASocketAddressGivesNilOrTheErrno() throws {
+        let listener = try FileDescriptor.socket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        withUnsafeMutableBytes(of: &address) { raw in
+            let named = raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)
+            #expect(bind(listener.rawValue, named, length) == 0)
+            #expect(listen(listener.rawValue, 1) == 0)
+            #expect(getsockname(listener.rawValue, named, &length) == 0)
+        }
+        let client = try FileDescriptor.socket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue))
+        defer { client.close() }
+        #expect(withUnsafeBytes(of: &address) { FileDescriptor.connect(client.rawValue, to: $0) } == nil)
+        listener.close()
+        let refused = try FileDescriptor.socket(family: AF_INET, type: Int32(SOCK_STREAM.rawValue))
+        defer { refused.close() }
+        #expect(withUnsafeBytes(of: &address) { FileDescriptor.connect(refused.rawValue, to: $0) } == ECONNREFUSED)
+    }
+
     @Test func aNetlinkSocketBindsToItsGroupsAndClosesOnExec() throws {
         let routes = try FileDescriptor.netlink(protocol: 0, groups: 1)  // NETLINK_ROUTE, RTMGRP_LINK
         defer { routes.close() }

@@ -99,11 +99,19 @@ extension FileDescriptor {
         return FileDescriptor(owning: fd)
     }
 
+    /// `connect(2)` of the socket `fd` to `address`, the bytes of a `sockaddr` of any family (as
+    /// `getaddrinfo` gives them): nil once connected, else the errno. On a non-blocking socket
+    /// `EINPROGRESS` means the connection goes on (`connectIsPending`).
+    public static func connect(_ fd: Int32, to address: UnsafeRawBufferPointer) -> Int32? {
+        let result = Glibc.connect(fd, address.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(address.count))
+        return result == 0 ? nil : Glibc.errno
+    }
+
     /// `connect(2)` of the socket `fd` to `address`.
     /// - Throws: `SystemError("connect", path:)` naming the address.
     public static func connect(_ fd: Int32, to address: UnixSocketAddress) throws(SystemError) {
-        let result = address.withSocketAddress { Glibc.connect(fd, $0, $1) }
-        guard result == 0 else { throw .current("connect", path: address.shown) }
+        let failed = address.withSocketAddress { connect(fd, to: UnsafeRawBufferPointer(start: $0, count: Int($1))) }
+        if let failed { throw SystemError("connect", path: address.shown, errno: failed) }
     }
 
     /// `bind(2)` of the socket `fd` to `address`.

@@ -141,8 +141,9 @@ enum Probe {
                 continue
             }
             defer { socket.close() }
-            if connect(socket.rawValue, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 { return .routed }
-            if [ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(errno) { sawNoRoute = true }
+            let address = UnsafeRawBufferPointer(start: current.pointee.ai_addr, count: Int(current.pointee.ai_addrlen))
+            guard let failed = FileDescriptor.connect(socket.rawValue, to: address) else { return .routed }
+            if [ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(failed) { sawNoRoute = true }
         }
         return sawNoRoute ? .noRoute : .routed
     }

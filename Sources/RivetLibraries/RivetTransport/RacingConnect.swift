@@ -68,10 +68,7 @@ func connectRacing(
                     events.append(.connectFailed(index))
                     continue
                 }
-                let started = target.address.withUnsafeBytes { raw in
-                    connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-                }
-                let error = started == 0 ? 0 : errno
+                let error = target.address.withUnsafeBytes { FileDescriptor.connect(fd, to: $0) } ?? 0
                 sockets[index] = fd
                 if error == 0 {
                     events.append(.connected(index))

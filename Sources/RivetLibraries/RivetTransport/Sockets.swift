@@ -207,10 +207,7 @@ func connectSocket(
             lastFailure = SocketFailure(what: "socket", errno: error.errno)
             continue
         }
-        let started = candidate.address.withUnsafeBytes { raw in
-            connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-        }
-        var error: Int32 = started == 0 ? 0 : errno
+        var error: Int32 = candidate.address.withUnsafeBytes { FileDescriptor.connect(fd, to: $0) } ?? 0
         if connectIsPending(error) {
             switch waitFor(fd: fd, events: Int16(POLLOUT), until: deadline) {
             case .ready:
