@@ -121,9 +121,10 @@ import SystemKit
     }
 
     @Test func aNetlinkSocketBindsToItsGroupsAndClosesOnExec() throws {
-        let routes = try FileDescriptor.netlink(protocol: 0, groups: 1)  // NETLINK_ROUTE, RTMGRP_LINK
+        let routes = try FileDescriptor.netlink(protocol: 0)  // NETLINK_ROUTE
         defer { routes.close() }
         #expect(fcntl(routes.rawValue, F_GETFD) & FD_CLOEXEC != 0)
+        try FileDescriptor.bind(routes.rawValue, netlinkGroups: 1)  // RTMGRP_LINK
         var address = [UInt8](repeating: 0, count: 12)
         var length = socklen_t(address.count)
         let named = address.withUnsafeMutableBytes {

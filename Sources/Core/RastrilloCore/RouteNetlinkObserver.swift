@@ -39,9 +39,9 @@ final class RouteNetlinkObserver: @unchecked Sendable {
         let fd: Int32
         let query: Int32
         do {
-            fd = try FileDescriptor.netlink(protocol: RouteNetlink.protocolRoute, groups: RouteNetlink.groups).take()
+            fd = try FileDescriptor.netlink(protocol: RouteNetlink.protocolRoute).take()
         } catch {
-            throw .netlink(error.operation, errno: error.errno)
+            throw .netlink("socket", errno: error.errno)
         }
         do {
             query = try FileDescriptor.netlink(protocol: RouteNetlink.protocolRoute).take()
@@ -67,6 +67,11 @@ final class RouteNetlinkObserver: @unchecked Sendable {
         // fine when this fails.
         var size: Int32 = 1 << 20
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        do {
+            try FileDescriptor.bind(fd, netlinkGroups: RouteNetlink.groups)
+        } catch {
+            throw .netlink("bind", errno: error.errno)
+        }
         do {
             try resynchronise(everything: true)
         } catch let error as ConnectivityError {

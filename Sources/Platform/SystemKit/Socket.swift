@@ -65,21 +65,23 @@ extension FileDescriptor {
         try socket(family: AF_UNIX, type: Int32((datagram ? SOCK_DGRAM : SOCK_STREAM).rawValue))
     }
 
-    /// A raw netlink socket for `protocol` (for example `NETLINK_ROUTE`), close-on-exec, bound
-    /// to the multicast `groups` when given.
-    /// - Throws: `SystemError("socket")` or `SystemError("bind")` (the socket closed then).
-    public static func netlink(protocol: Int32, groups: UInt32? = nil) throws(SystemError) -> FileDescriptor {
-        let socket = try socket(family: AF_NETLINK, type: Int32(SOCK_RAW.rawValue), protocol: `protocol`)
-        if let groups {
-            var address = [UInt8](repeating: 0, count: 12)  // struct sockaddr_nl
-            address[0] = UInt8(AF_NETLINK & 0xFF)
-            withUnsafeBytes(of: groups) { address.replaceSubrange(8..<12, with: $0) }
-            let bound = address.withUnsafeBytes { raw in
-                Glibc.bind(socket.rawValue, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-            }
-            guard bound == 0 else { throw .current("bind") }
+    /// A raw netlink socket for `protocol` (for example `NETLINK_ROUTE`), close-on-exec.
+    /// - Throws: `SystemError("socket")`.
+    public static func netlink(protocol: Int32) throws(SystemError) -> FileDescriptor {
+        try socket(family: AF_NETLINK, type: Int32(SOCK_RAW.rawValue), protocol: `protocol`)
+    }
+
+    /// `bind(2)` of the netlink socket `fd` to the multicast `groups` (a `sockaddr_nl`): from
+    /// then on the kernel queues their notifications on it.
+    /// - Throws: `SystemError("bind")`.
+    public static func bind(_ fd: Int32, netlinkGroups groups: UInt32) throws(SystemError) {
+        var address = [UInt8](repeating: 0, count: 12)  // struct sockaddr_nl
+        address[0] = UInt8(AF_NETLINK & 0xFF)
+        withUnsafeBytes(of: groups) { address.replaceSubrange(8..<12, with: $0) }
+        let bound = address.withUnsafeBytes { raw in
+            Glibc.bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
         }
-        return socket
+        guard bound == 0 else { throw .current("bind") }
     }
 
     /// `accept4(2)` on `listener`, retried on `EINTR`: the new connection is close-on-exec from
