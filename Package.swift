@@ -67,7 +67,7 @@ let package = Package(
         // MARK: Swift wrappers: the only code that imports each C module
         .target(name: "OpenSSLKit", dependencies: ["CodedError", "COpenSSL", "ByteText", "SystemKit"], path: "Sources/Platform/OpenSSLKit"),
         .target(name: "SQLiteKit", dependencies: ["CodedError", "CSQLite", "ByteText", "SystemKit"], path: "Sources/Platform/SQLiteKit"),
-        .target(name: "AvahiKit", dependencies: ["CodedError", "CAvahi", "ByteText"], path: "Sources/Platform/AvahiKit"),
+        .target(name: "AvahiKit", dependencies: ["CodedError", "CAvahi", "ByteText", "SystemKit"], path: "Sources/Platform/AvahiKit"),
         .target(name: "CurlKit", dependencies: ["CodedError", "CCurl", "ByteText", "SystemKit", "ThreadSupport"],
             path: "Sources/Platform/CurlKit"),
         .target(name: "QRCodeKit", dependencies: ["CodedError", "CQRencode"], path: "Sources/Platform/QRCodeKit"),
@@ -86,7 +86,7 @@ let package = Package(
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["CodedError", "AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit"],
+        .target(name: "RivetDiscovery", dependencies: ["CodedError", "AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit", "ThreadSupport"],
             path: "Sources/RivetLibraries/RivetDiscovery"),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
@@ -132,7 +132,7 @@ let package = Package(
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["CodedError", "RivetWire", "SystemKit"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetDevice", dependencies: ["CodedError", "RivetWire", "SystemKit", "ThreadSupport"], path: "Sources/Core/RivetDevice"),
         .target(name: "RivetSchema", path: "Sources/Core/RivetSchema"),
         .target(name: "RivetGateway", dependencies: ["CodedError", "RivetWire", "RivetSchema", "RivetPairing"],
             path: "Sources/Core/RivetGateway"),
@@ -245,7 +245,7 @@ let package = Package(
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "ThreadSupport"]),
         .testTarget(name: "ByteTextTests", dependencies: ["ByteText"]),
         .testTarget(name: "CodedErrorTests", dependencies: ["CodedError"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),

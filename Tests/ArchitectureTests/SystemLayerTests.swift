@@ -1,22 +1,34 @@
 import Foundation
 import Testing
 
-/// What only the system layer may write: SystemKit owns EINTR and pipes; ThreadSupport owns
-/// starting a thread; ByteText (pure) owns hex digits; and what only a C library's wrapper may
-/// write: its `import` (`Layering.wrapper`). Comment lines are not code and are skipped.
+/// What only the system layer may write: SystemKit owns EINTR, pipes, `poll`, sockets,
+/// `accept` and Unix socket addresses; ThreadSupport owns starting a thread, pthread mutexes and
+/// worker queues; ByteText (pure) owns hex digits; Synchronization's `Mutex` is the one lock,
+/// so a hand-made lock wrapper belongs nowhere; and what only a C library's wrapper may write:
+/// its `import` (`Layering.wrapper`). Comment lines are not code and are skipped.
 enum SystemLayer {
     struct Rule {
         let what: String
         let pattern: NSRegularExpression
-        /// The directory under Sources/ where the pattern belongs.
-        let owner: String
+        /// The module folder where the pattern belongs; nil: nowhere.
+        let owner: String?
     }
 
     static let rules: [Rule] = [
         rule("an EINTR check (use SystemKit's retryingInterrupts)", #"\bEINTR\b"#, owner: "SystemKit"),
         rule("a pipe made by hand (use SystemKit's PipeEnds)", #"(?<![A-Za-z0-9_.])pipe2?\s*\("#, owner: "SystemKit"),
         rule("a hex digit table (use ByteText's Hex)", #"0123456789abcdef"#, owner: "ByteText"),
+        rule("a raw poll (use SystemKit's Poll)", rawCall("poll"), owner: "SystemKit"),
+        rule("a raw socket (use SystemKit's FileDescriptor.socket: close-on-exec)", rawCall("socket"), owner: "SystemKit"),
+        // The C accept's three unlabelled arguments, so a method named accept is not one.
+        rule(
+            "a raw accept (use SystemKit's FileDescriptor.accept: accept4, close-on-exec)",
+            #"(?<![A-Za-z0-9_"])(Glibc\.)?accept4?\s*\([^,():]*,[^,():]*,[^,():]*\)"#, owner: "SystemKit"),
+        rule("a sockaddr_un filled by hand (use SystemKit's UnixSocketAddress)", #"\bsockaddr_un\b"#, owner: "SystemKit"),
         rule("a thread started by hand (use ThreadSupport)", #"\bpthread_create\s*\("#, owner: "ThreadSupport"),
+        rule("a pthread mutex (use Synchronization's Mutex, or ThreadSupport's Monitor to wait)", #"\bpthread_mutex_"#, owner: "ThreadSupport"),
+        rule("a Dispatch queue (use ThreadSupport's SerialQueue)", #"\bDispatchQueue\s*\("#, owner: "ThreadSupport"),
+        rule("a lock wrapper (use Synchronization's Mutex)", #"\bLocked\s*[<(]"#, owner: nil),
         rule(
             "a Foundation Thread (use ThreadSupport)", #"(?<![A-Za-z0-9_.])Thread\s*(\(|\{)|Thread\.detachNewThread"#,
             owner: "ThreadSupport"),
@@ -27,7 +39,13 @@ enum SystemLayer {
         rule("an import of \(module) (only \(wrapper) wraps it)", #"\bimport\s+\#(module)\b"#, owner: wrapper)
     }
 
-    private static func rule(_ what: String, _ pattern: String, owner: String) -> Rule {
+    /// A call of the C function `name`, bare or as `Glibc.name`, not a method of that name
+    /// (`FileDescriptor.socket(`) nor text in a message (`"socket(AF_UNIX) failed"`, `"a poll (…)"`).
+    private static func rawCall(_ name: String) -> String {
+        #"(?<![A-Za-z0-9_."])\#(name)\(|\bGlibc\.\#(name)\("#
+    }
+
+    private static func rule(_ what: String, _ pattern: String, owner: String?) -> Rule {
         Rule(what: what, pattern: try! NSRegularExpression(pattern: pattern), owner: owner)
     }
 
@@ -40,7 +58,7 @@ enum SystemLayer {
                 let code = String(line)
                 if code.trimmingCharacters(in: .whitespaces).hasPrefix("//") { continue }
                 let range = NSRange(code.startIndex..., in: code)
-                for rule in rules where !path.hasPrefix(rule.owner + "/") {
+                for rule in rules where rule.owner.map({ path.hasPrefix($0 + "/") }) != true {
                     if rule.pattern.firstMatch(in: code, range: range) != nil {
                         found.append("\(path):\(number + 1): \(rule.what)")
                     }
@@ -115,17 +133,43 @@ enum SystemLayer {
             ("A/Draw.swift", "internal import CQRencode"),
             ("QRCodeKit/QRCode.swift", "internal import CQRencode"),
             ("A/Fine.swift", "// EINTR in a comment\nstartThread(\"x\") { }\nlet p = PipeEnds()\nwake.pipe(x)"),
+            ("A/Poll.swift", "let ready = retryingInterrupts { poll(&fds, 2, -1) }"),
+            ("A/Socket.swift", "let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)"),
+            ("A/Accept.swift", "let client = accept(fd, nil, nil)"),
+            ("A/Address.swift", "var address = sockaddr_un()"),
+            ("A/Mutex.swift", "pthread_mutex_lock(mutex)"),
+            ("A/Queue.swift", "private let queue = DispatchQueue(label: \"x\")"),
+            ("A/Locked.swift", "let names = Locked<[String]>([])"),
+            ("RivetTransport/Locked.swift", "package final class Locked<Value> { init(_ v: Value) { Locked(v) } }"),
+            ("ThreadSupport/Monitor.swift", "pthread_mutex_init(mutex, nil)\nlet q = DispatchQueue(label: \"y\")"),
+            ("A/Fine2.swift", "let lines = LockedLines()\nlet m = Mutex<Int>(0)\nlet q = SerialQueue(name: \"z\")"),
+            (
+                "A/Wrapped.swift",
+                "let s = try FileDescriptor.socket(family: AF_INET, type: 1)\ntry Poll.wait(&fds, timeout: 0)\n"
+                    + "throw Failure(\"socket(AF_UNIX) failed\")\nreturn accept(envelope, group: &group)\n"
+                    + "throw .failure(\"cannot create avahi's threaded poll (out of memory)\")\n"
+                    + "let c = try FileDescriptor.accept(fd, peer: &storage)\nlet u = try FileDescriptor.unixSocket()"
+            ),
+            ("SystemKit/Socket.swift", "let fd = Glibc.socket(family, type, 0)\nvar address = sockaddr_un()"),
             ("SystemKit/Retry.swift", "if result == -1 && errno == EINTR { continue }"),
             ("ThreadSupport/Start.swift", "pthread_create(&thread, &attributes, body, work)"),
         ]
         #expect(
             SystemLayer.violations(in: files) == [
+                "A/Accept.swift:1: a raw accept (use SystemKit's FileDescriptor.accept: accept4, close-on-exec)",
+                "A/Address.swift:1: a sockaddr_un filled by hand (use SystemKit's UnixSocketAddress)",
                 "A/Draw.swift:1: an import of CQRencode (only QRCodeKit wraps it)",
                 "A/Hex.swift:1: a hex digit table (use ByteText's Hex)",
+                "A/Locked.swift:1: a lock wrapper (use Synchronization's Mutex)",
                 "A/Loop.swift:1: an EINTR check (use SystemKit's retryingInterrupts)",
+                "A/Mutex.swift:1: a pthread mutex (use Synchronization's Mutex, or ThreadSupport's Monitor to wait)",
                 "A/Pipe.swift:1: a pipe made by hand (use SystemKit's PipeEnds)",
+                "A/Poll.swift:1: a raw poll (use SystemKit's Poll)",
+                "A/Queue.swift:1: a Dispatch queue (use ThreadSupport's SerialQueue)",
                 "A/Raw.swift:1: a thread started by hand (use ThreadSupport)",
+                "A/Socket.swift:1: a raw socket (use SystemKit's FileDescriptor.socket: close-on-exec)",
                 "A/Thread.swift:1: a Foundation Thread (use ThreadSupport)",
+                "RivetTransport/Locked.swift:1: a lock wrapper (use Synchronization's Mutex)",
             ])
     }
 }

@@ -18,13 +18,13 @@ import ToolTestSupport
         let directory: TemporaryDirectory
         let store: RivetDevicePairingStore
         let service: RivetPairingService
-        let events: Locked<[RivetPairingService.DesktopEvent]>
+        let events: Shared<[RivetPairingService.DesktopEvent]>
         let fingerprint = SPKIFingerprint(bytes: [UInt8](repeating: 0x5A, count: 32))!
 
         init() throws {
             directory = try TemporaryDirectory()
             store = try RivetDevicePairingStore(path: directory.file("pairing.sqlite3"))
-            let events = Locked<[RivetPairingService.DesktopEvent]>([])
+            let events = Shared<[RivetPairingService.DesktopEvent]>([])
             self.events = events
             service = RivetPairingService(
                 serverFingerprint: fingerprint, discoverySecret: RivetDiscoverySecret(bytes: Array(0x60..<0x80))!,

@@ -279,7 +279,7 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         // 32 handshakes off Swift's cooperative threads (other tests need them); the connections
         // come back in a lock, as they are not Sendable.
         let silent = try await onThread {
-            Locked(try (2...9).flatMap { last in try (0..<4).map { _ in try rawTLS(server, from: "127.0.0.\(last)") } })
+            Shared(try (2...9).flatMap { last in try (0..<4).map { _ in try rawTLS(server, from: "127.0.0.\(last)") } })
         }
         defer { silent.withLock { $0.forEach { $0.close() } } }
         // Every server thread is past its handshake and waiting for a preface byte.

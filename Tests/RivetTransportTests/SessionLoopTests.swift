@@ -142,8 +142,8 @@ import Glibc
             close(first.writeEnd)
             close(second.writeEnd)
         }
-        let received = Locked<[UInt8]>([])
-        let removals = Locked<[String]>([])
+        let received = Shared<[UInt8]>([])
+        let removals = Shared<[String]>([])
         func reader(_ fd: Int32) -> @Sendable () -> Bool {
             {
                 var buffer = [UInt8](repeating: 0, count: 64)
@@ -185,7 +185,7 @@ import Glibc
         try loop.start(name: "test.loop")
         defer { loop.stop() }
         let pipe = try PipeEnds(nonBlockingRead: true)
-        let removed = Locked(false)
+        let removed = Shared(false)
         weak var weakOwner: Owner?
         do {
             let owner = Owner(fd: pipe.readEnd)

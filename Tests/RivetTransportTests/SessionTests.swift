@@ -176,7 +176,7 @@ import Glibc
         let server = try TestServer()
         defer { server.stop() }
         try server.service.openWindow()
-        let shown = Locked<ConfirmationCode?>(nil)
+        let shown = Shared<ConfirmationCode?>(nil)
         let port = server.port
         async let desktop: Void = onThread({ try Self.confirmOnDesktop(server, scopes: [try RivetDeviceScope("score.read")]) })
         let credential = try await onThread {
@@ -274,7 +274,7 @@ import Glibc
         defer { server.stop() }
         try server.service.openWindow()
         let port = server.port
-        let release = Locked(false)
+        let release = Shared(false)
         async let first = onThread({
             outcome { () throws(RivetClientError) in
                 try RivetClientConnector().pair(host: "127.0.0.1", port: port, applicationID: application, deviceName: try! RivetDeviceName("first")) { _ in
@@ -329,7 +329,7 @@ import Glibc
 
 /// A pairing host that answers `PairBegin` with a nonce and, in the same breath, a refusal.
 final class HastyHost: RivetPairingHost {
-    let disconnected = Locked<[RivetPairingConnectionID]>([])
+    let disconnected = Shared<[RivetPairingConnectionID]>([])
 
     func deviceSent(_ message: RivetPairingDeviceMessage, on channel: RivetPairingChannel) {
         guard case .begin = message else { return }

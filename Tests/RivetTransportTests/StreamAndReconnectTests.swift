@@ -168,7 +168,7 @@ func openSession(_ server: TestServer, configuration: RivetClientConfiguration =
         let client = RivetReconnectingClient(
             connector: RivetClientConnector(), credential: credential, host: "127.0.0.1", port: server.port,
             backoff: Self.quickBackoff)
-        let sessions = Locked(0)
+        let sessions = Shared(0)
         async let stop = onThread {
             client.run { session in
                 sessions.withLock { $0 += 1 }

@@ -57,10 +57,10 @@ let application = try! RivetApplicationID("org.example.rivet")
 
 /// Records what the listener tells the session handler, and admits by a switch.
 final class RecordingHandler: RivetSessionHandler {
-    let admitting = Locked(true)
-    let started = Locked<[(RivetSessionContext, RivetAuthenticatedStream)]>([])
-    let ended = Locked<[RivetSessionContext]>([])
-    let admitted = Locked(0)
+    let admitting = Shared(true)
+    let started = Shared<[(RivetSessionContext, RivetAuthenticatedStream)]>([])
+    let ended = Shared<[RivetSessionContext]>([])
+    let admitted = Shared(0)
 
     func admit(_ session: RivetSessionContext) -> Bool {
         let yes = admitting.withLock { $0 }
@@ -88,7 +88,7 @@ final class RecordingHandler: RivetSessionHandler {
 
 /// Every listener event, in order.
 final class EventLog: Sendable {
-    let events = Locked<[RivetListener.Event]>([])
+    let events = Shared<[RivetListener.Event]>([])
 }
 
 /// A real listener on 127.0.0.1 with its own state directory, registry, pairing service and

@@ -1,12 +1,13 @@
 @testable import RivetDaemon
 import RivetTransport
+import TestSupport
 import Testing
 
 /// Evictions of pending connections reach the log as a summary, at most one line a second
 /// (issue 27, finding 3): a flood of connections cannot flood the log.
 @Suite struct EvictionLogTests {
     @Test func oneLineSumsUpEvictionsAndNamesTheBusiestSource() {
-        let lines = Locked<[String]>([])
+        let lines = Shared<[String]>([])
         let log = EvictionLog { line in lines.withLock { $0.append(line) } }
         let start = ContinuousClock.now
         log.evicted(peer: "127.0.0.2:4000", at: start)
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func aFloodWritesAtMostOneLineASecond() {
-        let lines = Locked<[String]>([])
+        let lines = Shared<[String]>([])
         let log = EvictionLog { line in lines.withLock { $0.append(line) } }
         let start = ContinuousClock.now
         // 100 000 evictions over 10 s (one every 100 µs).

@@ -18,7 +18,7 @@ import ToolTestSupport
 @Suite(.serialized) struct HelloDeadlineTests {
     /// Starts a daemon in `home` with `helloTimeout`, runs `body`, then stops it.
     func withInProcessDaemon(
-        helloTimeout: Duration, _ body: (_ port: UInt16, _ pair: () throws -> RivetCompanionCredential, _ log: Locked<[String]>) async throws -> Void
+        helloTimeout: Duration, _ body: (_ port: UInt16, _ pair: () throws -> RivetCompanionCredential, _ log: Shared<[String]>) async throws -> Void
     ) async throws {
         let home = try Home()
         defer { home.remove() }
@@ -33,7 +33,7 @@ import ToolTestSupport
             controlSocketPath: home.socket)
         configuration.advertise = false
         configuration.sessionLimits = RivetSessionLimits(helloTimeout: helloTimeout)
-        let lines = Locked<[String]>([])
+        let lines = Shared<[String]>([])
         let log = RivetDaemonLog(level: .debug, journal: false) { line in lines.withLock { $0.append(line) } }
         let daemon = RivetDaemon(configuration: configuration, log: log)
         let started = try await offPool { try daemon.start() }

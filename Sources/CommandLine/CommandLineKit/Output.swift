@@ -90,8 +90,7 @@ public struct OutputChannel: Sendable, Hashable {
                 let code = errno
                 if code == EAGAIN || code == EWOULDBLOCK {
                     // A non-blocking descriptor is full: wait until the reader drains it.
-                    var waiter = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&waiter, 1, -1)
+                    _ = try? Poll.wait(fileDescriptor, for: Int16(POLLOUT), timeout: -1)
                     continue
                 }
                 if code == EPIPE { throw OutputClosed() }

@@ -317,7 +317,7 @@ private final class CallingThreadExecutor: TaskExecutor, @unchecked Sendable {
                     pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
                     pollfd(fd: watchingInterrupt ? interrupt : -1, events: Int16(POLLIN), revents: 0),
                 ]
-                guard poll(&fds, nfds_t(fds.count), wakeRead >= 0 ? -1 : 1) >= 0 else { continue }
+                guard (try? Poll.wait(&fds, timeout: wakeRead >= 0 ? -1 : 1)) != nil else { continue }
                 if fds[1].revents != 0 {
                     watchingInterrupt = false
                     onInterrupt()

@@ -36,13 +36,18 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     /// Opens and binds the socket and dumps the current state.
     /// - Throws: ``ConnectivityError/netlinkUnavailable`` naming the step that failed.
     init() throws(ConnectivityError) {
-        let fd = Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), RouteNetlink.protocolRoute)
-        guard fd >= 0 else { throw .netlink("socket", errno: errno) }
-        let query = Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), RouteNetlink.protocolRoute)
-        guard query >= 0 else {
-            let code = errno
+        let fd: Int32
+        let query: Int32
+        do {
+            fd = try FileDescriptor.netlink(protocol: RouteNetlink.protocolRoute).take()
+        } catch {
+            throw .netlink("socket", errno: error.errno)
+        }
+        do {
+            query = try FileDescriptor.netlink(protocol: RouteNetlink.protocolRoute).take()
+        } catch {
             close(fd)
-            throw .netlink("socket", errno: code)
+            throw .netlink("socket", errno: error.errno)
         }
         let wake: PipeEnds
         do {
@@ -62,13 +67,11 @@ final class RouteNetlinkObserver: @unchecked Sendable {
         // fine when this fails.
         var size: Int32 = 1 << 20
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        var address = [UInt8](repeating: 0, count: 12)  // struct sockaddr_nl
-        address[0] = UInt8(AF_NETLINK & 0xFF)
-        withUnsafeBytes(of: RouteNetlink.groups) { address.replaceSubrange(8..<12, with: $0) }
-        let bound = address.withUnsafeBytes { raw in
-            bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        do {
+            try FileDescriptor.bind(fd, netlinkGroups: RouteNetlink.groups)
+        } catch {
+            throw .netlink("bind", errno: error.errno)
         }
-        guard bound == 0 else { throw .netlink("bind", errno: errno) }
         do {
             try resynchronise(everything: true)
         } catch let error as ConnectivityError {
@@ -113,9 +116,12 @@ final class RouteNetlinkObserver: @unchecked Sendable {
             while true {
                 let left = deadline - ContinuousClock.now
                 let milliseconds = Int32(max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-                var fds = [pollfd(fd: query.descriptor, events: Int16(POLLIN), revents: 0)]
-                let ready = retryingInterrupts { poll(&fds, 1, milliseconds) }
-                if ready < 0 { return .failed(errno: errno) }
+                let ready: Int16
+                do throws(SystemError) {
+                    ready = try Poll.wait(query.descriptor, for: Int16(POLLIN), timeout: milliseconds)
+                } catch {
+                    return .failed(errno: error.errno)
+                }
                 if ready == 0 { return .failed(errno: ETIMEDOUT) }
                 let count = reply.withUnsafeMutableBytes { raw in
                     retryingInterrupts { recv(query.descriptor, raw.baseAddress, raw.count, Int32(MSG_DONTWAIT)) }
@@ -240,17 +246,17 @@ final class RouteNetlinkObserver: @unchecked Sendable {
     /// - Throws: `Stopping` when woken by `stop`.
     private func waitForSocket(timeout: Int32) throws -> Bool {
         var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        let ready = retryingInterrupts { poll(&fds, 2, timeout) }
-        if ready < 0 {
-            throw ConnectivityError.netlink("poll", errno: errno)
+        do {
+            try Poll.wait(&fds, timeout: timeout)
+        } catch {
+            throw ConnectivityError.netlink("poll", errno: error.errno)
         }
         if fds[1].revents != 0 { throw Stopping() }
         return fds[0].revents != 0
     }
 
     private func pause(milliseconds: Int32) throws {
-        var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        if poll(&fds, 1, milliseconds) > 0 { throw Stopping() }
+        if ((try? Poll.wait(wakeRead, for: Int16(POLLIN), timeout: milliseconds)) ?? 0) != 0 { throw Stopping() }
     }
 
     /// Receives one datagram and applies its messages; reports a dump's end for `dumping`.

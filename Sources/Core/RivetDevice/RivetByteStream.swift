@@ -1,7 +1,7 @@
 import Glibc
-import Dispatch
 import Synchronization
 import SystemKit
+import ThreadSupport
 
 /// A reliable, ordered byte stream (a pipe pair, a socket, a TLS connection) that
 /// ``RivetDeviceStreamTransport`` frames with RVT1.
@@ -23,8 +23,8 @@ public protocol RivetByteStream: Sendable {
 /// A ``RivetByteStream`` over POSIX file descriptors: a pipe pair (a child process's
 /// stdin/stdout, or our own) or a connected socket.
 ///
-/// Blocking reads and writes run on two private dispatch queues, never on Swift's cooperative
-/// threads. The stream owns the descriptors it is given and closes them in ``close()``. It
+/// Blocking reads and writes run on two private serial queues (ThreadSupport's `SerialQueue`),
+/// never on Swift's cooperative threads. The stream owns the descriptors it is given and closes them in ``close()``. It
 /// never changes their flags (they may be shared, like stdio), and a write to a pipe whose
 /// reader is gone fails with ``RivetDeviceError/transportFailed`` instead of raising SIGPIPE.
 public final class RivetFileDescriptorStream: RivetByteStream {
@@ -32,8 +32,8 @@ public final class RivetFileDescriptorStream: RivetByteStream {
     private let writeFD: Int32
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let readQueue = DispatchQueue(label: "rivet.fd-stream.read")
-    private let writeQueue = DispatchQueue(label: "rivet.fd-stream.write")
+    private let readQueue = SerialQueue(name: "rivet.fd-read")
+    private let writeQueue = SerialQueue(name: "rivet.fd-write")
     private let open = Mutex((read: true, write: true))
 
     /// Largest chunk handed to one `write(2)`: a pipe accepts this much without blocking once
@@ -144,8 +144,7 @@ public final class RivetFileDescriptorStream: RivetByteStream {
     }
 
     private var isClosing: Bool {
-        var probe = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
-        return poll(&probe, 1, 0) > 0
+        ((try? Poll.wait(wakeRead, for: Int16(POLLIN), timeout: 0)) ?? 0) != 0
     }
 
     private func blockingRead(_ maxCount: Int) throws -> [UInt8] {
@@ -155,9 +154,10 @@ public final class RivetFileDescriptorStream: RivetByteStream {
                 pollfd(fd: readFD, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = retryingInterrupts { poll(&fds, 2, -1) }
-            if ready < 0 {
-                throw RivetDeviceError.transportFailed("poll on descriptor \(readFD) failed: \(Self.errnoText())")
+            do {
+                try Poll.wait(&fds, timeout: -1)
+            } catch {
+                throw RivetDeviceError.transportFailed("poll on descriptor \(readFD) failed: \(error.reason)")
             }
             if fds[1].revents != 0 { return [] }
             if fds[0].revents == 0 { continue }
@@ -177,9 +177,10 @@ public final class RivetFileDescriptorStream: RivetByteStream {
                 pollfd(fd: writeFD, events: Int16(POLLOUT), revents: 0),
                 pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = retryingInterrupts { poll(&fds, 2, -1) }
-            if ready < 0 {
-                throw RivetDeviceError.transportFailed("poll on descriptor \(writeFD) failed: \(Self.errnoText())")
+            do {
+                try Poll.wait(&fds, timeout: -1)
+            } catch {
+                throw RivetDeviceError.transportFailed("poll on descriptor \(writeFD) failed: \(error.reason)")
             }
             if fds[1].revents != 0 { throw RivetDeviceError.connectionClosed("the stream is closed") }
             if fds[0].revents == 0 { continue }

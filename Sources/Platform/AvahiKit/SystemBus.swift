@@ -1,4 +1,5 @@
 import ByteText
+import SystemKit
 
 #if canImport(Glibc)
 import Glibc
@@ -56,20 +57,19 @@ enum SystemBus {
     /// nil when a stream socket connects to `path` (a leading 0 byte: the abstract namespace),
     /// else the reason.
     private static func connectFailure(_ path: [UInt8]) -> String? {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.count < capacity else { return "the socket path is too long" }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.enumerated() { raw[index] = byte }
+        guard let address = try? UnixSocketAddress(bytes: path) else { return "the socket path is too long" }
+        let socket: FileDescriptor
+        do {
+            socket = try FileDescriptor.unixSocket()
+        } catch {
+            return error.reason
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return String(cString: strerror(errno)) }
-        defer { close(fd) }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count + (path.first == 0 ? 0 : 1))
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
+        defer { socket.close() }
+        do {
+            try FileDescriptor.connect(socket.rawValue, to: address)
+            return nil
+        } catch {
+            return error.reason
         }
-        return result == 0 ? nil : String(cString: strerror(errno))
     }
 }

@@ -774,31 +774,23 @@ final class CancelSignal: Sendable {
 }
 
 /// Carries a perform's result from the transfer thread to the awaiting task under a pthread
-/// mutex. The continuation alone orders the two, but when the thread resumes it before the task
-/// has suspended, that order rests on runtime atomics ThreadSanitizer cannot see; the mutex
-/// makes it visible, so callers' own state written in callbacks is race-free under TSan too.
-final class ResultHandoff: @unchecked Sendable {  // @unchecked: `result` is guarded by `mutex`.
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+/// mutex (ThreadSupport's `Monitor`). The continuation alone orders the two, but when the thread
+/// resumes it before the task has suspended, that order rests on runtime atomics
+/// ThreadSanitizer cannot see; the mutex makes it visible, so callers' own state written in
+/// callbacks is race-free under TSan too.
+final class ResultHandoff: @unchecked Sendable {  // @unchecked: `result` is guarded by `monitor`.
+    private let monitor = Monitor()
     private var result: Result<CurlResult, any Error>?
 
-    init() { pthread_mutex_init(mutex, nil) }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
     func store(_ result: Result<CurlResult, any Error>) {
-        pthread_mutex_lock(mutex)
-        self.result = result
-        pthread_mutex_unlock(mutex)
+        monitor.withLock { self.result = result }
     }
 
     /// The stored result; called only after the continuation resumed, so one is stored.
     func take() -> Result<CurlResult, any Error> {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return result ?? .failure(CurlError(code: .setupFailed, message: "the transfer thread left no result"))
+        monitor.withLock {
+            result ?? .failure(CurlError(code: .setupFailed, message: "the transfer thread left no result"))
+        }
     }
 }
 

@@ -184,9 +184,10 @@ final class TransferContext {
                 pollfd(fd: cancel.wakeFD, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: cancel.externalFD, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = retryingInterrupts { poll(&fds, nfds_t(fds.count), -1) }
-            if ready < 0 {
-                bodySourceFailure = "waiting for the body descriptor failed: \(String(cString: strerror(errno)))"
+            do {
+                try Poll.wait(&fds, timeout: -1)
+            } catch {
+                bodySourceFailure = "waiting for the body descriptor failed: \(error.reason)"
                 return nil
             }
             if fds[2].revents != 0 { cancel.cancel() }

@@ -321,14 +321,14 @@ public final class TLSConnection {
             }
             let (seconds, attoseconds) = remaining.components
             let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
-            var descriptor = pollfd(fd: socket.fd, events: events, revents: 0)
-            let ready = retryingInterrupts { poll(&descriptor, 1, Int32(clamping: milliseconds)) }
-            if ready > 0 { return }
-            if ready < 0 {
-                let error = errno
+            let ready: Int16
+            do {
+                ready = try Poll.wait(socket.fd, for: events, timeout: Int32(clamping: milliseconds))
+            } catch {
                 ERR_clear_error()
-                throw TLSError.system("\(phase.rawValue): poll", error)
+                throw TLSError.system("\(phase.rawValue): poll", error.errno)
             }
+            if ready != 0 { return }
         }
     }
 

@@ -1,10 +1,39 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
-/// Reading, writing and closing a raw file descriptor, each retrying `EINTR`. The descriptor
-/// stays the caller's: nothing here closes it except `close(_:)`.
-public enum FileDescriptor {
+/// An open file descriptor this value owns: it is closed exactly once, by `close()` or when the
+/// value goes away, unless `take()` hands it back as a raw number first. The static functions
+/// read, write and close a raw descriptor (each retrying `EINTR`), which stays the caller's.
+///
+/// Every operation on an owned descriptor is a method, so the value lives until the call
+/// returns; copy `rawValue` out only while the value is kept alive.
+public final class FileDescriptor: Sendable {
+    /// The descriptor number (-1 once closed or taken).
+    public var rawValue: Int32 { Int32(truncatingIfNeeded: state.load(ordering: .acquiring)) }
+    /// The number while owned, -1 after `close()` or `take()`.
+    private let state: Atomic<Int>
+
+    /// Owns `rawValue` (a descriptor just returned by the system) from now on.
+    public init(owning rawValue: Int32) {
+        state = Atomic(Int(rawValue))
+    }
+
+    deinit { close() }
+
+    /// Closes the descriptor unless it has been already (or taken); later calls do nothing.
+    public func close() {
+        let raw = state.exchange(-1, ordering: .acquiringAndReleasing)
+        if raw >= 0 { Self.close(Int32(truncatingIfNeeded: raw)) }
+    }
+
+    /// Gives up ownership: the raw descriptor, which the caller now closes (-1 if it was
+    /// closed or taken already).
+    public func take() -> Int32 {
+        Int32(truncatingIfNeeded: state.exchange(-1, ordering: .acquiringAndReleasing))
+    }
+
     /// One `read(2)` into `buffer`, retried on `EINTR`: the byte count, 0 at end of file.
     /// - Throws: `SystemError("read")`, `EAGAIN` included for a non-blocking descriptor.
     public static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {

@@ -7,7 +7,7 @@ import ThreadSupport
 /// the transfer's thread hands each received piece to ``append(_:)``, which copies it into a
 /// bounded buffer and returns; a thread of the receiver's own takes everything buffered at once,
 /// parses it, delivers its events and runs `onIdle` whenever it has caught up.
-// @unchecked: shared state is guarded by `mutex`; the parser belongs to the parsing thread until `drain`.
+// @unchecked: shared state is guarded by `monitor`; the parser belongs to the parsing thread until `drain`.
 final class EventReceiver: @unchecked Sendable {
     /// Bytes buffered and not yet parsed, at most (a larger single piece is still taken whole):
     /// when the parser falls behind, receiving waits.
@@ -17,12 +17,10 @@ final class EventReceiver: @unchecked Sendable {
     private let onIdle: (() throws -> Void)?
     private var parser: EventStreamParser
 
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    /// Signalled when bytes arrive, the stream ends or is cancelled.
-    private let arrived = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    /// Signalled when the parser took the buffer, failed or stopped.
-    private let taken = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    // Guarded by `mutex`:
+    /// Broadcast when bytes arrive, the stream ends or is cancelled, and when the parser took the
+    /// buffer, failed or stopped: each waiter loops on its own condition.
+    private let monitor = Monitor()
+    // Guarded by `monitor`:
     private var incoming = RawByteBuffer()
     private var ended = false
     private var cancelled = false
@@ -43,65 +41,56 @@ final class EventReceiver: @unchecked Sendable {
         self.parser = parser
         self.onEvent = onEvent
         self.onIdle = onIdle
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(arrived, nil)
-        pthread_cond_init(taken, nil)
     }
 
     deinit {
         incoming.free()
         working.free()
-        pthread_cond_destroy(taken)
-        pthread_cond_destroy(arrived)
-        pthread_mutex_destroy(mutex)
-        taken.deallocate()
-        arrived.deallocate()
-        mutex.deallocate()
     }
 
     /// Buffers `piece` for the parsing thread (started on the first piece), waiting while the
     /// buffer is full; the error that must stop the transfer (the parser's or a callback's, or
     /// cancellation), or nil.
     func append(_ piece: UnsafeRawBufferPointer) -> (any Error)? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        if !started, !stopped {
-            guard startThread() else {
-                stopped = true
-                failure = NativeClientError.transport(.other).with(
-                    "could not start the event stream's parsing thread (pthread_create)")
-                return failure
+        monitor.withLock { () -> (any Error)? in
+            if !started, !stopped {
+                guard startThread() else {
+                    stopped = true
+                    failure = NativeClientError.transport(.other).with(
+                        "could not start the event stream's parsing thread (pthread_create)")
+                    return failure
+                }
+                started = true
             }
-            started = true
+            while failure == nil, !cancelled, !stopped, incoming.count > 0, incoming.count + piece.count > Self.capacity {
+                monitor.wait(until: nil)
+            }
+            if let failure { return failure }
+            if cancelled || stopped { return CancellationError() }
+            incoming.append(piece.assumingMemoryBound(to: UInt8.self))
+            monitor.broadcast()
+            return nil
         }
-        while failure == nil, !cancelled, !stopped, incoming.count > 0, incoming.count + piece.count > Self.capacity {
-            pthread_cond_wait(taken, mutex)
-        }
-        if let failure { return failure }
-        if cancelled || stopped { return CancellationError() }
-        incoming.append(piece.assumingMemoryBound(to: UInt8.self))
-        pthread_cond_signal(arrived)
-        return nil
     }
 
     /// Runs `action` once the parsing thread stops early (on a failure): at once if it already
     /// did. The place to stop the transfer, which may be waiting for a server that sends nothing.
     func whenStopped(_ action: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(mutex)
-        let alreadyFailed = failure != nil
-        if !alreadyFailed { onStop = action }
-        pthread_mutex_unlock(mutex)
+        let alreadyFailed = monitor.withLock {
+            let alreadyFailed = failure != nil
+            if !alreadyFailed { onStop = action }
+            return alreadyFailed
+        }
         if alreadyFailed { action() }
     }
 
     /// Stops the parsing thread at its next batch (bytes not yet parsed are dropped) and wakes
     /// a transfer waiting for room. Safe from any thread.
     func cancel() {
-        pthread_mutex_lock(mutex)
-        cancelled = true
-        pthread_cond_broadcast(arrived)
-        pthread_cond_broadcast(taken)
-        pthread_mutex_unlock(mutex)
+        monitor.withLock {
+            cancelled = true
+            monitor.broadcast()
+        }
     }
 
     /// Ends the stream: the parsing thread parses what is buffered (unless `cancelled`), runs
@@ -110,21 +99,17 @@ final class EventReceiver: @unchecked Sendable {
     /// Call once the transfer is over, before ``endConnection()``.
     func drain(cancelled: Bool) async -> (any Error)? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            pthread_mutex_lock(mutex)
-            if cancelled { self.cancelled = true }
-            ended = true
-            pthread_cond_broadcast(arrived)
-            if !started || finished {
-                pthread_mutex_unlock(mutex)
-                continuation.resume()
-            } else {
+            let done = monitor.withLock {
+                if cancelled { self.cancelled = true }
+                ended = true
+                monitor.broadcast()
+                if !started || finished { return true }
                 waiter = continuation
-                pthread_mutex_unlock(mutex)
+                return false
             }
+            if done { continuation.resume() }
         }
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return failure
+        return monitor.withLock { failure }
     }
 
     /// Ends the connection, once ``drain(cancelled:)`` returned: discards its unfinished line
@@ -144,53 +129,51 @@ final class EventReceiver: @unchecked Sendable {
     /// The parsing thread: takes every buffered byte at once, parses it, and runs `onIdle` when
     /// nothing more is buffered, until the stream ends, is cancelled or fails.
     private func parseUntilEnd() {
+        enum Next { case idle, parse, end }
         var idlePending = false
-        while true {
-            pthread_mutex_lock(mutex)
-            while incoming.count == 0, !ended, !cancelled {
-                if idlePending {
-                    pthread_mutex_unlock(mutex)
-                    idlePending = false
-                    if let error = runIdle() { return stop(error) }
-                    pthread_mutex_lock(mutex)
-                    continue
+        taking: while true {
+            let next = monitor.withLock { () -> Next in
+                while incoming.count == 0, !ended, !cancelled {
+                    if idlePending { return .idle }
+                    monitor.wait(until: nil)
                 }
-                pthread_cond_wait(arrived, mutex)
+                if cancelled || incoming.count == 0 { return .end }
+                swap(&incoming, &working)
+                monitor.broadcast()
+                return .parse
             }
-            if cancelled || incoming.count == 0 {
-                pthread_mutex_unlock(mutex)
-                break
+            switch next {
+            case .idle:
+                idlePending = false
+                if let error = runIdle() { return stop(error) }
+            case .end:
+                break taking
+            case .parse:
+                if let error = parse(working.bytes) { return stop(error) }
+                working.count = 0
+                idlePending = true
             }
-            swap(&incoming, &working)
-            pthread_cond_signal(taken)
-            pthread_mutex_unlock(mutex)
-            if let error = parse(working.bytes) { return stop(error) }
-            working.count = 0
-            idlePending = true
         }
         if idlePending, !isCancelled, let error = runIdle() { return stop(error) }
         stop(nil)
     }
 
-    private var isCancelled: Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return cancelled
-    }
+    private var isCancelled: Bool { monitor.withLock { cancelled } }
 
     /// Ends the parsing thread (with `error`, if any): wakes a waiting transfer and a waiting
     /// ``drain(cancelled:)``, and on a failure runs the ``whenStopped(_:)`` action.
     private func stop(_ error: (any Error)?) {
-        pthread_mutex_lock(mutex)
-        if failure == nil { failure = error }
-        stopped = true
-        finished = true
-        let action = error == nil ? nil : onStop
-        onStop = nil
-        let drained = waiter
-        waiter = nil
-        pthread_cond_broadcast(taken)
-        pthread_mutex_unlock(mutex)
+        let (action, drained) = monitor.withLock { () -> ((@Sendable () -> Void)?, CheckedContinuation<Void, Never>?) in
+            if failure == nil { failure = error }
+            stopped = true
+            finished = true
+            let action = error == nil ? nil : onStop
+            onStop = nil
+            let drained = waiter
+            waiter = nil
+            monitor.broadcast()
+            return (action, drained)
+        }
         action?()
         drained?.resume()
     }

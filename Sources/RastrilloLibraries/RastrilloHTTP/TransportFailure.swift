@@ -2,6 +2,7 @@ import CurlKit
 import FoundationEssentials
 import Glibc
 import RastrilloCore
+import SystemKit
 import ThreadSupport
 
 /// Turns libcurl's failures into `NativeClientError` cases.
@@ -136,11 +137,13 @@ enum Probe {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let current = entry {
             entry = current.pointee.ai_next
-            let descriptor = socket(current.pointee.ai_family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard descriptor >= 0 else { continue }
-            defer { close(descriptor) }
-            if connect(descriptor, current.pointee.ai_addr, current.pointee.ai_addrlen) == 0 { return .routed }
-            if [ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(errno) { sawNoRoute = true }
+            guard let socket = try? FileDescriptor.socket(family: current.pointee.ai_family, type: Int32(SOCK_DGRAM.rawValue)) else {
+                continue
+            }
+            defer { socket.close() }
+            let address = UnsafeRawBufferPointer(start: current.pointee.ai_addr, count: Int(current.pointee.ai_addrlen))
+            guard let failed = FileDescriptor.connect(socket.rawValue, to: address) else { return .routed }
+            if [ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL].contains(failed) { sawNoRoute = true }
         }
         return sawNoRoute ? .noRoute : .routed
     }

@@ -1,21 +1,22 @@
-import Dispatch
 import RivetDevice
 import RivetTransport
 import Synchronization
+import ThreadSupport
 
 /// A ``RivetDevice/RivetByteStream`` over an authenticated session stream, so the typed
 /// device channel (`RivetDeviceStreamTransport`, `RivetDeviceClient`) runs over a companion's
 /// session with the gateway.
 ///
-/// The stream's blocking reads and writes run on two private dispatch queues, never on Swift's
+/// The stream's blocking reads and writes run on two private serial queues (ThreadSupport's
+/// `SerialQueue`), never on Swift's
 /// cooperative threads. Closing the byte stream closes the session stream.
 public final class RivetAuthenticatedByteStream: RivetByteStream {
     /// The session stream underneath.
     public let stream: RivetAuthenticatedStream
     /// How long one write may wait for room in the stream's outgoing queue.
     public let writeTimeout: Duration
-    private let readQueue = DispatchQueue(label: "rivet.companion.read")
-    private let writeQueue = DispatchQueue(label: "rivet.companion.write")
+    private let readQueue = SerialQueue(name: "rivet.comp-read")
+    private let writeQueue = SerialQueue(name: "rivet.comp-write")
     private let closed = Mutex(false)
 
     /// Wraps `stream`; a write that finds no room for `writeTimeout` fails.

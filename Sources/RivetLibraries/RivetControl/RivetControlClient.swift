@@ -50,16 +50,6 @@ public final class RivetControlClient: @unchecked Sendable {
         return directory + "/" + socketName
     }
 
-    /// The `sockaddr_un` of the socket at `path` (the daemon binds the same address).
-    package static func socketAddress(_ path: String) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() where index < raw.count - 1 { raw[index] = byte }
-        }
-        return address
-    }
-
     /// Writes all of `bytes` to the connected socket `fd` (the client's requests, the daemon's
     /// responses), retrying on EINTR (SystemKit); false when the peer is gone or the write fails.
     package static func sendAll(_ bytes: [UInt8], to fd: Int32) -> Bool {
@@ -86,19 +76,22 @@ public final class RivetControlClient: @unchecked Sendable {
     ///   checked before any byte is sent — ``RivetControlError/connectionFailed`` otherwise.
     public init(path: String) throws(RivetControlError) {
         self.path = path
-        guard path.utf8.count < 108 else {
+        let address: UnixSocketAddress
+        do {
+            address = try UnixSocketAddress(path: path)
+        } catch {
             throw RivetControlError.connectionFailed.with("the control socket path \(path) is too long for a Unix socket")
         }
-        let socketFD = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard socketFD >= 0 else {
-            throw RivetControlError.connectionFailed.with("cannot create a socket: \(String(cString: strerror(errno)))")
+        let socketFD: Int32
+        do {
+            socketFD = try FileDescriptor.unixSocket().take()
+        } catch {
+            throw RivetControlError.connectionFailed.with("cannot create a socket: \(error.reason)")
         }
-        var address = Self.socketAddress(path)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socketFD, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard connected == 0 else {
-            let code = errno
+        do {
+            try FileDescriptor.connect(socketFD, to: address)
+        } catch {
+            let code = error.errno
             close(socketFD)
             switch code {
             case ENOENT, ECONNREFUSED, ENOTDIR:
@@ -220,13 +213,14 @@ public final class RivetControlClient: @unchecked Sendable {
             guard remaining > .zero else {
                 throw RivetControlError.timedOut.with("rivetd did not answer within the time allowed")
             }
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(clamping: remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
-            let ready = retryingInterrupts { poll(&descriptor, 1, milliseconds) }
-            if ready < 0 {
-                throw RivetControlError.connectionFailed.with("waiting for rivetd failed: \(String(cString: strerror(errno)))")
+            let ready: Int16
+            do {
+                ready = try Poll.wait(fd, for: Int16(POLLIN), timeout: milliseconds)
+            } catch {
+                throw RivetControlError.connectionFailed.with("waiting for rivetd failed: \(error.reason)")
             }
-            if ready <= 0 { continue }
+            if ready == 0 { continue }
             let count = chunk.withUnsafeMutableBytes { raw in retryingInterrupts { read(fd, raw.baseAddress, raw.count) } }
             if count == 0 {
                 throw RivetControlError.connectionFailed.with("rivetd closed the control connection before answering")

@@ -1,9 +1,9 @@
 import AvahiKit
 import ByteText
-import Dispatch
 import Foundation
 import RivetPairing
 import Synchronization
+import ThreadSupport
 
 /// One publication of the gateway: what avahi-daemon announces now.
 public struct RivetAdvertisement: Sendable, Hashable {
@@ -208,7 +208,7 @@ final class AdvertiserCore: Sendable {
 
     let configuration: RivetAdvertiser.Configuration
     let states = StateBroadcast<RivetAdvertiser.State>(.stopped)
-    private let queue = DispatchQueue(label: "RivetDiscovery.RivetAdvertiser")
+    private let queue = SerialQueue(name: "rivet.advertiser")
     private let resources: Mutex<Resources>
     private let lastErrorStore = Mutex<AvahiError?>(nil)
     private let hostSource: @Sendable () -> String
@@ -272,7 +272,7 @@ final class AdvertiserCore: Sendable {
     /// Runs the machine on `input` and performs the actions, including the inputs that the
     /// actions themselves produce (a failed connect, a refused publish). On `queue` only.
     private func process(_ input: AdvertiserMachine.Input) {
-        dispatchPrecondition(condition: .onQueue(queue))
+        precondition(queue.isCurrent, "AdvertiserCore.process off its queue")
         resources.withLock { resources in
             var inputs = [input]
             while !inputs.isEmpty {

@@ -447,8 +447,7 @@ final class ListenerCore: @unchecked Sendable {
             var descriptors = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             descriptors += idle.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
             let nextDeadline = idle.first.map { $0.acceptedAt + configuration.handshakeTimeout }
-            let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: nextDeadline)) }
-            if ready < 0 { break }
+            guard (try? Poll.wait(&descriptors, timeout: pollTimeout(until: nextDeadline))) != nil else { break }
             if descriptors[1].revents != 0 { wake.drain() }
             var promote: [ConnectionRecord] = []
             var expired: [ConnectionRecord] = []
@@ -729,8 +728,7 @@ struct ConnectionSession {
         if connection.hasBufferedBytes { return nil }
         core.enterSilence(record)
         while true {
-            var descriptor = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
-            let ready = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: stepDeadline)) }
+            let ready = (try? Poll.wait(record.fd, for: Int16(POLLIN), timeout: pollTimeout(until: stepDeadline))) ?? -1
             if ready != 0 || ContinuousClock.now >= stepDeadline { break }
         }
         return core.leaveSilence(record) ? nil : ListenerCore.evictedReason
@@ -750,8 +748,7 @@ struct ConnectionSession {
             }
             var descriptors = [pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)]
             if let channel { descriptors.append(pollfd(fd: channel.wake.readFD, events: Int16(POLLIN), revents: 0)) }
-            let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: stepDeadline)) }
-            if ready < 0 { return .connectionLost }
+            guard let ready = try? Poll.wait(&descriptors, timeout: pollTimeout(until: stepDeadline)) else { return .connectionLost }
             if descriptors.count > 1 && descriptors[1].revents != 0 { channel?.wake.drain() }
             if ready == 0 && ContinuousClock.now >= stepDeadline { return .timedOut }
         }

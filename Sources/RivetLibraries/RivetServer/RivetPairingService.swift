@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetRegistry
 import RivetSession
+import Synchronization
 import RivetTransport
 
 /// What the listener needs from whoever runs pairing (the gateway, or `RivetPairingService`).
@@ -28,7 +29,7 @@ public final class RivetPairingChannel: Sendable {
     public let connection: RivetPairingConnectionID
     /// The device's address (`host:port`), for display.
     public let peerAddress: String
-    private let mailbox = Locked<(replies: [RivetPairingReply], open: Bool)>(([], true))
+    private let mailbox = Mutex<(replies: [RivetPairingReply], open: Bool)>(([], true))
     let wake: WakePipe
 
     init(connection: RivetPairingConnectionID, peerAddress: String) throws(SocketFailure) {
@@ -92,13 +93,13 @@ public final class RivetPairingService: RivetPairingHost {
 
     /// The registry completed pairings are stored in.
     public let store: RivetDevicePairingStore
-    private let coordinator: Locked<RivetDevicePairingCoordinator>
+    private let coordinator: Mutex<RivetDevicePairingCoordinator>
     /// The failures the window that closed last had counted (the limit when they closed it);
     /// written under the coordinator's lock, when an input closes a window.
-    private let closedWindowFailureCount = Locked(0)
-    private let channels = Locked<[RivetPairingConnectionID: RivetPairingChannel]>([:])
+    private let closedWindowFailureCount = Mutex(0)
+    private let channels = Mutex<[RivetPairingConnectionID: RivetPairingChannel]>([:])
     /// The name each connection gave in its `PairBegin`, for the desktop's events.
-    private let names = Locked<[RivetPairingConnectionID: RivetDeviceName]>([:])
+    private let names = Mutex<[RivetPairingConnectionID: RivetDeviceName]>([:])
     private let desktopEvents: @Sendable (DesktopEvent) -> Void
 
     /// A service for the server whose fingerprint is `serverFingerprint` and whose discovery
@@ -113,7 +114,7 @@ public final class RivetPairingService: RivetPairingHost {
         desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }
     ) {
         self.store = store
-        self.coordinator = Locked(
+        self.coordinator = Mutex(
             RivetDevicePairingCoordinator(
                 serverFingerprint: serverFingerprint, discoverySecret: discoverySecret, clock: clock, randomness: randomness))
         self.desktopEvents = desktopEvents

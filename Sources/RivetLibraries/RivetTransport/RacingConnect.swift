@@ -59,18 +59,16 @@ func connectRacing(
             switch action {
             case .start(let index):
                 let target = targets[index]
-                let fd = socket(
-                    target.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-                guard fd >= 0 else {
-                    reasons[index] = "socket: \(String(cString: strerror(errno)))"
+                let fd: Int32
+                do {
+                    fd = try FileDescriptor.socket(family: target.family, type: Int32(SOCK_STREAM.rawValue), nonBlocking: true).take()
+                } catch {
+                    reasons[index] = "socket: \(error.reason)"
                     lastError = RivetClientError.connectionFailed.with("\(target.text): \(reasons[index]!)")
                     events.append(.connectFailed(index))
                     continue
                 }
-                let started = target.address.withUnsafeBytes { raw in
-                    connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-                }
-                let error = started == 0 ? 0 : errno
+                let error = target.address.withUnsafeBytes { FileDescriptor.connect(fd, to: $0) } ?? 0
                 sockets[index] = fd
                 if error == 0 {
                     events.append(.connected(index))
@@ -122,9 +120,11 @@ func connectRacing(
         let waitUntil = race.nextStart.map { min(origin + $0, deadline) } ?? deadline
         let order = sockets.keys.sorted()
         var descriptors = order.map { pollfd(fd: sockets[$0]!, events: Int16(POLLOUT), revents: 0) }
-        let result = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: waitUntil)) }
-        if result < 0 {
-            throw RivetClientError.connectionFailed.with("poll failed: \(String(cString: strerror(errno)))")
+        let result: Int
+        do {
+            result = try Poll.wait(&descriptors, timeout: pollTimeout(until: waitUntil))
+        } catch {
+            throw RivetClientError.connectionFailed.with("poll failed: \(error.reason)")
         }
         if result > 0 {
             for (slot, index) in order.enumerated() where descriptors[slot].revents != 0 {

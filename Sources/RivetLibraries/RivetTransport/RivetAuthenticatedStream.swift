@@ -615,9 +615,11 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
                 pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
                 pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = retryingInterrupts { poll(&descriptors, 2, pollTimeout(until: deadline)) }
-            if ready < 0 {
-                core.fail(.failed.with("poll on the stream failed: \(String(cString: strerror(errno)))"))
+            let ready: Int
+            do {
+                ready = try Poll.wait(&descriptors, timeout: pollTimeout(until: deadline))
+            } catch {
+                core.fail(.failed.with("poll on the stream failed: \(error.reason)"))
                 return "poll failed"
             }
             if descriptors[1].revents != 0 { wake.drain() }

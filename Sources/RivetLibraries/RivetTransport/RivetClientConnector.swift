@@ -3,6 +3,7 @@ import Foundation
 import OpenSSLKit
 import RivetPairing
 import RivetSession
+import Synchronization
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
@@ -90,8 +91,8 @@ public final class RivetClientSession: Sendable {
 public final class RivetClientConnector: Sendable {
     /// The bounds in force.
     public let configuration: RivetClientConfiguration
-    private let contexts = Locked<[SPKIFingerprint: TLSClientContext]>([:])
-    private let unpinned = Locked<TLSClientContext?>(nil)
+    private let contexts = Mutex<[SPKIFingerprint: TLSClientContext]>([:])
+    private let unpinned = Mutex<TLSClientContext?>(nil)
 
     /// A connector with these bounds.
     public init(configuration: RivetClientConfiguration = RivetClientConfiguration()) {
@@ -456,7 +457,7 @@ public final class RivetReconnectingClient: Sendable {
     private let port: UInt16
     private let backoff: Backoff
     private let monitor = Monitor()
-    private let control = Locked<(stopRequested: Bool, current: RivetClientSession?)>((false, nil))
+    private let control = Mutex<(stopRequested: Bool, current: RivetClientSession?)>((false, nil))
 
     /// A client that will resume `credential` at `host:port`.
     public init(

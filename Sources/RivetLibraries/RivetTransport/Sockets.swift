@@ -92,8 +92,12 @@ private func listeningSocket(
     _ first: (family: Int32, address: [UInt8]), host: String, port: UInt16, backlog: Int32
 ) -> Result<(fd: Int32, host: String, port: UInt16), SocketFailure> {
     let address = first.address.withUnsafeBytes { joinHostPort(describe($0.baseAddress!).host, port) }
-    let fd = socket(first.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-    guard fd >= 0 else { return .failure(SocketFailure(what: "socket", errno: errno)) }
+    let fd: Int32
+    do {
+        fd = try FileDescriptor.socket(family: first.family, type: Int32(SOCK_STREAM.rawValue), nonBlocking: true).take()
+    } catch {
+        return .failure(SocketFailure(what: "socket", errno: error.errno))
+    }
     var one: Int32 = 1
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
     if first.family == AF_INET6 {
@@ -130,26 +134,22 @@ private func listeningSocket(
 /// The new socket is close-on-exec, blocking, and has `TCP_NODELAY` set.
 package func acceptConnection(_ listener: Int32) -> Result<(fd: Int32, host: String, port: UInt16)?, SocketFailure> {
     var storage = sockaddr_storage()
-    var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
     while true {
-        let fd = withUnsafeMutablePointer(to: &storage) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                retryingInterrupts { accept(listener, address, &length) }
-            }
-        }
-        if fd >= 0 {
-            // Accepted sockets inherit neither O_NONBLOCK nor FD_CLOEXEC on Linux.
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let code: Int32
+        do {
+            // Accepted sockets do not inherit O_NONBLOCK on Linux; accept4 makes them close-on-exec.
+            let fd = try FileDescriptor.accept(listener, peer: &storage).take()
             setNoDelay(fd)
             let (host, port) = withUnsafePointer(to: &storage) { describe(UnsafeRawPointer($0)) }
             return .success((fd, host, port))
+        } catch {
+            code = error.errno
         }
-        let error = errno
-        switch error {
+        switch code {
         case EAGAIN, EWOULDBLOCK: return .success(nil)
         // The peer gave up before we accepted: nothing to do, look for the next one.
         case ECONNABORTED, EPROTO: continue
-        default: return .failure(SocketFailure(what: "accept", errno: error))
+        default: return .failure(SocketFailure(what: "accept", errno: code))
         }
     }
 }
@@ -200,15 +200,14 @@ func connectSocket(
     }
     var lastFailure = SocketFailure(what: "resolving \(host)", errno: EADDRNOTAVAIL)
     for candidate in addresses {
-        let fd = socket(candidate.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else {
-            lastFailure = SocketFailure(what: "socket", errno: errno)
+        let fd: Int32
+        do {
+            fd = try FileDescriptor.socket(family: candidate.family, type: Int32(SOCK_STREAM.rawValue), nonBlocking: true).take()
+        } catch {
+            lastFailure = SocketFailure(what: "socket", errno: error.errno)
             continue
         }
-        let started = candidate.address.withUnsafeBytes { raw in
-            connect(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
-        }
-        var error: Int32 = started == 0 ? 0 : errno
+        var error: Int32 = candidate.address.withUnsafeBytes { FileDescriptor.connect(fd, to: $0) } ?? 0
         if connectIsPending(error) {
             switch waitFor(fd: fd, events: Int16(POLLOUT), until: deadline) {
             case .ready:
@@ -250,15 +249,15 @@ package func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
 
 /// Waits until `fd` is ready for `events` (or has an error or hang-up) or `deadline` passes.
 func waitFor(fd: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> WaitResult {
-    var descriptor = pollfd(fd: fd, events: events, revents: 0)
     while true {
-        let result = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: deadline)) }
-        if result > 0 { return .ready }
-        if result == 0 {
-            if ContinuousClock.now >= deadline { return .timedOut }
-            continue
+        let result: Int16
+        do {
+            result = try Poll.wait(fd, for: events, timeout: pollTimeout(until: deadline))
+        } catch {
+            return .failed(error.errno)
         }
-        return .failed(errno)
+        if result != 0 { return .ready }
+        if ContinuousClock.now >= deadline { return .timedOut }
     }
 }
 

@@ -60,8 +60,7 @@ enum BoundedLine {
             if count < 0 {
                 if errno == EAGAIN {
                     // A descriptor left non-blocking by whoever started us: wait until readable.
-                    var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-                    _ = poll(&ready, 1, -1)
+                    _ = try? Poll.wait(descriptor, for: Int16(POLLIN), timeout: -1)
                     continue
                 }
                 return .failed(String(cString: strerror(errno)))

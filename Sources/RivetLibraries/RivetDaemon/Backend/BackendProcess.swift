@@ -302,8 +302,7 @@ final class BackendProcess: @unchecked Sendable {
                 continue
             }
             guard written < 0 && errno == EAGAIN else { return false }
-            var descriptor = pollfd(fd: stdinFD, events: Int16(POLLOUT), revents: 0)
-            _ = poll(&descriptor, 1, 200)
+            _ = try? Poll.wait(stdinFD, for: Int16(POLLOUT), timeout: 200)
             // A backend that stopped reading and is being stopped does not get the rest.
             if monitor.withLock({ closingInput && reaped }) { return false }
         }
@@ -365,7 +364,10 @@ final class BackendProcess: @unchecked Sendable {
             line.removeAll(keepingCapacity: true)
         }
         while true {
-            if !accepting { _ = poll(nil, 0, Self.stderrPause) }
+            if !accepting {
+                var nothing: [pollfd] = []
+                _ = try? Poll.wait(&nothing, timeout: Self.stderrPause)
+            }
             guard let count = readChunk(stderrFD, &buffer), count > 0 else { break }
             accepting = true
             buffer.withUnsafeBytes { raw in
@@ -411,9 +413,7 @@ final class BackendProcess: @unchecked Sendable {
     private func readChunk(_ fd: Int32, _ buffer: inout [UInt8]) -> Int? {
         while true {
             if monitor.withLock({ stopReading }) { return nil }
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = retryingInterrupts { poll(&descriptor, 1, 250) }
-            if ready < 0 { return nil }
+            guard let ready = try? Poll.wait(fd, for: Int16(POLLIN), timeout: 250) else { return nil }
             if ready == 0 { continue }
             let count = buffer.withUnsafeMutableBytes { raw in retryingInterrupts { Glibc.read(fd, raw.baseAddress, raw.count) } }
             if count >= 0 { return count }

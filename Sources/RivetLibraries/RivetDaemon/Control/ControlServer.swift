@@ -51,7 +51,10 @@ final class ControlServer: @unchecked Sendable {
     /// - Throws: ``RivetDaemonError/alreadyRunning`` when a daemon answers on `path`;
     ///   ``RivetDaemonError/controlSocketFailed`` naming the path and the reason otherwise.
     func start() throws(RivetDaemonError) {
-        guard path.utf8.count < 108 else {
+        let address: UnixSocketAddress
+        do {
+            address = try UnixSocketAddress(path: path)
+        } catch {
             throw RivetDaemonError.controlSocketFailed.with(
                 "the control socket path \(path) is longer than a Unix socket path may be (107 bytes)")
         }
@@ -66,14 +69,21 @@ final class ControlServer: @unchecked Sendable {
             }
             unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Self.failure("creating the control socket", path) }
-        var address = RivetControlClient.socketAddress(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        let fd: Int32
+        do {
+            fd = try FileDescriptor.unixSocket().take()
+        } catch {
+            throw Self.failure("creating the control socket", path, errno: error.errno)
         }
-        guard bound == 0, chmod(path, 0o600) == 0, listen(fd, 16) == 0 else {
-            let error = Self.failure("binding the control socket", path)
+        var failed: Int32?
+        do {
+            try FileDescriptor.bind(fd, to: address)
+        } catch {
+            failed = error.errno
+        }
+        if failed == nil, chmod(path, 0o600) != 0 || listen(fd, 16) != 0 { failed = errno }
+        if let failed {
+            let error = Self.failure("binding the control socket", path, errno: failed)
             close(fd)
             unlink(path)
             throw error
@@ -136,12 +146,10 @@ final class ControlServer: @unchecked Sendable {
         let (fd, wakeRead) = monitor.withLock { (listenFD, wake.read) }
         while true {
             var descriptors = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&descriptors, 2, -1)
+            let ready = (try? Poll.wait(&descriptors, timeout: -1)) ?? 0
             if monitor.withLock({ stopping }) || descriptors[1].revents != 0 { break }
             if ready <= 0 { continue }
-            let client = accept(fd, nil, nil)
-            guard client >= 0 else { continue }
-            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            guard let client = try? FileDescriptor.accept(fd).take() else { continue }
             admit(client)
         }
         close(fd)
@@ -188,9 +196,7 @@ final class ControlServer: @unchecked Sendable {
         var chunk = [UInt8](repeating: 0, count: 4096)
         var lastActivity = ContinuousClock.now
         serving: while !monitor.withLock({ stopping }) {
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = retryingInterrupts { poll(&descriptor, 1, 1000) }
-            if ready < 0 { break }
+            guard let ready = try? Poll.wait(fd, for: Int16(POLLIN), timeout: 1000) else { break }
             if ready == 0 {
                 if ContinuousClock.now - lastActivity > Self.idleTimeout { break }
                 continue
@@ -259,16 +265,14 @@ final class ControlServer: @unchecked Sendable {
 
     /// Whether something accepts connections on the socket at `path`.
     static func answers(_ path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = RivetControlClient.socketAddress(path)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        } == 0
+        guard let address = try? UnixSocketAddress(path: path), let socket = try? FileDescriptor.unixSocket() else {
+            return false
+        }
+        defer { socket.close() }
+        return (try? FileDescriptor.connect(socket.rawValue, to: address)) != nil
     }
 
-    private static func failure(_ what: String, _ path: String) -> RivetDaemonError {
-        RivetDaemonError.controlSocketFailed.with("\(what) at \(path) failed: \(String(cString: strerror(errno)))")
+    private static func failure(_ what: String, _ path: String, errno code: Int32) -> RivetDaemonError {
+        RivetDaemonError.controlSocketFailed.with("\(what) at \(path) failed: \(String(cString: strerror(code)))")
     }
 }

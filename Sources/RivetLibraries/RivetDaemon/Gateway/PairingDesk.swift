@@ -5,6 +5,7 @@ import RivetPairing
 import RivetRegistry
 import RivetServer
 import RivetSession
+import Synchronization
 import RivetTransport
 import ThreadSupport
 
@@ -21,7 +22,7 @@ final class PairingDesk: RivetPairingHost {
     private let serverFingerprint: SPKIFingerprint
     private let log: RivetDaemonLog
     /// The numeric address the listener is bound to, once it is.
-    private let listenAddress = Locked<(host: String, port: UInt16)?>(nil)
+    private let listenAddress = Mutex<(host: String, port: UInt16)?>(nil)
 
     /// How long `confirm` waits for the paired record once the coordinator has completed.
     static let completionGrace: Duration = .seconds(2)

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import SystemKit
 
 /// The systemd notification protocol (`sd_notify(3)`) without libsystemd: one datagram of
 /// `NAME=value` lines to the `AF_UNIX` socket `NOTIFY_SOCKET` names (a path, or an abstract
@@ -23,29 +24,27 @@ public enum ServiceNotify {
     ) throws(Failure) -> Bool {
         guard let target = environment["NOTIFY_SOCKET"], !target.isEmpty else { return false }
         var path = Array(target.utf8)
-        guard path.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
-            throw Failure(description: "NOTIFY_SOCKET is longer than a socket address can be")
-        }
-        guard path[0] == UInt8(ascii: "/") || path[0] == UInt8(ascii: "@") else {
-            throw Failure(description: "NOTIFY_SOCKET=\(target) is neither an absolute path nor an abstract socket (@NAME)")
-        }
         let abstract = path[0] == UInt8(ascii: "@")
         if abstract { path[0] = 0 }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.enumerated() { raw[index] = byte }
+        let address: UnixSocketAddress
+        do {
+            address = try UnixSocketAddress(bytes: path)
+        } catch {
+            throw Failure(description: "NOTIFY_SOCKET is longer than a socket address can be")
         }
-        // An abstract name is exactly its bytes; a path ends at its terminating zero.
-        let length = MemoryLayout<sa_family_t>.size + path.count + (abstract ? 0 : 1)
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket(AF_UNIX) failed: \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        guard abstract || path[0] == UInt8(ascii: "/") else {
+            throw Failure(description: "NOTIFY_SOCKET=\(target) is neither an absolute path nor an abstract socket (@NAME)")
+        }
+        let socket: FileDescriptor
+        do {
+            socket = try FileDescriptor.unixSocket(datagram: true)
+        } catch {
+            throw Failure(description: "socket(AF_UNIX) failed: \(error.reason)")
+        }
+        defer { socket.close() }
         let message = Array(assignments.joined(separator: "\n").utf8)
-        let sent = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, socklen_t(length)) }
-            }
+        let sent = address.withSocketAddress { socketAddress, length in
+            message.withUnsafeBytes { sendto(socket.rawValue, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), socketAddress, length) }
         }
         guard sent == message.count else {
             throw Failure(description: "sending to NOTIFY_SOCKET=\(target) failed: \(String(cString: strerror(errno)))")
