@@ -28,7 +28,9 @@ let package = Package(
     name: "RivetRastrillo",
     // What other packages may depend on; the tools' executables are products of their own.
     products: [
-        .library(name: "RivetDevice", targets: ["RivetDevice"]),
+        // The device library: the pure core (router, client, transport over any byte stream) and
+        // the descriptor-backed stream (RivetDeviceIO) a backend or a test runs it over.
+        .library(name: "RivetDevice", targets: ["RivetDevice", "RivetDeviceIO"]),
         .library(name: "Rastrillo", targets: ["Rastrillo"]),
         .library(name: "RastrilloTestSupport", targets: ["RastrilloTestSupport"]),
         .plugin(name: "RivetGeneratorPlugin", targets: ["RivetGeneratorPlugin"]),
@@ -75,8 +77,10 @@ let package = Package(
             path: "Sources/CommandLine/CommandLineKit"),
         .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
 
+        // MARK: Identity (pure): device IDs and scope names, what the gateway needs of pairing
+        .target(name: "RivetIdentity", dependencies: ["ByteText"], path: "Sources/Core/RivetIdentity"),
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "SystemKit"], path: "Sources/Core/RivetPairing"),
+        .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "RivetIdentity", "SystemKit"], path: "Sources/Core/RivetPairing"),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
         .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"],
             path: "Sources/RivetLibraries/RivetRegistry"),
@@ -128,9 +132,10 @@ let package = Package(
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["ByteText"], path: "Sources/Core/RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetDevice", dependencies: ["RivetWire"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetDeviceIO", dependencies: ["RivetDevice", "SystemKit"], path: "Sources/RivetLibraries/RivetDeviceIO"),
         .target(name: "RivetSchema", path: "Sources/Core/RivetSchema"),
-        .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"],
+        .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetIdentity"],
             path: "Sources/Core/RivetGateway"),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"],
             path: "Sources/Tools/rivet-generate"),
@@ -206,7 +211,7 @@ let package = Package(
 
         // MARK: Examples: the scoreboard backend and companion built from examples/schema/rivet.rktd
         .executableTarget(
-            name: "scoreboard-backend", dependencies: ["RivetDevice"], path: "examples/scoreboard-backend",
+            name: "scoreboard-backend", dependencies: ["RivetDevice", "RivetDeviceIO"], path: "examples/scoreboard-backend",
             plugins: ["RivetGeneratorPlugin"]),
         .executableTarget(
             // RastrilloHTTP and RastrilloCore are listed beside Rastrillo, which re-exports them,
@@ -274,7 +279,7 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),
-        .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice"]),
+        .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice", "RivetDeviceIO"]),
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
@@ -283,13 +288,13 @@ let package = Package(
             name: "ExamplesTests",
             dependencies: [
                 "TestSupport", "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "rastrillo-stream",
-                "rastrillo-download", "rivet-browse", "RivetDevice", "RivetWire",
+                "rastrillo-download", "rivet-browse", "RivetDevice", "RivetDeviceIO", "RivetWire",
                 "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
             ],
             plugins: ["RivetGeneratorPlugin"]),
         .testTarget(name: "InstallTests"),
         .testTarget(
-            name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
+            name: "GeneratedConsumerTests", dependencies: ["RivetDevice", "RivetDeviceIO"],
             plugins: ["RivetGeneratorPlugin"]),
         .testTarget(
             name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"],

@@ -71,8 +71,8 @@ public struct RivetDeviceError: Error, Hashable, Sendable, CustomStringConvertib
     static func timeout(_ route: String, _ timeout: Duration) -> Self {
         Self(.timeout, "call of \(route) got no answer within \(timeout); it was cancelled")
     }
-    static func connectionClosed(_ detail: String) -> Self { Self(.connectionClosed, detail) }
-    static func transportFailed(_ detail: String) -> Self { Self(.transportFailed, detail) }
+    package static func connectionClosed(_ detail: String) -> Self { Self(.connectionClosed, detail) }
+    package static func transportFailed(_ detail: String) -> Self { Self(.transportFailed, detail) }
     static func protocolViolation(_ detail: String) -> Self { Self(.protocolViolation, detail) }
     static func requestTooLarge(_ route: String, _ size: Int, _ limit: Int) -> Self {
         Self(.requestTooLarge, "request for \(route) is \(size) bytes; the limit is \(limit)")

@@ -42,7 +42,7 @@ public struct RivetDevicePairingValueError: Error, Equatable, Sendable, CustomSt
         "no state directory: set XDG_STATE_HOME or HOME to an absolute path")
 
     /// The same kind with a message that names the offending value or setting.
-    func with(_ detail: String) -> RivetDevicePairingValueError {
+    package func with(_ detail: String) -> RivetDevicePairingValueError {
         RivetDevicePairingValueError(code, "\(detail): \(message)")
     }
 
