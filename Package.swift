@@ -81,8 +81,11 @@ let package = Package(
         .target(name: "RivetIdentity", dependencies: ["ByteText"], path: "Sources/Core/RivetIdentity"),
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
         .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "RivetIdentity", "SystemKit"], path: "Sources/Core/RivetPairing"),
+        // MARK: Pairing state on this host: the state paths (from the environment), the companion's
+        // credential file, the system's randomness
+        .target(name: "RivetState", dependencies: ["RivetIdentity", "RivetPairing", "OpenSSLKit", "SystemKit"], path: "Sources/RivetLibraries/RivetState"),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
-        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"],
+        .target(name: "RivetRegistry", dependencies: ["RivetPairing", "RivetState", "SQLiteKit", "OpenSSLKit", "SystemKit"],
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
@@ -127,7 +130,7 @@ let package = Package(
             name: "rivet-pair",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession", "ThreadSupport", "QRCodeKit", "ByteText", "SystemKit",
+                "RivetSession", "RivetState", "ThreadSupport", "QRCodeKit", "ByteText", "SystemKit",
             ], path: "Sources/Tools/rivet-pair"),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
@@ -154,12 +157,14 @@ let package = Package(
         // The client side and what both sides share (no registry: a companion links it).
         .target(
             name: "RivetTransport",
-            dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: ["RivetSession", "Backoff", "RivetPairing", "RivetState", "OpenSSLKit", "SystemKit", "ThreadSupport"],
                 path: "Sources/RivetLibraries/RivetTransport"),
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
             name: "RivetServer",
-            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: [
+                "RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SystemKit", "ThreadSupport",
+            ],
                 path: "Sources/RivetLibraries/RivetServer"),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
@@ -168,7 +173,7 @@ let package = Package(
             name: "fuzz-link", dependencies: ["RivetPairing", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-link"),
         .executableTarget(
             name: "rivet-bench-handshake",
-            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
+            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
@@ -201,12 +206,14 @@ let package = Package(
             name: "rivetd",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
-                "ThreadSupport",
+                "RivetState", "ThreadSupport",
             ], path: "Sources/Tools/rivetd"),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(
             name: "rivet-bench-rpc",
-            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetWire", "OpenSSLKit"],
+            dependencies: [
+                "RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "RivetWire", "OpenSSLKit",
+            ],
             path: "bench/rpc/Sources"),
 
         // MARK: Examples: the scoreboard backend and companion built from examples/schema/rivet.rktd
@@ -217,7 +224,7 @@ let package = Package(
             // RastrilloHTTP and RastrilloCore are listed beside Rastrillo, which re-exports them,
             // so a change to them rebuilds this target incrementally too.
             name: "scoreboard-companion",
-            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "Rastrillo", "RastrilloHTTP", "RastrilloCore"],
+            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "RivetState", "Rastrillo", "RastrilloHTTP", "RastrilloCore"],
             path: "examples/scoreboard-companion", plugins: ["RivetGeneratorPlugin"]),
 
         // MARK: Tests
@@ -241,7 +248,7 @@ let package = Package(
             name: "RivetdTests",
             dependencies: [
                 "TestSupport", "rivetd", "rivet-pair", "rivet-test-backend", "RivetControl", "RivetCompanion", "RivetDevice", "RivetWire", "RivetTransport",
-                "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
+                "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
                 "RivetDaemon",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
@@ -275,7 +282,8 @@ let package = Package(
         .testTarget(
             name: "RivetPairingTests",
             dependencies: [
-                "TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "ByteText", "SystemKit", "ToolTestSupport", "fuzz-link",
+                "TestSupport", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SQLiteKit", "ByteText", "SystemKit", "ToolTestSupport",
+                "fuzz-link",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),
@@ -289,7 +297,7 @@ let package = Package(
             dependencies: [
                 "TestSupport", "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "rastrillo-stream",
                 "rastrillo-download", "rivet-browse", "RivetDevice", "RivetDeviceIO", "RivetWire",
-                "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
+                "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
             ],
             plugins: ["RivetGeneratorPlugin"]),
         .testTarget(name: "InstallTests"),
@@ -302,8 +310,8 @@ let package = Package(
         .testTarget(
             name: "RivetTransportTests",
             dependencies: [
-                "TestSupport", "RivetTransport", "RivetServer", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit",
-                "ToolTestSupport",
+                "TestSupport", "RivetTransport", "RivetServer", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "RivetState",
+                "OpenSSLKit", "ToolTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

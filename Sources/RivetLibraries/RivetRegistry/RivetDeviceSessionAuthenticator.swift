@@ -1,5 +1,6 @@
 import OpenSSLKit
 import RivetPairing
+import RivetState
 
 /// Checks a resuming device's `deviceID` and credential `K` against the registry.
 ///

@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetRegistry
 import RivetSession
+import RivetState
 import RivetTransport
 
 /// What the listener needs from whoever runs pairing (the gateway, or `RivetPairingService`).

@@ -3,6 +3,7 @@ import Foundation
 import OpenSSLKit
 import RivetPairing
 import RivetSession
+import RivetState
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
