@@ -2,8 +2,8 @@ import Foundation
 
 /// Where the pairing machines get random bytes: nonces, credentials and device IDs.
 ///
-/// Production code passes `RivetSystemRandomness` (RivetState: OpenSSL's DRBG); tests inject a deterministic
-/// source to replay exact exchanges.
+/// Production code passes `RivetSystemRandomness` (RivetState: OpenSSL's DRBG); tests inject a
+/// deterministic source to replay exact exchanges.
 public protocol RivetPairingRandomness: Sendable {
     /// Exactly `count` random bytes (`count` ≥ 0).
     /// - Throws: when no random bytes can be had; the pairing step that needed them is refused.
