@@ -28,7 +28,9 @@ let package = Package(
     name: "RivetRastrillo",
     // What other packages may depend on; the tools' executables are products of their own.
     products: [
-        .library(name: "RivetDevice", targets: ["RivetDevice"]),
+        // The device library: the pure core (router, client, transport over any byte stream) and
+        // the descriptor-backed stream (RivetDeviceIO) a backend or a test runs it over.
+        .library(name: "RivetDevice", targets: ["RivetDevice", "RivetDeviceIO"]),
         .library(name: "Rastrillo", targets: ["Rastrillo"]),
         .library(name: "RastrilloTestSupport", targets: ["RastrilloTestSupport"]),
         .plugin(name: "RivetGeneratorPlugin", targets: ["RivetGeneratorPlugin"]),
@@ -79,10 +81,17 @@ let package = Package(
             path: "Sources/CommandLine/CommandLineKit"),
         .target(name: "CommandLineFiles", dependencies: ["CodedError", "CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
 
+        // MARK: Identity (pure): device IDs and scope names, what the gateway needs of pairing
+        .target(name: "RivetIdentity", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetIdentity"),
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "SystemKit"], path: "Sources/Core/RivetPairing"),
+        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "RivetIdentity", "SystemKit"], path: "Sources/Core/RivetPairing"),
+        // MARK: Pairing state on this host: the state paths (from the environment), the companion's
+        // credential file, the system's randomness
+        .target(
+            name: "RivetState", dependencies: ["CodedError", "RivetIdentity", "RivetPairing", "OpenSSLKit", "SystemKit"],
+            path: "Sources/RivetLibraries/RivetState"),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
-        .target(name: "RivetRegistry", dependencies: ["CodedError", "RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"],
+        .target(name: "RivetRegistry", dependencies: ["CodedError", "RivetPairing", "RivetState", "SQLiteKit", "OpenSSLKit", "SystemKit"],
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
@@ -127,14 +136,17 @@ let package = Package(
             name: "rivet-pair",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession", "ThreadSupport", "QRCodeKit", "ByteText", "SystemKit",
+                "RivetSession", "RivetState", "ThreadSupport", "QRCodeKit", "ByteText", "SystemKit",
             ], path: "Sources/Tools/rivet-pair"),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["CodedError", "RivetWire", "SystemKit", "ThreadSupport"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetDevice", dependencies: ["CodedError", "RivetWire"], path: "Sources/Core/RivetDevice"),
+        .target(
+            name: "RivetDeviceIO", dependencies: ["RivetDevice", "SystemKit", "ThreadSupport"],
+            path: "Sources/RivetLibraries/RivetDeviceIO"),
         .target(name: "RivetSchema", path: "Sources/Core/RivetSchema"),
-        .target(name: "RivetGateway", dependencies: ["CodedError", "RivetWire", "RivetSchema", "RivetPairing"],
+        .target(name: "RivetGateway", dependencies: ["CodedError", "RivetWire", "RivetSchema", "RivetIdentity"],
             path: "Sources/Core/RivetGateway"),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"],
             path: "Sources/Tools/rivet-generate"),
@@ -153,12 +165,15 @@ let package = Package(
         // The client side and what both sides share (no registry: a companion links it).
         .target(
             name: "RivetTransport",
-            dependencies: ["CodedError", "RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: ["CodedError", "RivetSession", "Backoff", "RivetPairing", "RivetState", "OpenSSLKit", "SystemKit", "ThreadSupport"],
                 path: "Sources/RivetLibraries/RivetTransport"),
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
             name: "RivetServer",
-            dependencies: ["CodedError", "RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: [
+                "CodedError", "RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SystemKit",
+                "ThreadSupport",
+            ],
                 path: "Sources/RivetLibraries/RivetServer"),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
@@ -167,7 +182,7 @@ let package = Package(
             name: "fuzz-link", dependencies: ["RivetPairing", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-link"),
         .executableTarget(
             name: "rivet-bench-handshake",
-            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
+            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
@@ -200,23 +215,25 @@ let package = Package(
             name: "rivetd",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
-                "ThreadSupport",
+                "RivetState", "ThreadSupport",
             ], path: "Sources/Tools/rivetd"),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(
             name: "rivet-bench-rpc",
-            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetWire", "OpenSSLKit"],
+            dependencies: [
+                "RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "RivetWire", "OpenSSLKit",
+            ],
             path: "bench/rpc/Sources"),
 
         // MARK: Examples: the scoreboard backend and companion built from examples/schema/rivet.rktd
         .executableTarget(
-            name: "scoreboard-backend", dependencies: ["RivetDevice"], path: "examples/scoreboard-backend",
+            name: "scoreboard-backend", dependencies: ["RivetDevice", "RivetDeviceIO"], path: "examples/scoreboard-backend",
             plugins: ["RivetGeneratorPlugin"]),
         .executableTarget(
             // RastrilloHTTP and RastrilloCore are listed beside Rastrillo, which re-exports them,
             // so a change to them rebuilds this target incrementally too.
             name: "scoreboard-companion",
-            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "Rastrillo", "RastrilloHTTP", "RastrilloCore"],
+            dependencies: ["RivetDevice", "RivetCompanion", "RivetPairing", "RivetState", "Rastrillo", "RastrilloHTTP", "RastrilloCore"],
             path: "examples/scoreboard-companion", plugins: ["RivetGeneratorPlugin"]),
 
         // MARK: Tests
@@ -240,7 +257,7 @@ let package = Package(
             name: "RivetdTests",
             dependencies: [
                 "TestSupport", "rivetd", "rivet-pair", "rivet-test-backend", "RivetControl", "RivetCompanion", "RivetDevice", "RivetWire", "RivetTransport",
-                "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
+                "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
                 "RivetDaemon",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
@@ -275,11 +292,12 @@ let package = Package(
         .testTarget(
             name: "RivetPairingTests",
             dependencies: [
-                "TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "ByteText", "SystemKit", "ToolTestSupport", "fuzz-link",
+                "TestSupport", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SQLiteKit", "ByteText", "SystemKit", "ToolTestSupport",
+                "fuzz-link",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),
-        .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice"]),
+        .testTarget(name: "RivetDeviceTests", dependencies: ["TestSupport", "RivetDevice", "RivetDeviceIO"]),
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
@@ -288,13 +306,13 @@ let package = Package(
             name: "ExamplesTests",
             dependencies: [
                 "TestSupport", "scoreboard-backend", "scoreboard-companion", "rivetd", "rastrillo-fetch", "rastrillo-stream",
-                "rastrillo-download", "rivet-browse", "RivetDevice", "RivetWire",
-                "RivetPairing", "RivetRegistry", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
+                "rastrillo-download", "rivet-browse", "RivetDevice", "RivetDeviceIO", "RivetWire",
+                "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
             ],
             plugins: ["RivetGeneratorPlugin"]),
         .testTarget(name: "InstallTests"),
         .testTarget(
-            name: "GeneratedConsumerTests", dependencies: ["RivetDevice"],
+            name: "GeneratedConsumerTests", dependencies: ["RivetDevice", "RivetDeviceIO"],
             plugins: ["RivetGeneratorPlugin"]),
         .testTarget(
             name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"],
@@ -302,8 +320,8 @@ let package = Package(
         .testTarget(
             name: "RivetTransportTests",
             dependencies: [
-                "TestSupport", "RivetTransport", "RivetServer", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "OpenSSLKit",
-                "ToolTestSupport",
+                "TestSupport", "RivetTransport", "RivetServer", "RivetSession", "Backoff", "RivetPairing", "RivetRegistry", "RivetState",
+                "OpenSSLKit", "ToolTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

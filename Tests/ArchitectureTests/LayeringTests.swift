@@ -105,6 +105,10 @@ enum Layering {
         "CodedError": ["*"],
         "RivetWire": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "RivetDevice": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
+        // Not pure (descriptors, a wake-up pipe), but the byte stream under the device library
+        // reaches no C library.
+        "RivetDeviceIO": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
+        "RivetIdentity": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "RivetSchema": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "Backoff": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "SystemKit": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
@@ -194,10 +198,27 @@ enum Layering {
     }
 
     /// The pure modules whose source files are checked too, not only their target dependencies:
-    /// a file may import the standard library (`standardLibrary`) and these modules, nothing
-    /// else. An `import Glibc` or `import Foundation` needs no target dependency, so the graph
-    /// alone cannot show it.
-    static let pureByImports: Set<String> = ["ByteText", "CodedError"]
+    /// a file may import the standard library (`standardLibrary`), these modules and
+    /// `allowedInPure`, nothing else. An `import Glibc` or `import Foundation` needs no target
+    /// dependency, so the graph alone cannot show it. Each lives under Sources/Core
+    /// (`coreViolations(coreFolders:)`).
+    static let pureByImports: Set<String> = [
+        "ByteText", "CodedError", "Backoff", "RivetWire", "RivetSchema", "RivetIdentity", "RivetGateway",
+    ]
+
+    /// What a pure module may import beyond the standard library and the pure modules: digests
+    /// and HMAC are computation, not I/O (randomness stays injected).
+    static let allowedInPure: Set<String> = ["OpenSSLKit"]
+
+    /// The modules under Sources/Core that still import something impure, and what: each is
+    /// listed until that import moves out, and `notYetPureViolations(in:)` reports one that no
+    /// longer needs its entry, so this list only shrinks.
+    static let notYetPure: [String: String] = [
+        "RastrilloCore": "Glibc (the netlink observer, getaddrinfo, inet_pton, memchr), SystemKit, ThreadSupport",
+        "RivetDevice": "Foundation (the JSON coding of RivetDeviceRequest)",
+        "RivetPairing": "Foundation (Date, JSON), SystemKit (the credential file, wiping), the state paths and environment",
+        "RivetSession": "RivetPairing, which is not pure yet",
+    ]
 
     /// The standard library's own modules, Synchronization included.
     static let standardLibrary: Set<String> = ["Swift", "_Concurrency", "Synchronization"]
@@ -212,24 +233,82 @@ enum Layering {
     /// module of `pureByImports`, one line each (`path:line: … imports X`), and a line for each
     /// such module with no file at all (renamed or moved). `files` maps a path relative to
     /// Sources/ to its text (`SystemLayer.sources()`).
-    static func importViolations(in files: [(path: String, text: String)]) -> [String] {
+    static func importViolations(in files: [(path: String, text: String)], pure: Set<String> = pureByImports) -> [String] {
         var found: [String] = []
-        for module in pureByImports.sorted() where !files.contains(where: { $0.path.hasPrefix(module + "/") }) {
+        for module in pure.sorted() where !files.contains(where: { $0.path.hasPrefix(module + "/") }) {
             found.append("pure module \(module) has no source file under Sources/ (renamed? update Layering.pureByImports)")
         }
         for (path, text) in files.sorted(by: { $0.path < $1.path }) {
-            guard let module = pureByImports.sorted().first(where: { path.hasPrefix($0 + "/") }) else { continue }
-            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                let code = String(line)
-                guard let match = importLine.firstMatch(in: code, range: NSRange(code.startIndex..., in: code)),
-                    let name = Range(match.range(at: 1), in: code).map({ String(code[$0]) })
-                else { continue }
-                if !standardLibrary.contains(name) && !pureByImports.contains(name) {
-                    found.append("\(path):\(number + 1): pure module \(module) imports \(name)")
-                }
+            guard let module = pure.sorted().first(where: { path.hasPrefix($0 + "/") }) else { continue }
+            for (number, name) in impureImports(in: text, pure: pure) {
+                found.append("\(path):\(number): pure module \(module) imports \(name)")
             }
         }
         return found
+    }
+
+    /// The imports in `text` of modules outside `standardLibrary`, `pure` and `allowedInPure`,
+    /// with their line numbers (from 1).
+    static func impureImports(in text: String, pure: Set<String> = pureByImports) -> [(line: Int, module: String)] {
+        var found: [(line: Int, module: String)] = []
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let code = String(line)
+            guard let match = importLine.firstMatch(in: code, range: NSRange(code.startIndex..., in: code)),
+                let name = Range(match.range(at: 1), in: code).map({ String(code[$0]) })
+            else { continue }
+            if !standardLibrary.contains(name) && !pure.contains(name) && !allowedInPure.contains(name) {
+                found.append((number + 1, name))
+            }
+        }
+        return found
+    }
+
+    /// A line for each module of `notYetPure` whose files import nothing impure any more: it
+    /// belongs in `pureByImports` now.
+    static func notYetPureViolations(in files: [(path: String, text: String)]) -> [String] {
+        notYetPure.keys.sorted().compactMap { module in
+            let own = files.filter { $0.path.hasPrefix(module + "/") }
+            let impure = own.contains { !impureImports(in: $0.text).isEmpty }
+            return own.isEmpty || impure
+                ? nil : "\(module) imports only pure modules now: move it from Layering.notYetPure to pureByImports"
+        }
+    }
+
+    /// A line for each folder under Sources/Core (`coreFolders`) that is neither in
+    /// `pureByImports` nor in `notYetPure`, and for each module of those two lists that is not
+    /// under Sources/Core: the Core layer folder holds the pure modules and nothing else.
+    static func coreViolations(coreFolders: Set<String>) -> [String] {
+        let listed = pureByImports.union(notYetPure.keys)
+        return coreFolders.subtracting(listed).sorted().map {
+            "Sources/Core/\($0) is not in Layering.pureByImports: a module in Core imports only pure modules"
+        }
+            + listed.subtracting(coreFolders).sorted().map {
+                "pure module \($0) is not under Sources/Core: move its folder there"
+            }
+    }
+
+    /// A line for each target dependency of a module of `pureByImports` that is neither pure nor
+    /// in `allowedInPure`: the graph's half of the import check.
+    static func pureDependencyViolations(in graph: ModuleGraph) -> [String] {
+        var found: [String] = []
+        for name in pureByImports.sorted() {
+            guard let module = graph.modules[name] else {
+                found.append("pure module \(name) is not a module of the package (renamed? update Layering.pureByImports)")
+                continue
+            }
+            for dependency in module.dependencies.sorted()
+            where !pureByImports.contains(dependency) && !allowedInPure.contains(dependency) {
+                found.append("pure module \(name) depends on \(dependency), which is not pure")
+            }
+        }
+        return found
+    }
+
+    /// The module folders under Sources/Core.
+    static func coreFolders() throws -> Set<String> {
+        let core = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/Core")
+        return Set(try FileManager.default.contentsOfDirectory(atPath: core.path).filter { !$0.hasPrefix(".") })
     }
 
     /// Whether `module` is `pattern`, or starts with it when the pattern ends in `*`.
@@ -280,7 +359,7 @@ func swiftExecutable() throws -> String {
         }
         let graph = try ModuleGraph(describeJSON: json)
         #expect(graph.modules[Layering.daemonExecutable] != nil)
-        let violations = Layering.violations(in: graph)
+        let violations = Layering.violations(in: graph) + Layering.pureDependencyViolations(in: graph)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
     }
 
@@ -288,8 +367,51 @@ func swiftExecutable() throws -> String {
     @Test func pureModulesImportOnlyTheStandardLibrary() throws {
         let files = try SystemLayer.sources()
         #expect(files.contains { $0.path.hasPrefix("ByteText/") })
-        let violations = Layering.importViolations(in: files)
+        let violations = Layering.importViolations(in: files) + Layering.notYetPureViolations(in: files)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// Sources/Core holds the pure modules (and those listed as not yet pure), and every pure
+    /// module lives there.
+    @Test func theCoreFolderHoldsThePureModules() throws {
+        let folders = try Layering.coreFolders()
+        #expect(folders.contains("ByteText"))
+        let violations = Layering.coreViolations(coreFolders: folders)
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// Planted: a stray module folder in Core, and a pure module whose folder left Core.
+    @Test func aCoreFolderOutsideThePureListAndAPureModuleOutsideCoreAreReported() {
+        let folders = Layering.pureByImports.union(Layering.notYetPure.keys).subtracting(["RivetWire"]).union(["RivetStray"])
+        #expect(
+            Layering.coreViolations(coreFolders: folders) == [
+                "Sources/Core/RivetStray is not in Layering.pureByImports: a module in Core imports only pure modules",
+                "pure module RivetWire is not under Sources/Core: move its folder there",
+            ])
+    }
+
+    /// Planted: the gateway depending on the pairing library again, and an identity file
+    /// importing SystemKit; OpenSSLKit is allowed, and a not-yet-pure module that imports only
+    /// pure modules is reported so that it joins the list.
+    @Test func aPureModuleDependingOnOrImportingAnImpureOneIsReported() {
+        let graph = ModuleGraph(
+            Layering.pureByImports.map { ModuleGraph.Module(name: $0, kind: "library", dependencies: []) }
+                .filter { $0.name != "RivetGateway" && $0.name != "RivetIdentity" } + [
+                    .init(name: "RivetGateway", kind: "library", dependencies: ["RivetWire", "RivetPairing"]),
+                    .init(name: "RivetIdentity", kind: "library", dependencies: ["ByteText", "OpenSSLKit"]),
+                ])
+        #expect(Layering.pureDependencyViolations(in: graph) == ["pure module RivetGateway depends on RivetPairing, which is not pure"])
+        let files: [(path: String, text: String)] =
+            Layering.pureByImports.map { (path: "\($0)/A.swift", text: "import ByteText") } + [
+                ("RivetIdentity/DeviceID.swift", "import ByteText\nimport OpenSSLKit\nimport SystemKit"),
+                ("RivetSession/RVD1.swift", "import RivetIdentity\nimport OpenSSLKit"),
+                ("RivetDevice/Request.swift", "import RivetWire\nimport Foundation"),
+            ]
+        #expect(Layering.importViolations(in: files) == ["RivetIdentity/DeviceID.swift:3: pure module RivetIdentity imports SystemKit"])
+        #expect(
+            Layering.notYetPureViolations(in: files) == [
+                "RivetSession imports only pure modules now: move it from Layering.notYetPure to pureByImports"
+            ])
     }
 
     @Test func anImportPlantedInAPureModuleIsReported() {
@@ -302,15 +424,13 @@ func swiftExecutable() throws -> String {
             ("CodedError/CodedError.swift", "public protocol CodedError {}"),
         ]
         #expect(
-            Layering.importViolations(in: files) == [
+            Layering.importViolations(in: files, pure: ["ByteText"]) == [
                 "ByteText/Error.swift:1: pure module ByteText imports SystemKit",
                 "ByteText/Hex.swift:1: pure module ByteText imports Glibc",
                 "ByteText/Search.swift:2: pure module ByteText imports Foundation",
             ])
         #expect(
-            Layering.importViolations(in: [
-                ("SystemKit/Calls.swift", "import Glibc"), ("CodedError/CodedError.swift", "public protocol CodedError {}"),
-            ]) == [
+            Layering.importViolations(in: [("SystemKit/Calls.swift", "import Glibc")], pure: ["ByteText"]) == [
                 "pure module ByteText has no source file under Sources/ (renamed? update Layering.pureByImports)"
             ])
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RivetDevice
+import RivetDeviceIO
 import RivetWire
 import Testing
 import ToolTestSupport

@@ -3,6 +3,7 @@ import Glibc
 import OpenSSLKit
 import RivetPairing
 import RivetRegistry
+import RivetState
 import Synchronization
 import TestSupport
 import Testing

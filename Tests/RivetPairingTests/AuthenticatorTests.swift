@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import RivetState
 import SQLiteKit
 import Synchronization
 import Testing
@@ -20,7 +21,8 @@ private struct PairedRegistry {
     init() throws {
         directory = try TemporaryDirectory()
         store = try RivetDevicePairingStore(path: directory.file("pairing.sqlite3"))
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
         let (completion, stored) = try pairDevice(&coordinator)
         try store.save(completion)
         device = completion.record
@@ -142,7 +144,8 @@ private struct PairedRegistry {
     @Test func rePairingKeepsTheOldCredentialValidUntilConfirmed() throws {
         let registry = try PairedRegistry()
         let other = (randomID(), randomCredential())
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
         _ = coordinator.handle(.open)
         let connection = RivetPairingConnectionID(9)
         var (client, code) = try runToCodes(
@@ -168,7 +171,8 @@ private struct PairedRegistry {
 
     @Test func aRejectedRePairingLeavesTheOldCredentialValid() throws {
         let registry = try PairedRegistry()
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
         _ = coordinator.handle(.open)
         _ = try runToCodes(
             &coordinator, connection: .init(3), client: makeClient(existing: registry.device.deviceID), known: registry.device)
@@ -216,7 +220,8 @@ private struct PairedRegistry {
     /// A re-pairing that was pending when the device was revoked cannot bring it back.
     @Test func rePairingPendingDuringRevocationIsRefused() async throws {
         let registry = try PairedRegistry()
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
         let (completion, credential) = try pairDevice(
             &coordinator, existing: registry.device.deviceID, known: registry.device)
         #expect(completion.isRepair)

@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import RivetState
 import Testing
 
 @testable import RivetPairing
@@ -8,7 +9,8 @@ private let c1 = RivetPairingConnectionID(1)
 
 @Suite struct ClientTests {
     @Test func bothMachinesPairInMemory() throws {
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
         let (completion, credential) = try pairDevice(&coordinator, granting: scopes("events"))
         #expect(credential.deviceID == completion.record.deviceID)
         #expect(credential.credential == completion.accepted.credential)
@@ -121,7 +123,8 @@ private let c1 = RivetPairingConnectionID(1)
     }
 
     @Test func deviceRejectReachesTheCoordinator() throws {
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
         _ = coordinator.handle(.open)
         var (client, _) = try runToCodes(&coordinator, connection: c1)
         try client.reject()

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import OpenSSLKit
 import RivetRegistry
+import RivetState
 import Testing
 
 @testable import RivetPairing
@@ -227,7 +228,8 @@ private func entries(_ directory: String) throws -> [String] {
     @Test func savedPairingAuthenticatesAfterReload() throws {
         let dir = try TemporaryDirectory()
         let registry = try RivetDevicePairingStore(path: dir.file("server/pairing.sqlite3"))
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
         let (completion, credential) = try pairDevice(&coordinator)
         try registry.save(completion)
         let companion = RivetCompanionCredentialStore(path: dir.file("device/companion-credential.json"))

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import OpenSSLKit
 import RivetRegistry
+import RivetState
 import SQLiteKit
 import SystemKit
 import Testing
@@ -330,7 +331,8 @@ import Testing
         let dir = try TemporaryDirectory()
         let path = dir.file("pairing.sqlite3")
         let store = try RivetDevicePairingStore(path: path)
-        var coordinator = RivetDevicePairingCoordinator(serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret)
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
         var credentials: [PairingCredential] = []
         var verifiers: [PairingVerifier] = []
         for index in 0..<12 {

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import OpenSSLKit
+import RivetState
 import Synchronization
 import TestSupport
 import Testing

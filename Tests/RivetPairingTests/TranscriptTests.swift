@@ -1,6 +1,7 @@
 import ByteText
 import Foundation
 import OpenSSLKit
+import RivetState
 import Testing
 
 @testable import RivetPairing

@@ -2,6 +2,7 @@ import ByteText
 import Foundation
 import OpenSSLKit
 import RivetRegistry
+import RivetState
 import Testing
 
 @testable import RivetPairing

@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetServer
 import RivetSession
+import RivetState
 import RivetTransport
 import TestSupport
 import Testing

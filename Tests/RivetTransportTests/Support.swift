@@ -4,6 +4,7 @@ import RivetPairing
 import RivetRegistry
 import RivetServer
 import RivetSession
+import RivetState
 import RivetTransport
 import TestSupport
 import Testing

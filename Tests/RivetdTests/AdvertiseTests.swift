@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import RivetDiscovery
 import RivetPairing
+import RivetState
 import TestSupport
 import Testing
 import ToolTestSupport

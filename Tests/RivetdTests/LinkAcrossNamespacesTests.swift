@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import OpenSSLKit
 import RivetPairing
+import RivetState
 import SystemKit
 import TestSupport
 import Testing

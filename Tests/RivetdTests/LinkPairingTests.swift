@@ -4,6 +4,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetRegistry
 import RivetSession
+import RivetState
 import SystemKit
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Foundation
 import RivetCompanion
 import RivetPairing
+import RivetState
 import Testing
 import ToolTestSupport
 

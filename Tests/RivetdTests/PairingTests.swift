@@ -5,6 +5,7 @@ import RivetDevice
 import RivetPairing
 import RivetRegistry
 import RivetSession
+import RivetState
 import TestSupport
 import Testing
 import ToolTestSupport

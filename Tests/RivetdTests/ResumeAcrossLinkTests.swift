@@ -4,6 +4,7 @@ import RivetCompanion
 import RivetDevice
 import RivetPairing
 import RivetSession
+import RivetState
 import RivetTransport
 import Synchronization
 import TestSupport

@@ -13,6 +13,7 @@
 import Foundation
 import Glibc
 import RivetDevice
+import RivetDeviceIO
 import Synchronization
 
 /// The games this backend knows, by game ID.

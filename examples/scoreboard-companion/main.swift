@@ -6,6 +6,7 @@ import Rastrillo
 import RivetCompanion
 import RivetDevice
 import RivetPairing
+import RivetState
 
 let help = """
     usage: scoreboard-companion [--server URL] [--gateway HOST:PORT --credential FILE] [--game ID]

@@ -58,8 +58,8 @@ public struct RivetDeviceError: CodedError, Hashable {
     static func timeout(_ route: String, _ timeout: Duration) -> Self {
         Self(code: .timeout, message: "call of \(route) got no answer within \(timeout); it was cancelled")
     }
-    static func connectionClosed(_ detail: String) -> Self { Self(code: .connectionClosed, message: detail) }
-    static func transportFailed(_ detail: String) -> Self { Self(code: .transportFailed, message: detail) }
+    package static func connectionClosed(_ detail: String) -> Self { Self(code: .connectionClosed, message: detail) }
+    package static func transportFailed(_ detail: String) -> Self { Self(code: .transportFailed, message: detail) }
     static func protocolViolation(_ detail: String) -> Self { Self(code: .protocolViolation, message: detail) }
     static func requestTooLarge(_ route: String, _ size: Int, _ limit: Int) -> Self {
         Self(code: .requestTooLarge, message: "request for \(route) is \(size) bytes; the limit is \(limit)")

@@ -1,4 +1,4 @@
-import RivetPairing
+import RivetIdentity
 import RivetWire
 
 /// The gateway's policy core: a pure state machine between authenticated device sessions and

@@ -1,4 +1,4 @@
-import RivetPairing
+import RivetIdentity
 import RivetSchema
 
 /// What a session may do, by schema name: RPCs it may call, events it receives, state keys it

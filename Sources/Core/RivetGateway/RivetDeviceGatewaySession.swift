@@ -1,4 +1,4 @@
-import RivetPairing
+import RivetIdentity
 
 /// A snapshot of one authenticated session held by a ``RivetDeviceGateway``: who it is, what it
 /// may do, and how much it has pending and queued.

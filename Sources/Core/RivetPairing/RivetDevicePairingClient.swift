@@ -57,7 +57,7 @@ public struct RivetDevicePairingClient: Sendable {
     public init(
         applicationID: RivetApplicationID, deviceName: RivetDeviceName, existingDeviceID: DeviceID?,
         serverFingerprintSeen: SPKIFingerprint, serverAddress: String,
-        randomness: any RivetPairingRandomness = RivetSystemRandomness()
+        randomness: any RivetPairingRandomness
     ) throws(RivetDevicePairingValueError) {
         try validateServerAddress(serverAddress)
         self.applicationID = applicationID

@@ -172,7 +172,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret,
         clock: any RivetClock = RivetSystemClock(),
-        randomness: any RivetPairingRandomness = RivetSystemRandomness()
+        randomness: any RivetPairingRandomness
     ) {
         self.serverFingerprint = serverFingerprint
         self.discoverySecret = discoverySecret

@@ -49,7 +49,7 @@ extension RivetRedactedBytes {
     public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
 
     /// The bytes as lowercase hex digits, for the device's credential file and the state file only.
-    var hexForStorage: String { Hex.encode(bytes) }
+    package var hexForStorage: String { Hex.encode(bytes) }
 
     /// Compares the bytes in constant time.
     public static func == (lhs: Self, rhs: Self) -> Bool { constantTimeEqual(lhs.bytes, rhs.bytes) }

@@ -1,32 +1,10 @@
 import ByteText
 import OpenSSLKit
+@_exported import RivetIdentity
 
-/// A paired device's identity in the registry: 16 random bytes, written as 32 lowercase hex
-/// digits. Not secret: it names a device, it does not authenticate one.
-public struct DeviceID: RivetFixedSizeBytes, Hashable, Comparable, CustomStringConvertible {
-    /// The number of bytes in a device ID (16).
-    public static let byteCount = 16
-
-    /// The 16 bytes.
-    public let bytes: [UInt8]
-
-    /// Wraps exactly 16 bytes; `nil` for any other count.
-    public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == Self.byteCount else { return nil }
-        self.bytes = Array(bytes)
-    }
-
-    /// 32 lowercase hex digits.
-    public var hex: String { Hex.encode(bytes) }
-
-    /// The `hex` form.
-    public var description: String { hex }
-
-    /// Orders by bytes, so lists sort the same way everywhere.
-    public static func < (lhs: DeviceID, rhs: DeviceID) -> Bool {
-        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
-    }
-}
+/// Parsing a device ID from hex and drawing a fresh one are the pairing library's
+/// (``RivetFixedSizeBytes``); the identity itself is RivetIdentity's.
+extension DeviceID: RivetFixedSizeBytes {}
 
 /// A 256-bit pairing nonce: the client's `Nc` or the server's `Ns`. Exactly 32 bytes.
 public struct Nonce: RivetFixedSizeBytes, Hashable, CustomStringConvertible {
@@ -146,38 +124,6 @@ public struct ConfirmationCode: Sendable, Equatable, CustomStringConvertible {
         }
         return out
     }
-}
-
-/// The name of a permission granted to a paired device (what each one grants is the gateway's
-/// business). A name is 1–64 characters of `a-z`, `0-9`, `-`, `_` and `.`.
-public struct RivetDeviceScope: Hashable, Sendable, Comparable, CustomStringConvertible {
-    /// The longest scope name (64 characters).
-    public static let maximumLength = 64
-
-    /// The validated name.
-    public let name: String
-
-    /// Validates `name`.
-    /// - Throws: `RivetDevicePairingValueError.invalidScope` for an empty name, one longer than
-    ///   64 characters, or one with any character outside `a-z 0-9 - _ .`.
-    public init(_ name: String) throws(RivetDevicePairingValueError) {
-        let utf8 = Array(name.utf8)
-        let allowed = utf8.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-        }
-        guard !utf8.isEmpty, utf8.count <= Self.maximumLength, allowed else {
-            throw RivetDevicePairingValueError.invalidScope.with("scope \(quoted(name, limit: 80))")
-        }
-        self.name = name
-    }
-
-    /// The name.
-    public var description: String { name }
-
-    /// Orders by name.
-    public static func < (lhs: RivetDeviceScope, rhs: RivetDeviceScope) -> Bool { lhs.name < rhs.name }
 }
 
 /// `value` when it is 1 to `maximumByteCount` bytes of UTF-8 and holds no character `refused`

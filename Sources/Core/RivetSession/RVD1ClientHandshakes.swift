@@ -174,7 +174,7 @@ public struct RVD1ClientLinkPairing: Sendable {
     /// A machine that will pair by `link`.
     public init(
         link: RivetPairingLink, deviceName: RivetDeviceName, existingDeviceID: DeviceID?,
-        randomness: any RivetPairingRandomness = RivetSystemRandomness()
+        randomness: any RivetPairingRandomness
     ) {
         self.link = link
         self.deviceName = deviceName

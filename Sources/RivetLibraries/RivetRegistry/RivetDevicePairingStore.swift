@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import OpenSSLKit
 import RivetPairing
+import RivetState
 import SQLiteKit
 import Synchronization
 import SystemKit

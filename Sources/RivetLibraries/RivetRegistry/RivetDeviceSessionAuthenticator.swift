@@ -1,6 +1,7 @@
 import CodedError
 import OpenSSLKit
 import RivetPairing
+import RivetState
 
 /// Checks a resuming device's `deviceID` and credential `K` against the registry.
 ///

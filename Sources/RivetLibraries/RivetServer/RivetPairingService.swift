@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetRegistry
 import RivetSession
+import RivetState
 import Synchronization
 import RivetTransport
 

@@ -2,6 +2,7 @@ import CodedError
 import Foundation
 import OpenSSLKit
 import RivetPairing
+import RivetState
 
 /// This install's server identity: a P-256 private key kept in a 0600 PEM file under the rivet
 /// state directory (created on first start, never replaced), and a self-signed certificate over

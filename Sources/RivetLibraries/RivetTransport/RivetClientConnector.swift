@@ -3,6 +3,7 @@ import Foundation
 import OpenSSLKit
 import RivetPairing
 import RivetSession
+import RivetState
 import Synchronization
 import ThreadSupport
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import CommandLineKit
 import Foundation
 import RivetPairing
 import RivetSession
+import RivetState
 import RivetTransport
 import ThreadSupport
 

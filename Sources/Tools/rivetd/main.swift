@@ -5,6 +5,7 @@ import RivetControl
 import RivetDaemon
 import RivetPairing
 import RivetServer
+import RivetState
 import RivetTransport
 import ThreadSupport
 import ToolSpecs

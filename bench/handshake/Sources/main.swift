@@ -16,6 +16,7 @@ import RivetPairing
 import RivetRegistry
 import RivetServer
 import RivetSession
+import RivetState
 import RivetTransport
 import Synchronization
 

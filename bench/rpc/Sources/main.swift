@@ -26,6 +26,7 @@ import RivetPairing
 import RivetRegistry
 import RivetServer
 import RivetSession
+import RivetState
 import RivetTransport
 import RivetWire
 import Synchronization

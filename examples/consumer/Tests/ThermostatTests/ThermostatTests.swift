@@ -3,6 +3,7 @@ import Glibc
 import Rastrillo
 import RastrilloTestSupport
 import RivetDevice
+import RivetDeviceIO
 import Testing
 import Thermostat
 

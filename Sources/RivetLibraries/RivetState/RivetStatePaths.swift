@@ -1,4 +1,5 @@
 import Foundation
+import RivetIdentity
 
 /// Where Rivet keeps per-user state, following the XDG Base Directory specification.
 public enum RivetStatePaths {

@@ -40,7 +40,7 @@ public struct RivetDevicePairingValueError: CodedError {
         message: "no state directory: set XDG_STATE_HOME or HOME to an absolute path")
 
     /// The same kind with a message that names the offending value or setting.
-    func with(_ detail: String) -> RivetDevicePairingValueError {
+    package func with(_ detail: String) -> RivetDevicePairingValueError {
         RivetDevicePairingValueError(code: code, message: "\(detail): \(message)")
     }
 }
