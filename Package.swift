@@ -57,7 +57,8 @@ let package = Package(
 
         // MARK: The system layer: descriptors, EINTR, pipes, private files (Glibc only, no
         // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
-        .target(name: "SystemKit", dependencies: ["ByteText"], path: "Sources/Platform/SystemKit"),
+        .target(name: "Timekeeping", path: "Sources/Core/Timekeeping"),
+        .target(name: "SystemKit", dependencies: ["ByteText", "Timekeeping"], path: "Sources/Platform/SystemKit"),
         .target(name: "ThreadSupport", dependencies: ["SystemKit"], path: "Sources/Platform/ThreadSupport"),
 
         // MARK: Swift wrappers: the only code that imports each C module
@@ -71,18 +72,18 @@ let package = Package(
         // MARK: Command-line kit shared by every tool
         // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
-        .target(name: "CommandLineKit", dependencies: ["ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "CommandLineKit", dependencies: ["ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/CommandLine/CommandLineKit"),
         .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
 
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "SystemKit"], path: "Sources/Core/RivetPairing"),
+        .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "SystemKit", "Timekeeping"], path: "Sources/Core/RivetPairing"),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
         .target(name: "RivetRegistry", dependencies: ["RivetPairing", "SQLiteKit", "OpenSSLKit", "SystemKit"],
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit"],
+        .target(name: "RivetDiscovery", dependencies: ["AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit", "Timekeeping"],
             path: "Sources/RivetLibraries/RivetDiscovery"),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
@@ -154,7 +155,10 @@ let package = Package(
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
             name: "RivetServer",
-            dependencies: ["RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: [
+                "RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SystemKit", "ThreadSupport",
+                "Timekeeping",
+            ],
                 path: "Sources/RivetLibraries/RivetServer"),
         .executableTarget(
             name: "fuzz-rvd1", dependencies: ["RivetSession", "RivetPairing", "RivetFuzzSupport"],
@@ -167,7 +171,7 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloCore", dependencies: ["Backoff", "ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "RastrilloCore", dependencies: ["Backoff", "ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/Core/RastrilloCore"),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
@@ -217,8 +221,8 @@ let package = Package(
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
-        // `eventually` and `ManualClock` (a Swift `Clock` and a `RivetClock`), shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["RivetPairing"], path: "Tests/Support/TestSupport"),
+        // `eventually` and `ManualClock` (the `RivetClock` a test moves by hand), shared by the test targets.
+        .target(name: "TestSupport", dependencies: ["Timekeeping"], path: "Tests/Support/TestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
@@ -241,7 +245,7 @@ let package = Package(
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "TestSupport", "Timekeeping"]),
         .testTarget(name: "ByteTextTests", dependencies: ["ByteText"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),
@@ -249,7 +253,10 @@ let package = Package(
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
             name: "RivetDiscoveryTests",
-            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "ByteText", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
+            dependencies: [
+                "TestSupport", "RivetDiscovery", "RivetPairing", "ByteText", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt",
+                "Timekeeping",
+            ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
@@ -271,6 +278,7 @@ let package = Package(
             name: "RivetPairingTests",
             dependencies: [
                 "TestSupport", "RivetPairing", "RivetRegistry", "OpenSSLKit", "SQLiteKit", "ByteText", "SystemKit", "ToolTestSupport", "fuzz-link",
+                "Timekeeping",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),

@@ -4,6 +4,8 @@ import RivetPairing
 import RivetRegistry
 import RivetSession
 import RivetTransport
+import SystemKit
+import Timekeeping
 
 /// What the listener needs from whoever runs pairing (the gateway, or `RivetPairingService`).
 ///
@@ -108,7 +110,7 @@ public final class RivetPairingService: RivetPairingHost {
     ///     desktop should show; it must return promptly.
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret, store: RivetDevicePairingStore,
-        clock: any RivetClock = RivetSystemClock(),
+        clock: any RivetClock = SystemClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness(),
         desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }
     ) {
