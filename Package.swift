@@ -62,10 +62,10 @@ let package = Package(
         .target(name: "ThreadSupport", dependencies: ["SystemKit"], path: "Sources/Platform/ThreadSupport"),
 
         // MARK: Swift wrappers: the only code that imports each C module
-        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "ByteText", "SystemKit"], path: "Sources/Platform/OpenSSLKit"),
+        .target(name: "OpenSSLKit", dependencies: ["COpenSSL", "ByteText", "SystemKit", "Timekeeping"], path: "Sources/Platform/OpenSSLKit"),
         .target(name: "SQLiteKit", dependencies: ["CSQLite", "ByteText", "SystemKit"], path: "Sources/Platform/SQLiteKit"),
         .target(name: "AvahiKit", dependencies: ["CAvahi", "ByteText"], path: "Sources/Platform/AvahiKit"),
-        .target(name: "CurlKit", dependencies: ["CCurl", "ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "CurlKit", dependencies: ["CCurl", "ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/Platform/CurlKit"),
         .target(name: "QRCodeKit", dependencies: ["CQRencode"], path: "Sources/Platform/QRCodeKit"),
 
@@ -96,11 +96,11 @@ let package = Package(
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
-        .target(name: "RastrilloHTTP", dependencies: ["ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"],
+        .target(name: "RastrilloHTTP", dependencies: ["ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/RastrilloLibraries/RastrilloHTTP"),
         .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"],
             path: "Sources/RastrilloLibraries/Rastrillo"),
-        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"],
+        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore", "SystemKit", "Timekeeping"],
             path: "Sources/RastrilloLibraries/RastrilloTestSupport"),
         .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ByteText", "SystemKit"],
             path: "Sources/RastrilloLibraries/RastrilloCLI"),
@@ -110,7 +110,10 @@ let package = Package(
             exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-stream",
-            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ByteText", "ToolSpecs"],
+            dependencies: [
+                "RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ByteText", "ToolSpecs", "SystemKit",
+                "Timekeeping",
+            ],
                 path: "Sources/Tools/rastrillo-stream",
             linkerSettings: leanToolLinking),
         .executableTarget(
@@ -150,7 +153,7 @@ let package = Package(
         // The client side and what both sides share (no registry: a companion links it).
         .target(
             name: "RivetTransport",
-            dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "SystemKit", "ThreadSupport", "Timekeeping"],
                 path: "Sources/RivetLibraries/RivetTransport"),
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
@@ -182,7 +185,7 @@ let package = Package(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
+        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit", "Timekeeping"], path: "Sources/RivetLibraries/RivetControl"),
         .target(
             name: "RivetCompanion",
             dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],
@@ -194,7 +197,7 @@ let package = Package(
             dependencies: [
                 "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
                 "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
-                "ThreadSupport", "CommandLineKit",
+                "ThreadSupport", "CommandLineKit", "Timekeeping",
             ], path: "Sources/RivetLibraries/RivetDaemon"),
         .executableTarget(
             name: "rivetd",
@@ -269,7 +272,7 @@ let package = Package(
             name: "RastrilloTests",
             dependencies: [
                 "TestSupport", "Rastrillo", "RastrilloHTTP", "RastrilloCore", "RastrilloTestSupport", "LoopbackHTTPServer",
-                "CurlKit", "fuzz-proxy", "ToolTestSupport",
+                "CurlKit", "fuzz-proxy", "ToolTestSupport", "SystemKit", "Timekeeping",
             ]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["TestSupport", "ByteText", "CommandLineKit", "CommandLineFiles", "ToolTestSupport"],

@@ -36,3 +36,18 @@ public struct SystemClock: RivetClock {
         }
     }
 }
+
+extension SystemClock {
+    /// `CLOCK_MONOTONIC` `duration` from now, as `pthread_cond_timedwait` takes it for a
+    /// condition variable set to that clock (clamped to the largest time for a huge duration).
+    public static func monotonicTimespec(after duration: Duration) -> timespec {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let (seconds, attoseconds) = duration.components
+        var nanoseconds = Int64(now.tv_nsec) + attoseconds / 1_000_000_000
+        var wholeSeconds = Int64(now.tv_sec) + seconds + nanoseconds / 1_000_000_000
+        nanoseconds %= 1_000_000_000
+        if wholeSeconds < 0 { wholeSeconds = Int64.max }
+        return timespec(tv_sec: Int(wholeSeconds), tv_nsec: Int(nanoseconds))
+    }
+}

@@ -8,6 +8,7 @@ import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// One authenticated session as the session handler sees it.
@@ -128,6 +129,8 @@ public final class RivetListener: Sendable {
         /// Called with what happens to connections (from the thread where it happened; must
         /// return promptly). Reasons never contain a credential.
         public var events: (@Sendable (Event) -> Void)?
+        /// The clock every deadline and admission time is on (the system's by default).
+        public var clock: any RivetClock = SystemClock()
 
         /// The defaults.
         public init() {}
@@ -275,12 +278,12 @@ final class ConnectionRecord: @unchecked Sendable {
     var recent = false
     var stream: StreamCore?
 
-    init(id: UInt64, host: String, port: UInt16, fd: Int32) {
+    init(id: UInt64, host: String, port: UInt16, fd: Int32, acceptedAt: ContinuousClock.Instant) {
         self.id = id
         self.host = host
         self.peer = joinHostPort(host, port)
         self.fd = fd
-        self.acceptedAt = .now
+        self.acceptedAt = acceptedAt
     }
 
     var isPending: Bool { (phase == .idle || phase == .pending) && !evicted }
@@ -370,7 +373,7 @@ final class ListenerCore: @unchecked Sendable {
         if let givenLoop {
             loop = givenLoop
         } else {
-            do { loop = try StreamEventLoop() } catch { throw RivetListenerError.io(error.errno).with("creating the session loop failed: \(error)") }
+            do { loop = try StreamEventLoop(clock: configuration.clock) } catch { throw RivetListenerError.io(error.errno).with("creating the session loop failed: \(error)") }
         }
         let result: Result<UInt16, RivetListenerError> = monitor.withLock {
             guard runState == .created else {
@@ -463,7 +466,7 @@ final class ListenerCore: @unchecked Sendable {
             if descriptors[1].revents != 0 { wake.drain() }
             var promote: [ConnectionRecord] = []
             var expired: [ConnectionRecord] = []
-            let now = ContinuousClock.now
+            let now = configuration.clock.now
             for (index, record) in idle.enumerated() {
                 if descriptors[index + 2].revents != 0 {
                     promote.append(record)
@@ -507,7 +510,7 @@ final class ListenerCore: @unchecked Sendable {
         var evicted: [ConnectionRecord] = []
         let admitted: Bool = monitor.withLock {
             if isStopping { return false }
-            let recent = admission.isRecent(host, at: .now)
+            let recent = admission.isRecent(host, at: configuration.clock.now)
             let pending = records.values.filter(\.isPending).sorted { $0.id < $1.id }
             let victims = admission.victims(
                 admitting: PendingAdmission.Pending(id: nextID, address: host, recent: recent),
@@ -523,7 +526,7 @@ final class ListenerCore: @unchecked Sendable {
                 }
                 evicted.append(victim)
             }
-            let record = ConnectionRecord(id: nextID, host: host, port: port, fd: fd)
+            let record = ConnectionRecord(id: nextID, host: host, port: port, fd: fd, acceptedAt: configuration.clock.now)
             record.recent = recent
             nextID += 1
             records[record.id] = record
@@ -570,7 +573,7 @@ final class ListenerCore: @unchecked Sendable {
     private func makeConnection(_ record: ConnectionRecord) -> Result<TLSConnection, TLSError> {
         monitor.withLock {
             do throws(TLSError) {
-                return .success(try TLSConnection(socket: record.fd, context: identity.serverContext))
+                return .success(try TLSConnection(socket: record.fd, context: identity.serverContext, clock: configuration.clock))
             } catch {
                 record.socketOpen = false
                 return .failure(error)
@@ -659,7 +662,7 @@ final class ListenerCore: @unchecked Sendable {
     /// True when the device's "last seen" time is due to be written (and notes that it is).
     func lastSeenDue(_ device: DeviceID) -> Bool {
         monitor.withLock {
-            let now = ContinuousClock.now
+            let now = configuration.clock.now
             if let written = lastSeenWritten[device], now - written < configuration.lastSeenInterval { return false }
             if lastSeenWritten.count >= 4096 {
                 lastSeenWritten = lastSeenWritten.filter { now - $0.value < configuration.lastSeenInterval }
@@ -679,7 +682,7 @@ final class ListenerCore: @unchecked Sendable {
     /// that reconnects the instant it reads `Accept` never finds this connection still holding
     /// a pending slot.
     func enterAdmitted(_ record: ConnectionRecord) {
-        monitor.withLock { admission.resumed(from: record.host, at: .now) }
+        monitor.withLock { admission.resumed(from: record.host, at: configuration.clock.now) }
         setPhase(record, .session)
     }
 
@@ -699,18 +702,20 @@ struct ConnectionSession {
     private var replies: [RivetPairingReply] = []
     /// Set once the handler admitted the device: `sessionEnded` is then owed.
     var admitted: RivetSessionContext?
-    private var stepDeadline: ContinuousClock.Instant = .now
+    private var stepDeadline: ContinuousClock.Instant
     private var closeReason: String?
     /// The stream's shared state and its place on the session loop, once the session started.
     private(set) var loopStream: (StreamCore, StreamLoopWaker)?
 
     init(core: ListenerCore, record: ConnectionRecord, connection: TLSConnection) {
+        self.stepDeadline = core.configuration.clock.now
         self.core = core
         self.record = record
         self.connection = connection
     }
 
     private var configuration: RivetListener.Configuration { core.configuration }
+    private var clock: any RivetClock { core.configuration.clock }
     private var pairingConnectionID: RivetPairingConnectionID { RivetPairingConnectionID(record.id) }
 
     /// Runs the preface; returns why the connection ended, or (with `loopStream` set) that the
@@ -721,7 +726,7 @@ struct ConnectionSession {
         } catch {
             return "TLS handshake failed: \(error.message)"
         }
-        stepDeadline = .now + configuration.prefaceTimeout
+        stepDeadline = clock.now + configuration.prefaceTimeout
         if let reason = awaitFirstByte() { return reason }
         while closeReason == nil {
             if loopStream != nil { return "handed to the session loop" }
@@ -729,7 +734,7 @@ struct ConnectionSession {
             perform(machine.handle(event))
         }
         // close_notify after the last message, so the peer reads a clean end, not a reset.
-        try? connection.shutdown(deadline: .now + .milliseconds(500))
+        try? connection.shutdown(deadline: clock.now + .milliseconds(500))
         return closeReason ?? "closed"
     }
 
@@ -742,7 +747,7 @@ struct ConnectionSession {
         while true {
             var descriptor = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
             let ready = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: stepDeadline)) }
-            if ready != 0 || ContinuousClock.now >= stepDeadline { break }
+            if ready != 0 || clock.now >= stepDeadline { break }
         }
         return core.leaveSilence(record) ? nil : ListenerCore.evictedReason
     }
@@ -764,7 +769,7 @@ struct ConnectionSession {
             let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: stepDeadline)) }
             if ready < 0 { return .connectionLost }
             if descriptors.count > 1 && descriptors[1].revents != 0 { channel?.wake.drain() }
-            if ready == 0 && ContinuousClock.now >= stepDeadline { return .timedOut }
+            if ready == 0 && clock.now >= stepDeadline { return .timedOut }
         }
     }
 
@@ -779,7 +784,7 @@ struct ConnectionSession {
         while true {
             let bytes: [UInt8]
             do throws(TLSError) {
-                bytes = try connection.read(maxCount: reader.bytesNeeded, deadline: .now)
+                bytes = try connection.read(maxCount: reader.bytesNeeded, deadline: clock.now)
             } catch {
                 return error == .timedOut ? .nothing : .event(.connectionLost)
             }
@@ -819,7 +824,7 @@ struct ConnectionSession {
                 forward(message)
             case .send(let message):
                 do throws(TLSError) {
-                    try connection.write(message.encoded, deadline: .now + configuration.prefaceTimeout)
+                    try connection.write(message.encoded, deadline: clock.now + configuration.prefaceTimeout)
                 } catch {
                     closeReason = "sending \(message.type) failed: \(error.message)"
                     endPairing()
@@ -835,7 +840,7 @@ struct ConnectionSession {
                     closeReason = "the listener stopped"
                     return
                 }
-                let streamCore = StreamCore(configuration: configuration.stream, waker: waker)
+                let streamCore = StreamCore(configuration: configuration.stream, waker: waker, clock: clock)
                 let stream = RivetAuthenticatedStream(core: streamCore)
                 core.enterSession(record, stream: streamCore)
                 core.emit(.sessionStarted(connection: record.id, device: context.device.deviceID))
@@ -849,8 +854,8 @@ struct ConnectionSession {
             }
             // Each new wait gets its own deadline.
             switch machine.wait {
-            case .machineStep: stepDeadline = .now + configuration.prefaceTimeout
-            case .person: stepDeadline = .now + configuration.personTimeout
+            case .machineStep: stepDeadline = clock.now + configuration.prefaceTimeout
+            case .person: stepDeadline = clock.now + configuration.personTimeout
             case .none: break
             }
         }
@@ -864,7 +869,7 @@ struct ConnectionSession {
             {
             case .success(let device):
                 if core.lastSeenDue(device.deviceID) {
-                    try? core.authenticator.store.touchLastSeen(device.deviceID, at: Date())
+                    try? core.authenticator.store.touchLastSeen(device.deviceID, at: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
                 }
                 return .authenticated(device)
             case .failure:
