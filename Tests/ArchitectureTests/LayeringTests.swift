@@ -293,6 +293,19 @@ func swiftExecutable() throws -> String {
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
     }
 
+    /// Planted: the clock's protocol importing Foundation for `Date` and Glibc for the time.
+    @Test func anImportPlantedInTheClocksPureModuleIsReported() {
+        let files: [(path: String, text: String)] = [
+            ("ByteText/Hex.swift", "public enum Hex {}"),
+            ("Timekeeping/RivetClock.swift", "import Foundation\nimport Glibc\npublic protocol RivetClock: Clock {}"),
+        ]
+        #expect(
+            Layering.importViolations(in: files) == [
+                "Timekeeping/RivetClock.swift:1: pure module Timekeeping imports Foundation",
+                "Timekeeping/RivetClock.swift:2: pure module Timekeeping imports Glibc",
+            ])
+    }
+
     @Test func anImportPlantedInAPureModuleIsReported() {
         let files: [(path: String, text: String)] = [
             ("ByteText/Hex.swift", "import Glibc\n\npublic enum Hex {}"),
@@ -300,6 +313,7 @@ func swiftExecutable() throws -> String {
             ("ByteText/Error.swift", "import struct SystemKit.SystemError"),
             ("ByteText/Fine.swift", "import Swift\nimport Synchronization\n// import Glibc in a comment\nlet important = 1"),
             ("SystemKit/Calls.swift", "import Glibc"),
+            ("Timekeeping/RivetClock.swift", "public protocol RivetClock: Clock {}"),
         ]
         #expect(
             Layering.importViolations(in: files) == [
@@ -308,7 +322,9 @@ func swiftExecutable() throws -> String {
                 "ByteText/Search.swift:2: pure module ByteText imports Foundation",
             ])
         #expect(
-            Layering.importViolations(in: [("SystemKit/Calls.swift", "import Glibc")]) == [
+            Layering.importViolations(in: [
+                ("SystemKit/Calls.swift", "import Glibc"), ("Timekeeping/RivetClock.swift", "public struct WallClockTime {}"),
+            ]) == [
                 "pure module ByteText has no source file under Sources/ (renamed? update Layering.pureByImports)"
             ])
     }
