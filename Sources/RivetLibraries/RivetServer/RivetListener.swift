@@ -461,7 +461,7 @@ final class ListenerCore: @unchecked Sendable {
             var descriptors = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             descriptors += idle.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
             let nextDeadline = idle.first.map { $0.acceptedAt + configuration.handshakeTimeout }
-            let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: nextDeadline)) }
+            let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: nextDeadline, on: configuration.clock)) }
             if ready < 0 { break }
             if descriptors[1].revents != 0 { wake.drain() }
             var promote: [ConnectionRecord] = []
@@ -746,7 +746,7 @@ struct ConnectionSession {
         core.enterSilence(record)
         while true {
             var descriptor = pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)
-            let ready = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: stepDeadline)) }
+            let ready = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: stepDeadline, on: clock)) }
             if ready != 0 || clock.now >= stepDeadline { break }
         }
         return core.leaveSilence(record) ? nil : ListenerCore.evictedReason
@@ -766,7 +766,7 @@ struct ConnectionSession {
             }
             var descriptors = [pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)]
             if let channel { descriptors.append(pollfd(fd: channel.wake.readFD, events: Int16(POLLIN), revents: 0)) }
-            let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: stepDeadline)) }
+            let ready = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: stepDeadline, on: clock)) }
             if ready < 0 { return .connectionLost }
             if descriptors.count > 1 && descriptors[1].revents != 0 { channel?.wake.drain() }
             if ready == 0 && clock.now >= stepDeadline { return .timedOut }

@@ -123,7 +123,7 @@ func connectRacing(
         let waitUntil = race.nextStart.map { min(origin + $0, deadline) } ?? deadline
         let order = sockets.keys.sorted()
         var descriptors = order.map { pollfd(fd: sockets[$0]!, events: Int16(POLLOUT), revents: 0) }
-        let result = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: waitUntil)) }
+        let result = retryingInterrupts { poll(&descriptors, nfds_t(descriptors.count), pollTimeout(until: waitUntil, on: clock)) }
         if result < 0 {
             throw RivetClientError.connectionFailed.with("poll failed: \(String(cString: strerror(errno)))")
         }

@@ -633,7 +633,7 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
                 pollfd(fd: events == 0 ? -1 : fd, events: events, revents: 0),
                 pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0),
             ]
-            let ready = retryingInterrupts { poll(&descriptors, 2, pollTimeout(until: deadline)) }
+            let ready = retryingInterrupts { poll(&descriptors, 2, pollTimeout(until: deadline, on: core.clock)) }
             if ready < 0 {
                 core.fail(.failed.with("poll on the stream failed: \(String(cString: strerror(errno)))"))
                 return "poll failed"

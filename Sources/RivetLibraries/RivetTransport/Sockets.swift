@@ -254,7 +254,7 @@ package func pollTimeout(until deadline: ContinuousClock.Instant?, on clock: any
 func waitFor(fd: Int32, events: Int16, until deadline: ContinuousClock.Instant, on clock: any RivetClock = SystemClock()) -> WaitResult {
     var descriptor = pollfd(fd: fd, events: events, revents: 0)
     while true {
-        let result = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: deadline)) }
+        let result = retryingInterrupts { poll(&descriptor, 1, pollTimeout(until: deadline, on: clock)) }
         if result > 0 { return .ready }
         if result == 0 {
             if clock.now >= deadline { return .timedOut }

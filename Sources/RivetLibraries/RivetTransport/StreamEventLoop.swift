@@ -155,7 +155,7 @@ package final class StreamEventLoop: @unchecked Sendable {
                 return true
             }
             events.removeAll(keepingCapacity: true)
-            let outcome = poll.wait(into: &events, timeout: block ? pollTimeout(until: earliestDeadline()) : 0)
+            let outcome = poll.wait(into: &events, timeout: block ? pollTimeout(until: earliestDeadline(), on: clock) : 0)
             monitor.withLock { awake = true }
             if case .failure(let error) = outcome {
                 endAll("the session loop failed: \(error)")
