@@ -63,28 +63,29 @@ let package = Package(
 
         // MARK: The system layer: descriptors, EINTR, pipes, private files (Glibc only, no
         // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
-        .target(name: "SystemKit", dependencies: ["ByteText"], path: "Sources/Platform/SystemKit"),
+        .target(name: "Timekeeping", path: "Sources/Core/Timekeeping"),
+        .target(name: "SystemKit", dependencies: ["ByteText", "Timekeeping"], path: "Sources/Platform/SystemKit"),
         .target(name: "ThreadSupport", dependencies: ["SystemKit"], path: "Sources/Platform/ThreadSupport"),
 
         // MARK: Swift wrappers: the only code that imports each C module
-        .target(name: "OpenSSLKit", dependencies: ["CodedError", "COpenSSL", "ByteText", "SystemKit"], path: "Sources/Platform/OpenSSLKit"),
+        .target(name: "OpenSSLKit", dependencies: ["CodedError", "COpenSSL", "ByteText", "SystemKit", "Timekeeping"], path: "Sources/Platform/OpenSSLKit"),
         .target(name: "SQLiteKit", dependencies: ["CodedError", "CSQLite", "ByteText", "SystemKit"], path: "Sources/Platform/SQLiteKit"),
         .target(name: "AvahiKit", dependencies: ["CodedError", "CAvahi", "ByteText", "SystemKit"], path: "Sources/Platform/AvahiKit"),
-        .target(name: "CurlKit", dependencies: ["CodedError", "CCurl", "ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "CurlKit", dependencies: ["CodedError", "CCurl", "ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/Platform/CurlKit"),
         .target(name: "QRCodeKit", dependencies: ["CodedError", "CQRencode"], path: "Sources/Platform/QRCodeKit"),
 
         // MARK: Command-line kit shared by every tool
         // CommandLineKit uses no Foundation (a tool that links it starts without loading it:
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
-        .target(name: "CommandLineKit", dependencies: ["CodedError", "ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "CommandLineKit", dependencies: ["CodedError", "ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/CommandLine/CommandLineKit"),
         .target(name: "CommandLineFiles", dependencies: ["CodedError", "CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
 
         // MARK: Identity (pure): device IDs and scope names, what the gateway needs of pairing
         .target(name: "RivetIdentity", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetIdentity"),
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "RivetIdentity", "SystemKit"], path: "Sources/Core/RivetPairing"),
+        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "RivetIdentity", "SystemKit", "Timekeeping"], path: "Sources/Core/RivetPairing"),
         // MARK: Pairing state on this host: the state paths (from the environment), the companion's
         // credential file, the system's randomness
         .target(
@@ -95,7 +96,7 @@ let package = Package(
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
-        .target(name: "RivetDiscovery", dependencies: ["CodedError", "AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit", "ThreadSupport"],
+        .target(name: "RivetDiscovery", dependencies: ["CodedError", "AvahiKit", "ByteText", "OpenSSLKit", "RivetPairing", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/RivetLibraries/RivetDiscovery"),
         .executableTarget(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
@@ -108,11 +109,11 @@ let package = Package(
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
-        .target(name: "RastrilloHTTP", dependencies: ["CodedError", "ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport"],
+        .target(name: "RastrilloHTTP", dependencies: ["CodedError", "ByteText", "CurlKit", "OpenSSLKit", "RastrilloCore", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/RastrilloLibraries/RastrilloHTTP"),
         .target(name: "Rastrillo", dependencies: ["RastrilloHTTP", "RastrilloCore"],
             path: "Sources/RastrilloLibraries/Rastrillo"),
-        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore"],
+        .target(name: "RastrilloTestSupport", dependencies: ["RastrilloHTTP", "RastrilloCore", "SystemKit", "Timekeeping"],
             path: "Sources/RastrilloLibraries/RastrilloTestSupport"),
         .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ToolSpecs", "ByteText", "SystemKit"],
             path: "Sources/RastrilloLibraries/RastrilloCLI"),
@@ -122,7 +123,10 @@ let package = Package(
             exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-stream",
-            dependencies: ["RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ByteText", "ToolSpecs"],
+            dependencies: [
+                "RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ByteText", "ToolSpecs", "SystemKit",
+                "Timekeeping",
+            ],
                 path: "Sources/Tools/rastrillo-stream",
             linkerSettings: leanToolLinking),
         .executableTarget(
@@ -165,14 +169,14 @@ let package = Package(
         // The client side and what both sides share (no registry: a companion links it).
         .target(
             name: "RivetTransport",
-            dependencies: ["CodedError", "RivetSession", "Backoff", "RivetPairing", "RivetState", "OpenSSLKit", "SystemKit", "ThreadSupport"],
+            dependencies: ["CodedError", "RivetSession", "Backoff", "RivetPairing", "RivetState", "OpenSSLKit", "SystemKit", "ThreadSupport", "Timekeeping"],
                 path: "Sources/RivetLibraries/RivetTransport"),
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
             name: "RivetServer",
             dependencies: [
                 "CodedError", "RivetTransport", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SystemKit",
-                "ThreadSupport",
+                "ThreadSupport", "Timekeeping",
             ],
                 path: "Sources/RivetLibraries/RivetServer"),
         .executableTarget(
@@ -186,7 +190,7 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloCore", dependencies: ["CodedError", "Backoff", "ByteText", "SystemKit", "ThreadSupport"],
+        .target(name: "RastrilloCore", dependencies: ["CodedError", "Backoff", "ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/Core/RastrilloCore"),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
@@ -197,7 +201,7 @@ let package = Package(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["CodedError", "RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
+        .target(name: "RivetControl", dependencies: ["CodedError", "RivetPairing", "SystemKit", "Timekeeping"], path: "Sources/RivetLibraries/RivetControl"),
         .target(
             name: "RivetCompanion",
             dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],
@@ -209,7 +213,7 @@ let package = Package(
             dependencies: [
                 "CodedError", "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
                 "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
-                "ThreadSupport", "CommandLineKit",
+                "ThreadSupport", "CommandLineKit", "Timekeeping",
             ], path: "Sources/RivetLibraries/RivetDaemon"),
         .executableTarget(
             name: "rivetd",
@@ -238,8 +242,8 @@ let package = Package(
 
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
-        // `eventually` and `ManualClock` (a Swift `Clock` and a `RivetClock`), shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["RivetPairing"], path: "Tests/Support/TestSupport"),
+        // `eventually` and `ManualClock` (the `RivetClock` a test moves by hand), shared by the test targets.
+        .target(name: "TestSupport", dependencies: ["Timekeeping"], path: "Tests/Support/TestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
@@ -262,7 +266,7 @@ let package = Package(
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "ThreadSupport"]),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "ThreadSupport", "TestSupport", "Timekeeping"]),
         .testTarget(name: "ByteTextTests", dependencies: ["ByteText"]),
         .testTarget(name: "CodedErrorTests", dependencies: ["CodedError"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
@@ -271,7 +275,10 @@ let package = Package(
         .testTarget(name: "AvahiKitTests", dependencies: ["AvahiKit", "AvahiTestSupport"]),
         .testTarget(
             name: "RivetDiscoveryTests",
-            dependencies: ["TestSupport", "RivetDiscovery", "RivetPairing", "ByteText", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt"],
+            dependencies: [
+                "TestSupport", "RivetDiscovery", "RivetPairing", "ByteText", "AvahiKit", "AvahiTestSupport", "ToolTestSupport", "fuzz-txt",
+                "Timekeeping",
+            ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer"]),
         .testTarget(
@@ -284,7 +291,7 @@ let package = Package(
             name: "RastrilloTests",
             dependencies: [
                 "TestSupport", "Rastrillo", "RastrilloHTTP", "RastrilloCore", "RastrilloTestSupport", "LoopbackHTTPServer",
-                "CurlKit", "fuzz-proxy", "ToolTestSupport",
+                "CurlKit", "fuzz-proxy", "ToolTestSupport", "SystemKit", "Timekeeping",
             ]),
         .testTarget(
             name: "CommandLineKitTests", dependencies: ["TestSupport", "ByteText", "CommandLineKit", "CommandLineFiles", "ToolTestSupport"],
@@ -293,7 +300,7 @@ let package = Package(
             name: "RivetPairingTests",
             dependencies: [
                 "TestSupport", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SQLiteKit", "ByteText", "SystemKit", "ToolTestSupport",
-                "fuzz-link",
+                "fuzz-link", "Timekeeping",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),

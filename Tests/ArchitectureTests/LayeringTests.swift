@@ -103,6 +103,9 @@ enum Layering {
         "ByteText": ["*"],
         // The one error shape, under every module that defines an error: it reaches no module.
         "CodedError": ["*"],
+        // Pure and at the bottom too: the one clock's protocol and the wall-clock value; its
+        // system side is SystemKit's `SystemClock`. Its files' imports are checked as ByteText's.
+        "Timekeeping": ["*"],
         "RivetWire": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         "RivetDevice": sqlite.union(curl).union(avahi).union(openssl).union(qrencode),
         // Not pure (descriptors, a wake-up pipe), but the byte stream under the device library
@@ -203,7 +206,7 @@ enum Layering {
     /// dependency, so the graph alone cannot show it. Each lives under Sources/Core
     /// (`coreViolations(coreFolders:)`).
     static let pureByImports: Set<String> = [
-        "ByteText", "CodedError", "Backoff", "RivetWire", "RivetSchema", "RivetIdentity", "RivetGateway",
+        "ByteText", "CodedError", "Timekeeping", "Backoff", "RivetWire", "RivetSchema", "RivetIdentity", "RivetGateway",
     ]
 
     /// What a pure module may import beyond the standard library and the pure modules: digests
@@ -411,6 +414,19 @@ func swiftExecutable() throws -> String {
         #expect(
             Layering.notYetPureViolations(in: files) == [
                 "RivetSession imports only pure modules now: move it from Layering.notYetPure to pureByImports"
+            ])
+    }
+
+    /// Planted: the clock's protocol importing Foundation for `Date` and Glibc for the time.
+    @Test func anImportPlantedInTheClocksPureModuleIsReported() {
+        let files: [(path: String, text: String)] = [
+            ("ByteText/Hex.swift", "public enum Hex {}"),
+            ("Timekeeping/RivetClock.swift", "import Foundation\nimport Glibc\npublic protocol RivetClock: Clock {}"),
+        ]
+        #expect(
+            Layering.importViolations(in: files, pure: ["ByteText", "Timekeeping"]) == [
+                "Timekeeping/RivetClock.swift:1: pure module Timekeeping imports Foundation",
+                "Timekeeping/RivetClock.swift:2: pure module Timekeeping imports Glibc",
             ])
     }
 

@@ -32,7 +32,18 @@ enum SystemLayer {
         rule(
             "a Foundation Thread (use ThreadSupport)", #"(?<![A-Za-z0-9_.])Thread\s*(\(|\{)|Thread\.detachNewThread"#,
             owner: "ThreadSupport"),
+        rule("a reading of the time (use the injected RivetClock)", timeReading, owner: "SystemKit"),
     ] + wrapperImports
+
+    /// What reads the time without a `RivetClock`: `ContinuousClock.now` and the implicit
+    /// `.now` of its instants, a `ContinuousClock()` or `SuspendingClock` made by hand, sleeping
+    /// on `.continuous`, Foundation's `Date()`, `Date.now` and `timeIntervalSinceNow`, and the C
+    /// calls. `SystemClock` (SystemKit) is the one place that does.
+    static let timeReading = [
+        #"ContinuousClock\s*\.\s*now\b"#, #"(?<![A-Za-z0-9_)\]])\.now\b"#, #"ContinuousClock\s*\(\s*\)"#,
+        #"\bSuspendingClock\b"#, #"clock:\s*\.continuous\b"#, #"\bDate\s*\(\s*\)"#, #"\bDate\.now\b"#,
+        #"timeIntervalSinceNow"#, #"\bclock_gettime\s*\("#, #"\bgettimeofday\s*\("#,
+    ].joined(separator: "|")
 
     /// An `import` of each C module, which only its wrapper may write.
     private static let wrapperImports = Layering.wrapper.sorted(by: { $0.key < $1.key }).map { module, wrapper in
@@ -121,6 +132,31 @@ enum SystemLayer {
         #expect(SystemLayer.modulePath("Tools/rivetd/main.swift") == "rivetd/main.swift")
         #expect(SystemLayer.modulePath("SystemKit/Calls.swift") == nil)
         #expect(SystemLayer.modulePath("Core/Stray.swift") == nil)
+    }
+
+    /// Planted: a deadline on `ContinuousClock.now`, an implicit `.now`, a `Date()`, a
+    /// `clock_gettime` and a sleep on `.continuous`, each outside SystemKit.
+    @Test func aReadingOfTheTimeIsFoundOutsideTheClocksHome() {
+        let files: [(path: String, text: String)] = [
+            ("A/Deadline.swift", "let deadline = ContinuousClock.now + timeout"),
+            ("A/Implicit.swift", "stepDeadline = .now + configuration.prefaceTimeout"),
+            ("A/Wall.swift", "self.started = Date()"),
+            ("A/Raw.swift", "clock_gettime(CLOCK_REALTIME, &now)"),
+            ("A/Sleep.swift", "try await Task.sleep(until: deadline, clock: .continuous)"),
+            ("A/Fine.swift", """
+                let deadline = clock.now + timeout
+                let created = Date(timeIntervalSince1970: clock.wallClockNow.seconds)
+                let now = clock.now
+                // ContinuousClock.now in a comment
+                """),
+            ("SystemKit/SystemClock.swift", "public var now: ContinuousClock.Instant { ContinuousClock.now }"),
+        ]
+        let what = "a reading of the time (use the injected RivetClock)"
+        #expect(
+            SystemLayer.violations(in: files) == [
+                "A/Deadline.swift:1: \(what)", "A/Implicit.swift:1: \(what)", "A/Raw.swift:1: \(what)",
+                "A/Sleep.swift:1: \(what)", "A/Wall.swift:1: \(what)",
+            ])
     }
 
     @Test func eachKindOfCopyIsFoundOutsideItsOwner() {

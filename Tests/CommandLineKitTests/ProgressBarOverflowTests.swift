@@ -57,11 +57,10 @@ import Testing
                 for known in [true, false] {
                     let clock = ManualClock()
                     let sink = LockedLines()
-                    let origin = ContinuousClock.now
                     let progress = ProgressBar(
                         label: "download", total: known ? total : nil, environment: ["TERM": "xterm", "NO_COLOR": "1"],
                         isTerminal: true, columns: columns, minimumInterval: .zero,
-                        now: { origin.advanced(by: clock.now.offset) }, sink: sink.append)
+                        clock: clock, sink: sink.append)
                     progress.update(completed: 0)
                     clock.advance(by: .nanoseconds(1))
                     progress.update(completed: completed)

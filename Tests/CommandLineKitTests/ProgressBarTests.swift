@@ -4,14 +4,6 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// Where the progress bar's time starts: the shared `ManualClock` at offset zero.
-private let origin = ContinuousClock.now
-
-extension ManualClock {
-    /// The clock's time as the progress bar reads it.
-    var continuousNow: ContinuousClock.Instant { origin.advanced(by: now.offset) }
-}
-
 @Suite struct ProgressBarTests {
     func bar(
         environment: [String: String] = ["TERM": "xterm"], isTerminal: Bool = true,
@@ -19,7 +11,7 @@ extension ManualClock {
     ) -> ProgressBar {
         ProgressBar(
             label: "download", total: total, environment: environment, isTerminal: isTerminal,
-            columns: 60, now: { clock.continuousNow }, sink: sink.append)
+            columns: 60, clock: clock, sink: sink.append)
     }
 
     @Test func drawsNothingWhenNotATerminalOrDumb() {
@@ -87,7 +79,7 @@ extension ManualClock {
         let mebibyte: Int64 = 1 << 20
         let progress = ProgressBar(
             label: "big.iso", total: 300 * mebibyte, environment: ["TERM": "xterm", "NO_COLOR": "1"],
-            isTerminal: true, columns: 80, now: { clock.continuousNow }, sink: sink.append)
+            isTerminal: true, columns: 80, clock: clock, sink: sink.append)
         progress.update(completed: 0)
         for amount: Int64 in [5, 99, 100, 101, 150, 299] {
             clock.advance(by: .seconds(1))

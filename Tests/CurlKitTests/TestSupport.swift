@@ -8,6 +8,8 @@ import Testing
 final class Received {
     var heads: [CurlResponseHead] = []
     var pieces: [[UInt8]] = []
+    /// When the last piece arrived, read on the thread that received it.
+    var lastPieceAt: ContinuousClock.Instant?
     var body: [UInt8] { pieces.flatMap { $0 } }
 }
 
@@ -20,6 +22,7 @@ extension CurlTransfer {
         }
         onBody = { piece in
             received.pieces.append(Array(piece))
+            received.lastPieceAt = ContinuousClock.now
             return .continue
         }
     }

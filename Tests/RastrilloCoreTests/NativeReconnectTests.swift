@@ -53,7 +53,7 @@ struct ReconnectFixture {
     /// before.
     func expectPause(after error: any Error = ConnectionLost(), of expected: Duration) async throws {
         reconnect.failed(error)
-        let start = clock.now.offset
+        let start = clock.offset
         let pause = try await startPause()
         #expect(clock.deadlines == [start + expected])
         clock.advance(by: expected - .nanoseconds(1))
@@ -117,7 +117,7 @@ func finished(_ pause: Task<Bool, Never>) async -> Bool? {
         let fixture = ReconnectFixture()
         for expected: Duration in [.milliseconds(500), .seconds(1)] {
             fixture.reconnect.opened()
-            let start = fixture.clock.now.offset
+            let start = fixture.clock.offset
             let pause = try await fixture.startPause()
             #expect(fixture.clock.deadlines == [start + expected])
             fixture.clock.advance(by: expected)

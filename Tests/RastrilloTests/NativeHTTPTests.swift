@@ -2,6 +2,7 @@ import Foundation
 import LoopbackHTTPServer
 import Rastrillo
 import Testing
+import TestSupport
 
 @Suite struct NativeHTTPTests {
     @Test func responseDetailsReturnsStatusHeadersAndBody() async throws {
@@ -166,11 +167,11 @@ import Testing
     @Test func retryAfterDeltaAndDateFromARealServer() async throws {
         let now = Date(timeIntervalSince1970: 784_111_777)
         let delta = try server(.fixed(status: 429, headers: [LoopbackHTTPHeader("Retry-After", "17")]))
-        let first = await caught { _ = try await client(delta, now: { now }).request("/") }
+        let first = await caught { _ = try await client(delta, clock: ManualClock(wallClockStart: now)).request("/") }
         #expect((first as? NativeClientError)?.retryAfter == .seconds(17))
         let date = try server(
             .fixed(status: 503, headers: [LoopbackHTTPHeader("Retry-After", "Sun, 06 Nov 1994 08:51:37 GMT")]))
-        let second = await caught { _ = try await client(date, now: { now }).request("/") }
+        let second = await caught { _ = try await client(date, clock: ManualClock(wallClockStart: now)).request("/") }
         #expect(second as? NativeClientError == .rateLimited(retryAfter: nil))
         #expect((second as? NativeClientError)?.retryAfter == .seconds(120))
     }

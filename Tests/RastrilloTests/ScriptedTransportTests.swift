@@ -84,7 +84,7 @@ import Testing
         let transport = ScriptedTransport(
             origin: origin,
             replies: [.respond(status: 429, headers: [try NativeHeaderField(name: "Retry-After", value: "Sun, 06 Nov 1994 08:49:47 GMT")])],
-            now: { now })
+            clock: ManualClock(wallClockStart: now))
         let error = await caught { _ = try await transport.request("/") }
         #expect((error as? NativeClientError)?.retryAfter == .seconds(10))
     }

@@ -4,6 +4,8 @@ import LoopbackHTTPServer
 import Rastrillo
 import Synchronization
 import Testing
+import SystemKit
+import Timekeeping
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
@@ -24,9 +26,9 @@ func server(_ response: LoopbackHTTPResponse) throws -> LoopbackHTTPServer {
 /// A client of `server`'s origin.
 func client(
     _ server: LoopbackHTTPServer, credential: NativeCredential? = nil, observer: NativeTrafficObserver? = nil,
-    now: @escaping @Sendable () -> Date = { Date() }
+    clock: any RivetClock = SystemClock()
 ) throws -> NativeHTTP {
-    NativeHTTP(origin: try NativeOrigin(server.baseURL), credential: credential, observer: observer, now: now)
+    NativeHTTP(origin: try NativeOrigin(server.baseURL), credential: credential, observer: observer, clock: clock)
 }
 
 /// The error `body` throws, or nil.

@@ -5,6 +5,7 @@ import Foundation
 import RivetPairing
 import TestSupport
 import Testing
+import Timekeeping
 
 /// The advertiser against the shared real avahi-daemon on loopback, watched by a RivetBrowser.
 /// (The gateway daemon will wrap RivetAdvertiser; these tests drive it directly.)
@@ -26,15 +27,15 @@ struct AdvertiserTests {
         #expect(Self.isRandomName(advertisement.name), "name: \(advertisement.name)")
         #expect(advertisement.port == 7400)
         #expect(advertisement.serviceType == fixture.type)
-        #expect(advertisement.txt.hint == testSecret.hint(for: RivetDiscoveryEpoch(containing: fixture.clock.wallClockNow())))
+        #expect(advertisement.txt.hint == testSecret.hint(for: RivetDiscoveryEpoch(containing: Date(timeIntervalSince1970: fixture.clock.wallClockNow.seconds))))
 
         let seen = try #require(await fixture.added(advertisement.name), "events: \(fixture.events.all)")
         #expect(seen.port == 7400)
         #expect(seen.txt == advertisement.txt)
         #expect(seen.addresses == ["127.0.0.1"])
-        #expect(testSecret.recognizes(seen.txt.hint, at: fixture.clock.wallClockNow()))
+        #expect(testSecret.recognizes(seen.txt.hint, at: Date(timeIntervalSince1970: fixture.clock.wallClockNow.seconds)))
         let stranger = try RivetDiscoverySecret(bytes: Array(repeating: 9, count: 32))
-        #expect(!stranger.recognizes(seen.txt.hint, at: fixture.clock.wallClockNow()))
+        #expect(!stranger.recognizes(seen.txt.hint, at: Date(timeIntervalSince1970: fixture.clock.wallClockNow.seconds)))
 
         fixture.advertiser.stop()
         #expect(fixture.advertiser.state == .stopped)

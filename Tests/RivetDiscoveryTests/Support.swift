@@ -6,6 +6,7 @@ import RivetPairing
 import Synchronization
 import TestSupport
 import Testing
+import Timekeeping
 
 #if canImport(Glibc)
 import Glibc

@@ -163,6 +163,9 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         let server = try TestServer {
             $0.maximumPendingConnectionsPerAddress = 3
             $0.handshakeTimeout = .seconds(20)
+            // Admission, not the machine's pace: the handshake timeout runs on a clock only the
+            // test moves, so a slow run never expires a connection the test is still counting.
+            $0.clock = ManualClock()
         }
         defer { server.stop() }
         var busy: [Int32] = []
@@ -190,6 +193,9 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
             $0.reservedPendingConnections = 0
             $0.maximumPendingConnectionsPerAddress = 10
             $0.handshakeTimeout = .seconds(20)
+            // Admission, not the machine's pace: the handshake timeout runs on a clock only the
+            // test moves, so a slow run never expires a connection the test is still counting.
+            $0.clock = ManualClock()
         }
         defer { server.stop() }
         var busy: [Int32] = []
@@ -212,6 +218,9 @@ let partialClientHello: [UInt8] = [0x16, 0x03, 0x01]
         let server = try TestServer {
             $0.maximumPendingConnectionsPerAddress = 2
             $0.handshakeTimeout = .seconds(20)
+            // Admission, not the machine's pace: the handshake timeout runs on a clock only the
+            // test moves, so a slow run never expires a connection the test is still counting.
+            $0.clock = ManualClock()
         }
         defer { server.stop() }
         let oldest = try connectTCP(port: server.port)

@@ -1,5 +1,7 @@
 import Glibc
 import Synchronization
+import SystemKit
+import Timekeeping
 
 /// A one-line progress bar on standard error, for people watching a terminal.
 ///
@@ -27,7 +29,7 @@ public final class ProgressBar: Sendable {
     private let usesColor: Bool
     private let columns: Int
     private let minimumInterval: Duration
-    private let now: @Sendable () -> ContinuousClock.Instant
+    private let clock: any RivetClock
     private let sink: @Sendable (String) -> Void
 
     private struct State {
@@ -48,13 +50,14 @@ public final class ProgressBar: Sendable {
     ///   - environment: read for `TERM` and `NO_COLOR`.
     ///   - isTerminal: whether standard error is a terminal (`isatty(2)` by default).
     ///   - columns: the line width; by default the terminal's, else `COLUMNS`, else 80.
+    ///   - clock: times the redraws (`ManualClock` in tests).
     ///   - sink: receives the text to draw (standard error by default).
     public init(
         label: String, total: Int64?, unit: Unit = .bytes,
         environment: [String: String] = ProcessEnvironment.current(),
         isTerminal: Bool = isatty(STDERR_FILENO) == 1, columns: Int? = nil,
         minimumInterval: Duration = .milliseconds(100),
-        now: @escaping @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now },
+        clock: any RivetClock = SystemClock(),
         sink: @escaping @Sendable (String) -> Void = { text in
             try? OutputChannel.standardError.write(text)
         }
@@ -65,7 +68,7 @@ public final class ProgressBar: Sendable {
         self.usesColor = Diagnostics.colorAllowed(environment: environment, isTerminal: isTerminal)
         self.columns = max(20, columns ?? Self.terminalColumns(environment: environment))
         self.minimumInterval = minimumInterval
-        self.now = now
+        self.clock = clock
         self.sink = sink
         self.state = Mutex(State(total: total))
     }
@@ -74,7 +77,7 @@ public final class ProgressBar: Sendable {
     /// this is the first one. `total` replaces the total when given.
     public func update(completed: Int64, total: Int64? = nil) {
         guard isEnabled else { return }
-        let instant = now()
+        let instant = clock.now
         let text = state.withLock { state -> String? in
             guard !state.finished else { return nil }
             state.completed = completed

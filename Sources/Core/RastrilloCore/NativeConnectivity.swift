@@ -1,4 +1,6 @@
 import Synchronization
+import SystemKit
+import Timekeeping
 
 /// Whether servers can be reached: the route the kernel would take to each server (from
 /// rtnetlink, rules in ``NetworkPath``) combined with what real traffic proves. Clients report
@@ -52,7 +54,7 @@ public final class NativeConnectivity: Sendable {
     /// ``wait(upTo:)``. With no routing table behind it, the verdict for a server is the path's
     /// (``NetworkPath/verdict(for:)``), unless `routes` gives one for the origin and the path.
     public convenience init(
-        path: NetworkPath, clock: some Clock<Duration> = ContinuousClock(),
+        path: NetworkPath, clock: any RivetClock = SystemClock(),
         routes: (@Sendable (NativeOrigin, NetworkPath) -> RouteVerdict)? = nil
     ) {
         self.init(
@@ -75,7 +77,7 @@ public final class NativeConnectivity: Sendable {
     /// its own until it is released.
     /// - Throws: ``ConnectivityError/netlinkUnavailable`` when the socket cannot be opened,
     ///   bound or dumped.
-    public static func observingRouteNetlink(clock: some Clock<Duration> = ContinuousClock()) throws(ConnectivityError)
+    public static func observingRouteNetlink(clock: any RivetClock = SystemClock()) throws(ConnectivityError)
         -> NativeConnectivity
     {
         let observer = try RouteNetlinkObserver()

@@ -1,5 +1,7 @@
 import Backoff
 import Synchronization
+import SystemKit
+import Timekeeping
 
 /// An error that may carry a server's `Retry-After`: a typed HTTP error conforms so that
 /// ``NativeReconnect/failed(_:)`` honours it.
@@ -60,7 +62,7 @@ public final class NativeReconnect: Sendable {
     ///   - randomness: the jitter source.
     public init(
         connectivity: NativeConnectivity = .shared, origin: NativeOrigin? = nil,
-        clock: some Clock<Duration> = ContinuousClock(), policy: Backoff.Policy = .standard,
+        clock: any RivetClock = SystemClock(), policy: Backoff.Policy = .standard,
         randomness: any BackoffRandomness = SystemBackoffRandomness()
     ) {
         self.connectivity = connectivity

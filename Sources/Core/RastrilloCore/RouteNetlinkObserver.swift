@@ -112,9 +112,10 @@ final class RouteNetlinkObserver: @unchecked Sendable {
             }
             guard sent == request.count else { return .failed(errno: errno) }
             var reply = [UInt8](repeating: 0, count: 8192)
-            let deadline = ContinuousClock.now + .seconds(1)
+            let clock = SystemClock()
+            let deadline = clock.now + .seconds(1)
             while true {
-                let left = deadline - ContinuousClock.now
+                let left = deadline - clock.now
                 let milliseconds = Int32(max(0, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
                 let ready: Int16
                 do throws(SystemError) {

@@ -1,5 +1,7 @@
 import Foundation
 import OpenSSLKit
+import SystemKit
+import Timekeeping
 
 /// The desktop side of pairing as a pure state machine: no I/O, `Sendable`, clock and randomness
 /// injected. The daemon owns one through `RivetPairingService` (RivetServer), which holds it
@@ -121,6 +123,8 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// The gateway's discovery secret, sent to each device in `PairAccepted`.
     public let discoverySecret: RivetDiscoverySecret
     private let clock: any RivetClock
+    /// Where `clock`'s readings start: the window's times are durations since it.
+    private let origin: ContinuousClock.Instant
     private let randomness: any RivetPairingRandomness
     private var phase: Phase = .closed(nil)
 
@@ -171,12 +175,13 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// whose discovery secret (sent in `PairAccepted`) is `discoverySecret`.
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret,
-        clock: any RivetClock = RivetSystemClock(),
+        clock: any RivetClock = SystemClock(),
         randomness: any RivetPairingRandomness
     ) {
         self.serverFingerprint = serverFingerprint
         self.discoverySecret = discoverySecret
         self.clock = clock
+        self.origin = clock.now
         self.randomness = randomness
     }
 
@@ -200,7 +205,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// its end; the next input will close it).
     public func windowTimeLeft() -> Duration? {
         guard case .open(let window) = phase else { return nil }
-        let left = window.closesAt - clock.monotonicNow()
+        let left = window.closesAt - clock.elapsed(since: origin)
         return left > .zero ? left : nil
     }
 
@@ -222,7 +227,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// Applies one input and returns what the daemon must do.
     public mutating func handle(_ input: Input) -> [Action] {
         var step = StepOutput()
-        let now = clock.monotonicNow()
+        let now = clock.elapsed(since: origin)
         expireIfDue(at: now, &step)
         switch input {
         case .open: open(at: now, link: false, &step)
@@ -507,7 +512,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
         let record = RivetDevicePairedDevice(
             deviceID: deviceID, displayName: attempt.deviceName, applicationID: attempt.applicationID,
             serverFingerprint: serverFingerprint, scopes: scopes,
-            created: attempt.replacing?.created ?? clock.wallClockNow(), lastSeen: attempt.replacing?.lastSeen)
+            created: attempt.replacing?.created ?? Date(timeIntervalSince1970: clock.wallClockNow.seconds), lastSeen: attempt.replacing?.lastSeen)
         let completion = RivetDevicePairingCompletion(
             connection: attempt.connection,
             accepted: RivetDevicePairAccepted(deviceID: deviceID, credential: credential, discoverySecret: discoverySecret),

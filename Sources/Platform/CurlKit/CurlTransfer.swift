@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import SystemKit
 import ThreadSupport
+import Timekeeping
 
 /// One HTTP exchange through libcurl: configure it, then `perform()` it.
 ///
@@ -48,6 +49,8 @@ public final class CurlTransfer {
     /// response head is complete, the connection phase included; nil for no limit. Expiry
     /// fails the transfer with `CurlError.stalled`. Checked at least every second.
     public var headStallTimeout: Duration?
+    /// The clock the stall and rate checks read (the system's unless a test gives its own).
+    public var clock: any RivetClock = SystemClock()
     /// The longest no byte of the response body may arrive once the final head is complete; nil
     /// for no limit (a quiet stream). Expiry fails the transfer with `CurlError.stalled`.
     public var bodyStallTimeout: Duration?
@@ -468,7 +471,7 @@ public final class CurlTransfer {
 
         var finished: CURLcode?
         var stall = StallWatch(
-            head: headStallTimeout, body: bodyStallTimeout, headRate: headMinimumRate, bodyRate: bodyMinimumRate)
+            head: headStallTimeout, body: bodyStallTimeout, headRate: headMinimumRate, bodyRate: bodyMinimumRate, now: clock.now)
         while finished == nil {
             if context.cancel.isCancelled { return .failure(CancellationError()) }
             var running: Int32 = 0
@@ -486,7 +489,7 @@ public final class CurlTransfer {
             }
             var wait: Int32 = 1000
             if stall.isActive {
-                switch stall.check(moved: context.movedByteCount, inBody: context.parser.finalHead != nil) {
+                switch stall.check(moved: context.movedByteCount, inBody: context.parser.finalHead != nil, now: clock.now) {
                 case .stalled(let error): return .failure(error)
                 case .wait(let milliseconds): wait = min(wait, milliseconds)
                 }
@@ -625,7 +628,7 @@ struct StallWatch {
     ///   - now: the start of the perform.
     init(
         head: Duration?, body: Duration?, headRate: Int? = nil, bodyRate: Int? = nil,
-        now: ContinuousClock.Instant = ContinuousClock.now
+        now: ContinuousClock.Instant
     ) {
         self.head = head
         self.body = body
@@ -641,7 +644,7 @@ struct StallWatch {
     /// The verdict at `now`, given the bytes moved so far: how long the next wait may last (at
     /// most until the limit passes), or the failure.
     mutating func check(
-        moved: Int64, inBody: Bool, now: ContinuousClock.Instant = ContinuousClock.now
+        moved: Int64, inBody: Bool, now: ContinuousClock.Instant
     ) -> Verdict {
         // Crossing into the body starts the body's clock afresh.
         if inBody != wasInBody {

@@ -1,5 +1,7 @@
 internal import COpenSSL
 import FoundationEssentials
+import SystemKit
+import Timekeeping
 
 /// An X.509 certificate (OpenSSL `X509`), normally one this install signs for its own
 /// `P256PrivateKey` so a TLS server has something to present. Clients never check it against a
@@ -22,8 +24,8 @@ public final class SelfSignedCertificate: @unchecked Sendable {
     /// 64 characters) or the window is inverted, or OpenSSL fails to build or sign.
     public convenience init(
         key: P256PrivateKey, commonName: String,
-        notValidBefore: Date = Date(timeIntervalSinceNow: -3600),
-        notValidAfter: Date = Date(timeIntervalSinceNow: 3650 * 86400)
+        notValidBefore: Date = Date(timeIntervalSince1970: SystemClock().wallClockNow.seconds - 3600),
+        notValidAfter: Date = Date(timeIntervalSince1970: SystemClock().wallClockNow.seconds + 3650 * 86400)
     ) throws(OpenSSLError) {
         guard !commonName.isEmpty, commonName.utf8.count <= 64 else {
             throw OpenSSLError.operationFailed.with("certificate common name must be 1...64 bytes of UTF-8, got \(commonName.utf8.count)")

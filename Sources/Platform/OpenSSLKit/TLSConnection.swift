@@ -2,6 +2,7 @@ internal import COpenSSL
 #if canImport(Glibc)
 import Glibc
 import SystemKit
+import Timekeeping
 #endif
 
 /// One TLS 1.3 connection over a connected stream socket that it owns.
@@ -45,24 +46,27 @@ public final class TLSConnection {
     /// The negotiated cipher suite (e.g. `"TLS_AES_256_GCM_SHA384"`), `nil` until the handshake
     /// completes.
     public private(set) var cipherSuite: String?
+    /// The clock the deadlines are on (the system's unless the caller gave its own).
+    public let clock: any RivetClock
 
     /// Starts the client side over `socket`, a connected stream socket this connection now owns
     /// (it is closed even if this initializer throws). Call `handshake(deadline:)` next.
     /// Throws `TLSError.io` if the socket cannot be made non-blocking, `.handshakeFailed` if
     /// OpenSSL cannot allocate the connection.
-    public convenience init(socket: Int32, context: TLSClientContext) throws(TLSError) {
-        try self.init(socket: socket, ctx: context.ctx, owner: context, isClient: true)
+    public convenience init(socket: Int32, context: TLSClientContext, clock: any RivetClock = SystemClock()) throws(TLSError) {
+        try self.init(socket: socket, ctx: context.ctx, owner: context, isClient: true, clock: clock)
     }
 
     /// Starts the server side over `socket`, a connected stream socket this connection now owns
     /// (it is closed even if this initializer throws). Call `handshake(deadline:)` next.
     /// Throws `TLSError.io` if the socket cannot be made non-blocking, `.handshakeFailed` if
     /// OpenSSL cannot allocate the connection.
-    public convenience init(socket: Int32, context: TLSServerContext) throws(TLSError) {
-        try self.init(socket: socket, ctx: context.ctx, owner: context, isClient: false)
+    public convenience init(socket: Int32, context: TLSServerContext, clock: any RivetClock = SystemClock()) throws(TLSError) {
+        try self.init(socket: socket, ctx: context.ctx, owner: context, isClient: false, clock: clock)
     }
 
-    private init(socket fd: Int32, ctx: OpaquePointer, owner: AnyObject, isClient: Bool) throws(TLSError) {
+    private init(socket fd: Int32, ctx: OpaquePointer, owner: AnyObject, isClient: Bool, clock: any RivetClock) throws(TLSError) {
+        self.clock = clock
         self.socket = SocketBIOState(fd: fd)
         self.isClient = isClient
         self.context = owner
@@ -314,7 +318,7 @@ public final class TLSConnection {
     /// Waits until the socket is ready for `events` or `deadline` passes.
     private func wait(for events: Int16, until deadline: ContinuousClock.Instant, phase: Phase) throws(TLSError) {
         while true {
-            let remaining = ContinuousClock.now.duration(to: deadline)
+            let remaining = clock.now.duration(to: deadline)
             guard remaining > .zero else {
                 ERR_clear_error()
                 throw TLSError.timedOut.with("\(phase.rawValue) did not finish before its deadline")

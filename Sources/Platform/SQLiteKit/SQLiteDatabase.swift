@@ -310,12 +310,13 @@ public final class SQLiteDatabase {
     /// is switching a fresh file to WAL or recovering it; `body` is retried until the busy
     /// timeout, so two processes opening one new file both succeed.
     private func retryingBusy(_ body: () throws -> Void) throws {
-        let deadline = ContinuousClock.now + .milliseconds(Int(busyTimeoutMilliseconds))
+        let clock = SystemClock()
+        let deadline = clock.now + .milliseconds(Int(busyTimeoutMilliseconds))
         while true {
             do {
                 try body()
                 return
-            } catch let error as SQLiteError where error.isBusy && ContinuousClock.now < deadline {
+            } catch let error as SQLiteError where error.isBusy && clock.now < deadline {
                 usleep(2_000)
             }
         }

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import SystemKit
 #endif
 
 /// A mutex with one condition variable whose timed waits use `CLOCK_MONOTONIC`, so deadlines on
@@ -49,18 +50,12 @@ package final class Monitor: @unchecked Sendable {
             pthread_cond_wait(condition, mutex)
             return true
         }
-        let remaining = ContinuousClock.now.duration(to: deadline)
+        let clock = SystemClock()
+        let remaining = clock.now.duration(to: deadline)
         guard remaining > .zero else { return false }
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let (seconds, attoseconds) = remaining.components
-        var nanoseconds = Int64(now.tv_nsec) + attoseconds / 1_000_000_000
-        var wholeSeconds = Int64(now.tv_sec) + seconds + nanoseconds / 1_000_000_000
-        nanoseconds %= 1_000_000_000
-        if wholeSeconds < 0 { wholeSeconds = Int64.max }
-        var target = timespec(tv_sec: Int(wholeSeconds), tv_nsec: Int(nanoseconds))
+        var target = SystemClock.monotonicTimespec(after: remaining)
         pthread_cond_timedwait(condition, mutex, &target)
-        return ContinuousClock.now < deadline
+        return clock.now < deadline
     }
 
     /// Wakes every waiter.

@@ -104,7 +104,7 @@ extension NativeHTTP {
         progress: (@Sendable (_ written: Int64, _ total: Int64?) -> Void)? = nil
     ) async throws -> NativeDownload {
         _ = try origin.target(for: target)
-        let started = ContinuousClock.now
+        let started = clock.now
         let file = try DownloadFile(creating: path, hashing: computeSHA256)
         do {
             let state = DownloadState()
@@ -137,7 +137,7 @@ extension NativeHTTP {
             }
             try file.finish()
             return NativeDownload(
-                path: path, byteCount: file.byteCount, sha256: file.digest, duration: ContinuousClock.now - started,
+                path: path, byteCount: file.byteCount, sha256: file.digest, duration: clock.now - started,
                 headers: head.headers)
         } catch {
             file.discard()

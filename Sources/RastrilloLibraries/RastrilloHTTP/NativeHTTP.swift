@@ -1,6 +1,8 @@
 import CurlKit
 import FoundationEssentials
 import RastrilloCore
+import SystemKit
+import Timekeeping
 
 /// The real client: ephemeral, origin-bound HTTP over libcurl.
 ///
@@ -87,20 +89,21 @@ public struct NativeHTTP: NativeTransport {
     let credential: NativeCredential?
     let observer: NativeTrafficObserver?
     let options: Options
-    let now: @Sendable () -> Date
+    /// The clock responses are stamped with (`receivedAt`) and downloads timed on.
+    let clock: any RivetClock
 
     /// A client of `origin` that sends `credential` (if any) with every request and reports its
     /// traffic to `observer` (if any).
-    /// - Parameter now: the clock `Retry-After` dates are read against (the system's by default).
+    /// - Parameter clock: the clock `Retry-After` dates are read against (the system's by default).
     public init(
         origin: NativeOrigin, credential: NativeCredential? = nil, observer: NativeTrafficObserver? = nil,
-        options: Options = Options(), now: @escaping @Sendable () -> Date = { Date() }
+        options: Options = Options(), clock: any RivetClock = SystemClock()
     ) {
         self.origin = origin
         self.credential = credential
         self.observer = observer
         self.options = options
-        self.now = now
+        self.clock = clock
     }
 
     /// Sends `request` and returns its status, headers and whole body, whatever the status.
@@ -172,7 +175,7 @@ public struct NativeHTTP: NativeTransport {
         let state = ExchangeState()
         let origin = self.origin
         let observer = self.observer
-        let now = self.now
+        let clock = self.clock
         let proxy = options.proxy
         let tunnel = transfer.proxyTunnel
         transfer.onStatusAndHeaders = { head in
@@ -184,7 +187,7 @@ public struct NativeHTTP: NativeTransport {
             let response = ResponseHead(
                 status: head.status,
                 headers: NativeHeaders(head.headers.map { NativeHeaderField(received: $0.name, value: $0.value) }),
-                receivedAt: now())
+                receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
             state.head = response
             observer?(.response(origin, status: head.status))
             if let error = onHead(response) {

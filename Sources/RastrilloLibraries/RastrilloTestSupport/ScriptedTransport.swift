@@ -2,6 +2,8 @@ import Foundation
 import RastrilloCore
 import RastrilloHTTP
 import Synchronization
+import SystemKit
+import Timekeeping
 
 /// A `NativeTransport` that answers each request from a script instead of a server, for tests
 /// of code built on a transport: a status and body, an offline or transport failure, a hang
@@ -62,7 +64,7 @@ public final class ScriptedTransport: NativeTransport {
     /// The origin requests are bound to.
     public let origin: NativeOrigin
     private let observer: NativeTrafficObserver?
-    private let now: @Sendable () -> Date
+    private let clock: any RivetClock
     private let state: Mutex<State>
 
     private struct State {
@@ -74,11 +76,11 @@ public final class ScriptedTransport: NativeTransport {
     /// A transport for `origin` that gives `replies` in order, one per request.
     public init(
         origin: NativeOrigin, replies: [Reply] = [], observer: NativeTrafficObserver? = nil,
-        now: @escaping @Sendable () -> Date = { Date() }
+        clock: any RivetClock = SystemClock()
     ) {
         self.origin = origin
         self.observer = observer
-        self.now = now
+        self.clock = clock
         self.state = Mutex(State(replies: replies))
     }
 
@@ -149,7 +151,7 @@ public final class ScriptedTransport: NativeTransport {
         case .commitThenLoseResponse:
             throw commit(request)
         }
-        let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(responseHeaders), receivedAt: now())
+        let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(responseHeaders), receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
         observer?(.response(origin, status: status))
         let receiver = StreamReceiver(limits: limits, onLine: onLine, onIdle: onIdle)
         if let refusal = receiver.validate(head) { throw refusal }
@@ -200,7 +202,7 @@ public final class ScriptedTransport: NativeTransport {
     private func deliver(status: Int, headers: [NativeHeaderField], body: [UInt8], request: NativeRequest) throws
         -> NativeResponse
     {
-        let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(headers), receivedAt: now())
+        let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(headers), receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
         observer?(.response(origin, status: status))
         let collector = BodyCollector(limit: request.maxBytes, isHead: request.method == "HEAD")
         if let error = collector.begin(head) { throw error }

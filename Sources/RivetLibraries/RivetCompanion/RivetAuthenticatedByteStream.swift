@@ -42,7 +42,7 @@ public final class RivetAuthenticatedByteStream: RivetByteStream {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             writeQueue.async {
                 continuation.resume(with: Result { () throws(RivetStreamError) in
-                    try self.stream.write(bytes, deadline: .now + self.writeTimeout)
+                    try self.stream.write(bytes, deadline: self.stream.clock.now + self.writeTimeout)
                 })
             }
         }
@@ -57,7 +57,7 @@ public final class RivetAuthenticatedByteStream: RivetByteStream {
     private func blockingRead(_ maxCount: Int) throws(RivetStreamError) -> [UInt8] {
         while true {
             do throws(RivetStreamError) {
-                return try stream.read(maxCount: maxCount, deadline: .now + .seconds(1))
+                return try stream.read(maxCount: maxCount, deadline: stream.clock.now + .seconds(1))
             } catch where error == .timedOut {
                 if closed.withLock({ $0 }) { return [] }
             } catch where error == .closed {

@@ -49,6 +49,6 @@ public final class RivetCompanionSession: Sendable {
         await client.close()
         session.stream.close()
         let stream = session.stream
-        _ = await DetachedThread.run(name: "rivet.companion") { stream.waitUntilClosed(deadline: .now + .seconds(5)) }
+        _ = await DetachedThread.run(name: "rivet.companion") { stream.waitUntilClosed(deadline: stream.clock.now + .seconds(5)) }
     }
 }

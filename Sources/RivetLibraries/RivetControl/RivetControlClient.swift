@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 import SystemKit
+import Timekeeping
 #endif
 
 /// Path text without Foundation's URL: the directory part of a path.
@@ -66,6 +67,8 @@ public final class RivetControlClient: @unchecked Sendable {
 
     /// The socket's path.
     public let path: String
+    /// The clock the answer's deadline is on.
+    private let clock: any RivetClock = SystemClock()
     private let fd: Int32
     private var pending: [UInt8] = []
 
@@ -169,10 +172,10 @@ public final class RivetControlClient: @unchecked Sendable {
     /// it says `"ok": true`.
     /// - Throws: as ``send(_:timeout:)``.
     public func sendLine(_ bytes: [UInt8], timeout: Duration = .seconds(10)) throws(RivetControlError) -> RivetControlJSON {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = clock.now + timeout
         guard Self.sendAll(bytes, to: fd) else {
             // The daemon may have answered and closed already (a refused peer): read why.
-            if let line = try? readLine(deadline: .now + .milliseconds(500)) { return try interpret(line) }
+            if let line = try? readLine(deadline: clock.now + .milliseconds(500)) { return try interpret(line) }
             throw RivetControlError.connectionFailed.with("rivetd closed the control connection")
         }
         return try interpret(try readLine(deadline: deadline))
@@ -209,7 +212,7 @@ public final class RivetControlClient: @unchecked Sendable {
             guard pending.count <= Self.maximumResponseBytes else {
                 throw RivetControlError.invalidResponse.with("rivetd's answer is longer than \(Self.maximumResponseBytes) bytes")
             }
-            let remaining = ContinuousClock.now.duration(to: deadline)
+            let remaining = clock.now.duration(to: deadline)
             guard remaining > .zero else {
                 throw RivetControlError.timedOut.with("rivetd did not answer within the time allowed")
             }

@@ -12,6 +12,7 @@ import Synchronization
 import SystemKit
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// What a daemon runs with: where it listens, which backend and schema, which application
@@ -51,6 +52,9 @@ public struct RivetDaemonConfiguration: Sendable {
     public var advertise = true
     /// Where and how to advertise (`_rivet._tcp` on every interface avahi-daemon uses).
     public var advertiser = RivetAdvertiser.Configuration()
+    /// The clock every part runs on (the system's; tests may give their own). It replaces the
+    /// listener's and the advertiser's clocks when the daemon starts them.
+    public var clock: any RivetClock = SystemClock()
 
     /// A configuration with the default bounds.
     public init(
@@ -126,8 +130,10 @@ public final class RivetDaemon: Sendable {
         } catch {
             throw RivetDaemonError.discoverySecretFailed.with(error.message)
         }
+        var advertiserConfiguration = configuration.advertiser
+        advertiserConfiguration.clock = configuration.clock
         let advertising: DaemonAdvertising? =
-            configuration.advertise ? try DaemonAdvertising(configuration: configuration.advertiser, log: log) : nil
+            configuration.advertise ? try DaemonAdvertising(configuration: advertiserConfiguration, log: log) : nil
         let store: RivetDevicePairingStore
         let authenticator: RivetDeviceSessionAuthenticator
         do {
@@ -145,7 +151,7 @@ public final class RivetDaemon: Sendable {
         // One thread drives every session's connection and reads the backend's stdout.
         let loop: StreamEventLoop
         do {
-            loop = try StreamEventLoop()
+            loop = try StreamEventLoop(clock: configuration.clock)
             try loop.start(name: "rivet.sessions")
         } catch {
             store.close()
@@ -153,21 +159,21 @@ public final class RivetDaemon: Sendable {
         }
         let desk = PairingDesk(
             serverFingerprint: identity.fingerprint, store: store, applicationID: configuration.applicationID,
-            discoverySecret: discoverySecret, log: log)
+            discoverySecret: discoverySecret, log: log, clock: configuration.clock)
         // Evictions of pending connections are summed up, at most one line a second.
-        let evictions = EvictionLog { log.warn($0) }
+        let evictions = EvictionLog(clock: configuration.clock) { log.warn($0) }
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, sessionLimits: configuration.sessionLimits,
             backendCommand: configuration.backendCommand, applicationID: configuration.applicationID,
             backendLimits: configuration.backendLimits, log: log,
-            sessionLoop: loop,
+            sessionLoop: loop, clock: configuration.clock,
             tick: {
                 desk.tick()
                 evictions.flush()
                 log.reportSuppressed()
             })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
-        let control = ControlServer(path: configuration.controlSocketPath, log: log) { handler.handle($0) }
+        let control = ControlServer(path: configuration.controlSocketPath, log: log, clock: configuration.clock) { handler.handle($0) }
         do {
             try control.start()
         } catch {
@@ -179,6 +185,7 @@ public final class RivetDaemon: Sendable {
         // begun; connections wait in the backlog until the backend runs.
         var listenerConfiguration = configuration.listener
         listenerConfiguration.events = { event in Self.logListenerEvent(event, log, evictions) }
+        listenerConfiguration.clock = configuration.clock
         let listener = RivetListener(
             configuration: listenerConfiguration, identity: identity, pairing: desk, authenticator: authenticator,
             handler: core, sessionLoop: loop)
@@ -231,7 +238,7 @@ public final class RivetDaemon: Sendable {
         running.core.closeAllSessions(timeout: .seconds(2))
         running.listener.stop()
         running.control.stop()
-        running.core.stopBackend(deadline: .now + .seconds(7))
+        running.core.stopBackend(deadline: configuration.clock.now + .seconds(7))
         // Last: the loop also read the backend's stdout.
         running.sessionLoop.stop()
         running.store.close()

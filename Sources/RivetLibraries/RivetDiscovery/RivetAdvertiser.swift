@@ -3,7 +3,9 @@ import ByteText
 import Foundation
 import RivetPairing
 import Synchronization
+import SystemKit
 import ThreadSupport
+import Timekeeping
 
 /// One publication of the gateway: what avahi-daemon announces now.
 public struct RivetAdvertisement: Sendable, Hashable {
@@ -47,7 +49,7 @@ public final class RivetAdvertiser: Sendable {
         public init(
             serviceType: String = "_rivet._tcp", interface: AvahiInterface = .unspecified,
             ipProtocol: AvahiIPProtocol = .unspecified,
-            clock: any RivetClock = RivetSystemClock()
+            clock: any RivetClock = SystemClock()
         ) {
             self.serviceType = serviceType
             self.interface = interface
@@ -234,7 +236,7 @@ final class AdvertiserCore: Sendable {
     func start(scope: ListenScope, port: UInt16, secret: RivetDiscoverySecret) {
         queue.sync {
             let addresses = ListenerAddresses.select(addressSource(), scope: scope, interface: configuration.interface)
-            process(.start(port: port, secret: secret, addresses: addresses, now: configuration.clock.wallClockNow()))
+            process(.start(port: port, secret: secret, addresses: addresses, now: Date(timeIntervalSince1970: configuration.clock.wallClockNow.seconds)))
             resources.withLock { resources in
                 if resources.ticker == nil { resources.ticker = makeTicker() }
                 resources.addressWatch?.cancel()
@@ -376,13 +378,13 @@ final class AdvertiserCore: Sendable {
         let clock = configuration.clock
         return Task { [weak self] in
             while !Task.isCancelled {
-                let boundary = RivetDiscoveryEpoch(containing: clock.wallClockNow()).end
+                let boundary = RivetDiscoveryEpoch(containing: Date(timeIntervalSince1970: clock.wallClockNow.seconds)).end
                 do {
-                    try await clock.sleep(until: boundary)
+                    try await clock.sleep(untilWallClock: WallClockTime(sinceEpoch: .seconds(boundary.timeIntervalSince1970)))
                 } catch {
                     return
                 }
-                self?.enqueue(.tick(now: clock.wallClockNow()))
+                self?.enqueue(.tick(now: Date(timeIntervalSince1970: clock.wallClockNow.seconds)))
             }
         }
     }

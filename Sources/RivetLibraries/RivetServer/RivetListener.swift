@@ -9,6 +9,7 @@ import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// One authenticated session as the session handler sees it.
@@ -117,6 +118,8 @@ public final class RivetListener: Sendable {
         /// Called with what happens to connections (from the thread where it happened; must
         /// return promptly). Reasons never contain a credential.
         public var events: (@Sendable (Event) -> Void)?
+        /// The clock every deadline and admission time is on (the system's by default).
+        public var clock: any RivetClock = SystemClock()
 
         /// The defaults.
         public init() {}
@@ -264,12 +267,12 @@ final class ConnectionRecord: @unchecked Sendable {
     var recent = false
     var stream: StreamCore?
 
-    init(id: UInt64, host: String, port: UInt16, fd: Int32) {
+    init(id: UInt64, host: String, port: UInt16, fd: Int32, acceptedAt: ContinuousClock.Instant) {
         self.id = id
         self.host = host
         self.peer = joinHostPort(host, port)
         self.fd = fd
-        self.acceptedAt = .now
+        self.acceptedAt = acceptedAt
     }
 
     var isPending: Bool { (phase == .idle || phase == .pending) && !evicted }
@@ -359,7 +362,7 @@ final class ListenerCore: @unchecked Sendable {
         if let givenLoop {
             loop = givenLoop
         } else {
-            do { loop = try StreamEventLoop() } catch { throw RivetListenerError.io(error.errno).with("creating the session loop failed: \(error)") }
+            do { loop = try StreamEventLoop(clock: configuration.clock) } catch { throw RivetListenerError.io(error.errno).with("creating the session loop failed: \(error)") }
         }
         let result: Result<UInt16, RivetListenerError> = monitor.withLock {
             guard runState == .created else {
@@ -447,11 +450,11 @@ final class ListenerCore: @unchecked Sendable {
             var descriptors = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
             descriptors += idle.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
             let nextDeadline = idle.first.map { $0.acceptedAt + configuration.handshakeTimeout }
-            guard (try? Poll.wait(&descriptors, timeout: pollTimeout(until: nextDeadline))) != nil else { break }
+            guard (try? Poll.wait(&descriptors, timeout: pollTimeout(until: nextDeadline, on: configuration.clock))) != nil else { break }
             if descriptors[1].revents != 0 { wake.drain() }
             var promote: [ConnectionRecord] = []
             var expired: [ConnectionRecord] = []
-            let now = ContinuousClock.now
+            let now = configuration.clock.now
             for (index, record) in idle.enumerated() {
                 if descriptors[index + 2].revents != 0 {
                     promote.append(record)
@@ -495,7 +498,7 @@ final class ListenerCore: @unchecked Sendable {
         var evicted: [ConnectionRecord] = []
         let admitted: Bool = monitor.withLock {
             if isStopping { return false }
-            let recent = admission.isRecent(host, at: .now)
+            let recent = admission.isRecent(host, at: configuration.clock.now)
             let pending = records.values.filter(\.isPending).sorted { $0.id < $1.id }
             let victims = admission.victims(
                 admitting: PendingAdmission.Pending(id: nextID, address: host, recent: recent),
@@ -511,7 +514,7 @@ final class ListenerCore: @unchecked Sendable {
                 }
                 evicted.append(victim)
             }
-            let record = ConnectionRecord(id: nextID, host: host, port: port, fd: fd)
+            let record = ConnectionRecord(id: nextID, host: host, port: port, fd: fd, acceptedAt: configuration.clock.now)
             record.recent = recent
             nextID += 1
             records[record.id] = record
@@ -558,7 +561,7 @@ final class ListenerCore: @unchecked Sendable {
     private func makeConnection(_ record: ConnectionRecord) -> Result<TLSConnection, TLSError> {
         monitor.withLock {
             do throws(TLSError) {
-                return .success(try TLSConnection(socket: record.fd, context: identity.serverContext))
+                return .success(try TLSConnection(socket: record.fd, context: identity.serverContext, clock: configuration.clock))
             } catch {
                 record.socketOpen = false
                 return .failure(error)
@@ -647,7 +650,7 @@ final class ListenerCore: @unchecked Sendable {
     /// True when the device's "last seen" time is due to be written (and notes that it is).
     func lastSeenDue(_ device: DeviceID) -> Bool {
         monitor.withLock {
-            let now = ContinuousClock.now
+            let now = configuration.clock.now
             if let written = lastSeenWritten[device], now - written < configuration.lastSeenInterval { return false }
             if lastSeenWritten.count >= 4096 {
                 lastSeenWritten = lastSeenWritten.filter { now - $0.value < configuration.lastSeenInterval }
@@ -667,7 +670,7 @@ final class ListenerCore: @unchecked Sendable {
     /// that reconnects the instant it reads `Accept` never finds this connection still holding
     /// a pending slot.
     func enterAdmitted(_ record: ConnectionRecord) {
-        monitor.withLock { admission.resumed(from: record.host, at: .now) }
+        monitor.withLock { admission.resumed(from: record.host, at: configuration.clock.now) }
         setPhase(record, .session)
     }
 
@@ -687,18 +690,20 @@ struct ConnectionSession {
     private var replies: [RivetPairingReply] = []
     /// Set once the handler admitted the device: `sessionEnded` is then owed.
     var admitted: RivetSessionContext?
-    private var stepDeadline: ContinuousClock.Instant = .now
+    private var stepDeadline: ContinuousClock.Instant
     private var closeReason: String?
     /// The stream's shared state and its place on the session loop, once the session started.
     private(set) var loopStream: (StreamCore, StreamLoopWaker)?
 
     init(core: ListenerCore, record: ConnectionRecord, connection: TLSConnection) {
+        self.stepDeadline = core.configuration.clock.now
         self.core = core
         self.record = record
         self.connection = connection
     }
 
     private var configuration: RivetListener.Configuration { core.configuration }
+    private var clock: any RivetClock { core.configuration.clock }
     private var pairingConnectionID: RivetPairingConnectionID { RivetPairingConnectionID(record.id) }
 
     /// Runs the preface; returns why the connection ended, or (with `loopStream` set) that the
@@ -709,7 +714,7 @@ struct ConnectionSession {
         } catch {
             return "TLS handshake failed: \(error.message)"
         }
-        stepDeadline = .now + configuration.prefaceTimeout
+        stepDeadline = clock.now + configuration.prefaceTimeout
         if let reason = awaitFirstByte() { return reason }
         while closeReason == nil {
             if loopStream != nil { return "handed to the session loop" }
@@ -717,7 +722,7 @@ struct ConnectionSession {
             perform(machine.handle(event))
         }
         // close_notify after the last message, so the peer reads a clean end, not a reset.
-        try? connection.shutdown(deadline: .now + .milliseconds(500))
+        try? connection.shutdown(deadline: clock.now + .milliseconds(500))
         return closeReason ?? "closed"
     }
 
@@ -728,8 +733,8 @@ struct ConnectionSession {
         if connection.hasBufferedBytes { return nil }
         core.enterSilence(record)
         while true {
-            let ready = (try? Poll.wait(record.fd, for: Int16(POLLIN), timeout: pollTimeout(until: stepDeadline))) ?? -1
-            if ready != 0 || ContinuousClock.now >= stepDeadline { break }
+            let ready = (try? Poll.wait(record.fd, for: Int16(POLLIN), timeout: pollTimeout(until: stepDeadline, on: clock))) ?? -1
+            if ready != 0 || clock.now >= stepDeadline { break }
         }
         return core.leaveSilence(record) ? nil : ListenerCore.evictedReason
     }
@@ -748,9 +753,9 @@ struct ConnectionSession {
             }
             var descriptors = [pollfd(fd: record.fd, events: Int16(POLLIN), revents: 0)]
             if let channel { descriptors.append(pollfd(fd: channel.wake.readFD, events: Int16(POLLIN), revents: 0)) }
-            guard let ready = try? Poll.wait(&descriptors, timeout: pollTimeout(until: stepDeadline)) else { return .connectionLost }
+            guard let ready = try? Poll.wait(&descriptors, timeout: pollTimeout(until: stepDeadline, on: clock)) else { return .connectionLost }
             if descriptors.count > 1 && descriptors[1].revents != 0 { channel?.wake.drain() }
-            if ready == 0 && ContinuousClock.now >= stepDeadline { return .timedOut }
+            if ready == 0 && clock.now >= stepDeadline { return .timedOut }
         }
     }
 
@@ -765,7 +770,7 @@ struct ConnectionSession {
         while true {
             let bytes: [UInt8]
             do throws(TLSError) {
-                bytes = try connection.read(maxCount: reader.bytesNeeded, deadline: .now)
+                bytes = try connection.read(maxCount: reader.bytesNeeded, deadline: clock.now)
             } catch {
                 return error == .timedOut ? .nothing : .event(.connectionLost)
             }
@@ -805,7 +810,7 @@ struct ConnectionSession {
                 forward(message)
             case .send(let message):
                 do throws(TLSError) {
-                    try connection.write(message.encoded, deadline: .now + configuration.prefaceTimeout)
+                    try connection.write(message.encoded, deadline: clock.now + configuration.prefaceTimeout)
                 } catch {
                     closeReason = "sending \(message.type) failed: \(error.message)"
                     endPairing()
@@ -821,7 +826,7 @@ struct ConnectionSession {
                     closeReason = "the listener stopped"
                     return
                 }
-                let streamCore = StreamCore(configuration: configuration.stream, waker: waker)
+                let streamCore = StreamCore(configuration: configuration.stream, waker: waker, clock: clock)
                 let stream = RivetAuthenticatedStream(core: streamCore)
                 core.enterSession(record, stream: streamCore)
                 core.emit(.sessionStarted(connection: record.id, device: context.device.deviceID))
@@ -835,8 +840,8 @@ struct ConnectionSession {
             }
             // Each new wait gets its own deadline.
             switch machine.wait {
-            case .machineStep: stepDeadline = .now + configuration.prefaceTimeout
-            case .person: stepDeadline = .now + configuration.personTimeout
+            case .machineStep: stepDeadline = clock.now + configuration.prefaceTimeout
+            case .person: stepDeadline = clock.now + configuration.personTimeout
             case .none: break
             }
         }
@@ -850,7 +855,7 @@ struct ConnectionSession {
             {
             case .success(let device):
                 if core.lastSeenDue(device.deviceID) {
-                    try? core.authenticator.store.touchLastSeen(device.deviceID, at: Date())
+                    try? core.authenticator.store.touchLastSeen(device.deviceID, at: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
                 }
                 return .authenticated(device)
             case .failure:

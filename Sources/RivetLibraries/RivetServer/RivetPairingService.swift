@@ -6,6 +6,8 @@ import RivetSession
 import RivetState
 import Synchronization
 import RivetTransport
+import SystemKit
+import Timekeeping
 
 /// What the listener needs from whoever runs pairing (the gateway, or `RivetPairingService`).
 ///
@@ -110,7 +112,7 @@ public final class RivetPairingService: RivetPairingHost {
     ///     desktop should show; it must return promptly.
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret, store: RivetDevicePairingStore,
-        clock: any RivetClock = RivetSystemClock(),
+        clock: any RivetClock = SystemClock(),
         randomness: any RivetPairingRandomness = RivetSystemRandomness(),
         desktopEvents: @escaping @Sendable (DesktopEvent) -> Void = { _ in }
     ) {

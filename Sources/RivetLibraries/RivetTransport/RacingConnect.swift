@@ -5,6 +5,7 @@ import RivetSession
 import SystemKit
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// Connects to the first of several endpoints that answers, as ``HappyEyeballs`` decides, and
@@ -13,7 +14,7 @@ import Glibc
 /// Returns the connection, its socket and the endpoint it reached.
 func connectRacing(
     _ endpoints: [RivetPairingEndpoint], context: TLSClientContext, deadline: ContinuousClock.Instant,
-    stagger: Duration = HappyEyeballs.defaultStagger, report: (String) -> Void
+    stagger: Duration = HappyEyeballs.defaultStagger, clock: any RivetClock, report: (String) -> Void
 ) throws(RivetClientError) -> (TLSConnection, Int32, RivetPairingEndpoint) {
     // Each endpoint's addresses (a name may resolve to several), in order.
     var targets: [(endpoint: RivetPairingEndpoint, family: Int32, address: [UInt8], text: String)] = []
@@ -37,8 +38,8 @@ func connectRacing(
         throw unresolved ?? RivetClientError.invalidAddress.with("the link has no address to connect to")
     }
 
-    let origin = ContinuousClock.now
-    func elapsed() -> Duration { ContinuousClock.now - origin }
+    let origin = clock.now
+    func elapsed() -> Duration { clock.now - origin }
     var race = HappyEyeballs(count: targets.count, stagger: stagger)
     var sockets: [Int: Int32] = [:]
     var events: [HappyEyeballs.Event] = []
@@ -85,7 +86,7 @@ func connectRacing(
                 setNoDelay(fd)
                 let target = targets[index]
                 do {
-                    let connection = try TLSConnection(socket: fd, context: context)
+                    let connection = try TLSConnection(socket: fd, context: context, clock: clock)
                     try connection.handshake(deadline: deadline)
                     return (connection, fd, target.endpoint)
                 } catch {
@@ -122,7 +123,7 @@ func connectRacing(
         var descriptors = order.map { pollfd(fd: sockets[$0]!, events: Int16(POLLOUT), revents: 0) }
         let result: Int
         do {
-            result = try Poll.wait(&descriptors, timeout: pollTimeout(until: waitUntil))
+            result = try Poll.wait(&descriptors, timeout: pollTimeout(until: waitUntil, on: clock))
         } catch {
             throw RivetClientError.connectionFailed.with("poll failed: \(error.reason)")
         }
@@ -142,7 +143,7 @@ func connectRacing(
             }
             continue
         }
-        if ContinuousClock.now >= deadline {
+        if clock.now >= deadline {
             let waiting = sockets.keys.sorted().map { targets[$0].text }.joined(separator: ", ")
             throw RivetClientError.timedOut.with("connect to \(waiting) did not finish within the setup time")
         }

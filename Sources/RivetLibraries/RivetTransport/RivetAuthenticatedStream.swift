@@ -5,6 +5,7 @@ import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// Bounds of an authenticated stream's buffers and writes.
@@ -65,6 +66,9 @@ public final class RivetAuthenticatedStream: Sendable {
     package let core: StreamCore
 
     package init(core: StreamCore) { self.core = core }
+
+    /// The clock this stream's deadlines are on: read it for a deadline to pass in.
+    public var clock: any RivetClock { core.clock }
 
     /// Reads up to `maxCount` (> 0) bytes, waiting until at least one is there. Returns an empty
     /// array once the peer has closed its side cleanly (TLS close_notify) and everything before
@@ -143,6 +147,8 @@ extension WakePipe: StreamWaker {}
 // @unchecked Sendable: every mutable field is read and written only inside `monitor.withLock`.
 package final class StreamCore: @unchecked Sendable {
     let configuration: RivetStreamConfiguration
+    /// The clock of the stream's deadlines (the write stall).
+    let clock: any RivetClock
     /// Wakes whatever drives the connection (its I/O thread or the event loop).
     let waker: any StreamWaker
     /// The wake-up pipe of a stream driven by a thread of its own (`runStreamIO`).
@@ -164,16 +170,18 @@ package final class StreamCore: @unchecked Sendable {
     private var receiverEnded = false
 
     /// A stream whose connection a thread of its own drives (`runStreamIO`).
-    package init(configuration: RivetStreamConfiguration) throws(SocketFailure) {
+    package init(configuration: RivetStreamConfiguration, clock: any RivetClock = SystemClock()) throws(SocketFailure) {
         self.configuration = configuration
+        self.clock = clock
         let pipe = try WakePipe()
         self.threadWake = pipe
         self.waker = pipe
     }
 
     /// A stream whose connection an event loop drives; `waker` schedules it there.
-    package init(configuration: RivetStreamConfiguration, waker: any StreamWaker) {
+    package init(configuration: RivetStreamConfiguration, waker: any StreamWaker, clock: any RivetClock = SystemClock()) {
         self.configuration = configuration
+        self.clock = clock
         self.threadWake = nil
         self.waker = waker
     }
@@ -494,7 +502,7 @@ package final class StreamDriver {
             var state = core.snapshot()
             if state.aborted { return .ended("the stream was aborted") }
             if state.closeRequested && state.outgoing == 0 {
-                lock.withLock { try? connection.shutdown(deadline: .now + shutdownWait) }
+                lock.withLock { try? connection.shutdown(deadline: core.clock.now + shutdownWait) }
                 return .ended("closed by the application")
             }
             // Reading when the socket was not reported readable only finds it empty, unless
@@ -512,13 +520,13 @@ package final class StreamDriver {
             if state.outgoing == 0 {
                 stallDeadline = nil
             } else if let deadline = stallDeadline {
-                if ContinuousClock.now >= deadline {
+                if core.clock.now >= deadline {
                     let message = "TLS write made no progress within \(core.configuration.writeTimeout)"
                     core.fail(.failed.with("the stream's connection failed: \(message)"))
                     return .ended("write failed: \(message)")
                 }
             } else {
-                stallDeadline = .now + core.configuration.writeTimeout
+                stallDeadline = core.clock.now + core.configuration.writeTimeout
             }
             return .wait(read: state.wantRead, write: state.outgoing > 0, deadline: stallDeadline)
         }
@@ -536,7 +544,7 @@ package final class StreamDriver {
             let count = min(room, buffer.count)
             let result: Result<Int, TLSError> = lock.withLock {
                 do throws(TLSError) {
-                    return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), deadline: .now))
+                    return .success(try connection.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), deadline: core.clock.now))
                 } catch {
                     return .failure(error)
                 }
@@ -617,7 +625,7 @@ package func runStreamIO(connection: TLSConnection, fd: Int32, core: StreamCore)
             ]
             let ready: Int
             do {
-                ready = try Poll.wait(&descriptors, timeout: pollTimeout(until: deadline))
+                ready = try Poll.wait(&descriptors, timeout: pollTimeout(until: deadline, on: core.clock))
             } catch {
                 core.fail(.failed.with("poll on the stream failed: \(error.reason)"))
                 return "poll failed"

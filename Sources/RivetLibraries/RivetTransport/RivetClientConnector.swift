@@ -8,6 +8,8 @@ import Synchronization
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
+import SystemKit
+import Timekeeping
 #endif
 
 /// Bounds of a companion's connections.
@@ -96,8 +98,13 @@ public final class RivetClientConnector: Sendable {
     private let unpinned = Mutex<TLSClientContext?>(nil)
 
     /// A connector with these bounds.
-    public init(configuration: RivetClientConfiguration = RivetClientConfiguration()) {
+    /// The clock the setup deadlines and the streams' write timeouts are on.
+    public let clock: any RivetClock
+
+    /// A connector with these bounds, on `clock` (the system's by default).
+    public init(configuration: RivetClientConfiguration = RivetClientConfiguration(), clock: any RivetClock = SystemClock()) {
         self.configuration = configuration
+        self.clock = clock
     }
 
     /// Resumes the device's session at `host:port` over TLS 1.3 pinned to
@@ -110,7 +117,7 @@ public final class RivetClientConnector: Sendable {
     public func resume(
         _ credential: RivetCompanionCredential, host: String, port: UInt16, pipelined: [UInt8] = []
     ) throws(RivetClientError) -> RivetClientSession {
-        let deadline = ContinuousClock.now + configuration.setupTimeout
+        let deadline = clock.now + configuration.setupTimeout
         let context = try pinnedContext(credential.serverFingerprint)
         let (connection, fd) = try connect(host: host, port: port, context: context, deadline: deadline)
         var machine = RVD1ClientResume(RVD1Resume(credential))
@@ -123,7 +130,7 @@ public final class RivetClientConnector: Sendable {
                 switch machine.receive(try readMessage(connection, &reader, deadline: deadline)) {
                 case .accepted:
                     let core: StreamCore
-                    do { core = try StreamCore(configuration: configuration.stream) } catch {
+                    do { core = try StreamCore(configuration: configuration.stream, clock: clock) } catch {
                         throw RivetClientError.connectionFailed.with("creating the stream failed: \(error.message)")
                     }
                     startStreamThread(connection: ConnectionBox(connection), fd: fd, core: core)
@@ -156,11 +163,11 @@ public final class RivetClientConnector: Sendable {
         existingDeviceID: DeviceID? = nil, randomness: any RivetPairingRandomness = RivetSystemRandomness(),
         decide: (RivetPairingPrompt) -> RivetPairingDecision
     ) throws(RivetClientError) -> RivetCompanionCredential {
-        let deadline = ContinuousClock.now + configuration.setupTimeout
+        let deadline = clock.now + configuration.setupTimeout
         let context = try unpinnedContext()
         let (connection, _) = try connect(host: host, port: port, context: context, deadline: deadline)
         defer {
-            try? connection.shutdown(deadline: .now + .seconds(1))
+            try? connection.shutdown(deadline: clock.now + .seconds(1))
             connection.close()
         }
         guard let seen = connection.peerFingerprint else {
@@ -195,14 +202,14 @@ public final class RivetClientConnector: Sendable {
                     do {
                         answer = try exchange.confirm(typedCode: typed)
                     } catch {
-                        try? send(exchange.reject(), on: connection, deadline: .now + .seconds(1), what: "PairReject")
+                        try? send(exchange.reject(), on: connection, deadline: clock.now + .seconds(1), what: "PairReject")
                         throw RivetClientError.pairingFailed.with(error.message)
                     }
                 case .reject:
-                    try? send(exchange.reject(), on: connection, deadline: .now + .seconds(1), what: "PairReject")
+                    try? send(exchange.reject(), on: connection, deadline: clock.now + .seconds(1), what: "PairReject")
                     throw RivetClientError.pairingFailed.with("pairing was rejected on this device")
                 }
-                replies.deadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
+                replies.deadline = clock.now + configuration.pairingConfirmationTimeout
                 try replies.send(answer, by: replies.deadline, through: self)
             case .paired(let credential):
                 return credential
@@ -234,11 +241,11 @@ public final class RivetClientConnector: Sendable {
         link: RivetPairingLink, deviceName: RivetDeviceName, existingDeviceID: DeviceID? = nil,
         randomness: any RivetPairingRandomness = RivetSystemRandomness(), report: (String) -> Void = { _ in }
     ) throws(RivetClientError) -> RivetCompanionCredential {
-        let deadline = ContinuousClock.now + configuration.setupTimeout
+        let deadline = clock.now + configuration.setupTimeout
         let context = try pinnedContext(link.serverFingerprint)
-        let (connection, _, reached) = try connectRacing(link.endpoints, context: context, deadline: deadline, report: report)
+        let (connection, _, reached) = try connectRacing(link.endpoints, context: context, deadline: deadline, clock: clock, report: report)
         defer {
-            try? connection.shutdown(deadline: .now + .seconds(1))
+            try? connection.shutdown(deadline: clock.now + .seconds(1))
             connection.close()
         }
         var exchange = RVD1ClientLinkPairing(
@@ -250,7 +257,7 @@ public final class RivetClientConnector: Sendable {
         while true {
             switch exchange.receive(try replies.next(through: self)) {
             case .send(let proof):
-                replies.deadline = ContinuousClock.now + configuration.pairingConfirmationTimeout
+                replies.deadline = clock.now + configuration.pairingConfirmationTimeout
                 try replies.send(proof, by: deadline, through: self)
             case .paired(let credential):
                 // The address stored is the one reached, which is the link's host only when that
@@ -321,7 +328,7 @@ public final class RivetClientConnector: Sendable {
         }
         let connection: TLSConnection
         do {
-            connection = try TLSConnection(socket: fd, context: context)
+            connection = try TLSConnection(socket: fd, context: context, clock: clock)
             try connection.handshake(deadline: deadline)
         } catch {
             throw Self.classify(error, during: "the TLS handshake with \(joinHostPort(host, port))")
@@ -393,7 +400,7 @@ public final class RivetClientConnector: Sendable {
     private func messageAlreadySent(_ connection: TLSConnection, _ reader: inout RVD1Reader) throws(RivetClientError) -> RVD1Message? {
         let first: [UInt8]
         do {
-            first = try connection.read(maxCount: reader.bytesNeeded, deadline: .now)
+            first = try connection.read(maxCount: reader.bytesNeeded, deadline: clock.now)
         } catch {
             if error == .timedOut { return nil }
             throw Self.classify(error, during: "reading the server's RVD1 messages")
@@ -406,7 +413,7 @@ public final class RivetClientConnector: Sendable {
         } catch {
             throw RivetClientError.protocolError.with(error.message)
         }
-        return try readMessage(connection, &reader, deadline: .now + .seconds(2))
+        return try readMessage(connection, &reader, deadline: clock.now + .seconds(2))
     }
 
     /// Reads exactly one server message, never a byte beyond it.
@@ -476,8 +483,9 @@ public final class RivetReconnectingClient: Sendable {
     /// session; it should serve the stream and return when the stream ends (its reads throw or
     /// return empty). The stream is closed after it returns.
     public func run(session: (RivetClientSession) -> Void) -> RivetReconnectMachine.Stop {
-        let origin = ContinuousClock.now
-        func now() -> Duration { ContinuousClock.now - origin }
+        let clock = connector.clock
+        let origin = clock.now
+        func now() -> Duration { clock.now - origin }
         var machine = RivetReconnectMachine(setupTimeout: connector.configuration.setupTimeout, backoff: backoff)
         var pending = machine.handle(.start, at: now())
         while let action = pending.first {
@@ -497,7 +505,7 @@ public final class RivetReconnectingClient: Sendable {
                     pending += machine.handle(.connected, at: now())
                     if !stopNow { session(opened) }
                     opened.stream.close()
-                    _ = opened.stream.waitUntilClosed(deadline: .now + .seconds(15))
+                    _ = opened.stream.waitUntilClosed(deadline: clock.now + .seconds(15))
                     control.withLock { $0.current = nil }
                     pending += machine.handle(.sessionEnded, at: now())
                 } catch {

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 import SystemKit
+import Timekeeping
 #endif
 
 /// A failed socket operation: what was attempted and the errno (or, for a name that did not
@@ -237,27 +238,28 @@ enum WaitResult: Equatable {
     case failed(Int32)
 }
 
-/// Milliseconds from now until `deadline`, rounded up, clamped to `0...Int32.max`.
-package func pollTimeout(until deadline: ContinuousClock.Instant?) -> Int32 {
+/// Milliseconds from now on `clock` until `deadline`, rounded up, clamped to `0...Int32.max`.
+package func pollTimeout(until deadline: ContinuousClock.Instant?, on clock: any RivetClock = SystemClock()) -> Int32 {
     guard let deadline else { return -1 }
-    let remaining = ContinuousClock.now.duration(to: deadline)
+    let remaining = clock.now.duration(to: deadline)
     guard remaining > .zero else { return 0 }
     let (seconds, attoseconds) = remaining.components
     let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
     return Int32(clamping: milliseconds)
 }
 
-/// Waits until `fd` is ready for `events` (or has an error or hang-up) or `deadline` passes.
-func waitFor(fd: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> WaitResult {
+/// Waits until `fd` is ready for `events` (or has an error or hang-up) or `deadline` on `clock`
+/// passes.
+func waitFor(fd: Int32, events: Int16, until deadline: ContinuousClock.Instant, on clock: any RivetClock = SystemClock()) -> WaitResult {
     while true {
         let result: Int16
         do {
-            result = try Poll.wait(fd, for: events, timeout: pollTimeout(until: deadline))
+            result = try Poll.wait(fd, for: events, timeout: pollTimeout(until: deadline, on: clock))
         } catch {
             return .failed(error.errno)
         }
         if result != 0 { return .ready }
-        if ContinuousClock.now >= deadline { return .timedOut }
+        if clock.now >= deadline { return .timedOut }
     }
 }
 

@@ -3,6 +3,7 @@ import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// One thread that drives the connections of many authenticated streams: an epoll instance
@@ -35,9 +36,13 @@ package final class StreamEventLoop: @unchecked Sendable {
     /// Descriptors watched for readability, by token (loop thread only).
     private var watches: [UInt64: StreamLoopWatch] = [:]
 
+    /// The clock the streams' deadlines are on.
+    private let clock: any RivetClock
+
     /// - Throws: `SystemError` when epoll or the eventfd cannot be made.
-    package init() throws(SystemError) {
+    package init(clock: any RivetClock = SystemClock()) throws(SystemError) {
         poll = try EventPoll()
+        self.clock = clock
     }
 
     /// Starts the loop's thread (once).
@@ -150,7 +155,7 @@ package final class StreamEventLoop: @unchecked Sendable {
                 return true
             }
             events.removeAll(keepingCapacity: true)
-            let outcome = poll.wait(into: &events, timeout: block ? pollTimeout(until: earliestDeadline()) : 0)
+            let outcome = poll.wait(into: &events, timeout: block ? pollTimeout(until: earliestDeadline(), on: clock) : 0)
             monitor.withLock { awake = true }
             if case .failure(let error) = outcome {
                 endAll("the session loop failed: \(error)")
@@ -164,7 +169,7 @@ package final class StreamEventLoop: @unchecked Sendable {
                 }
             }
             if !timed.isEmpty {
-                let now = ContinuousClock.now
+                let now = clock.now
                 for waker in timed.values where (waker.deadline ?? now) <= now {
                     service(waker, ready: nil, scratch: scratch)
                 }

@@ -3,6 +3,8 @@ import RastrilloHTTP
 import RastrilloCLI
 import RastrilloCore
 import Synchronization
+import SystemKit
+import Timekeeping
 
 /// The reconnect loop of rastrillo-stream: opens the stream, turns its lines into events,
 /// reconnects with `Last-Event-ID` paced by `NativeReconnect`, and decides the exit status.
@@ -24,6 +26,8 @@ struct StreamFollower {
     /// The `Last-Event-ID` given with `--header`: where the first connection resumes. Later
     /// connections send the stream's own last event ID instead (the field is never sent twice).
     let startEventID: String
+    /// The clock of the reconnect pauses and the give-up deadline.
+    var clock: any RivetClock = SystemClock()
 
     /// Follows the stream until a permanent failure, `--once`'s first end, or cancellation.
     /// - Throws: `CancellationError` when interrupted; output errors.
@@ -31,7 +35,7 @@ struct StreamFollower {
         let connectivity = NativeConnectivity.shared
         let server = client.origin
         let target = reachabilityTarget
-        let reconnect = NativeReconnect(connectivity: connectivity, origin: target)
+        let reconnect = NativeReconnect(connectivity: connectivity, origin: target, clock: clock)
         let output = StreamOutput()
         let json = !raw
         let routes = RouteAnnouncer(host: target.host, quiet: quiet)
@@ -52,7 +56,7 @@ struct StreamFollower {
         // Attempts in a row that failed without opening the stream, and since when the stream
         // has not been open: what --max-attempts and --give-up-after bound.
         var failedAttempts = 0
-        var downSince = ContinuousClock.now
+        var downSince = clock.now
         let opened = Mutex(false)
         // With no route to the server at the start, no attempt is made until one appears
         // (`--once` attempts at once, and fails offline).
@@ -60,7 +64,7 @@ struct StreamFollower {
             routes.waiting()
             try output.reachability(offline: true, json: json)
             if !quiet { Diagnostics.error("\(WaitAnnouncement.route(host: target.host, reason: why))") }
-            if !(try await Self.waiting(until: giveUpAfter.map { ContinuousClock.now + $0 }, { try await reconnect.waitForRoute() })) {
+            if !(try await Self.waiting(until: giveUpAfter.map { clock.now + $0 }, on: clock, { try await reconnect.waitForRoute() })) {
                 Diagnostics.error(
                     "giving up: no route to \(target.host) for \(giveUpAfter?.components.seconds ?? 0) s "
                         + "(--give-up-after \(giveUpAfter?.components.seconds ?? 0))")
@@ -135,7 +139,7 @@ struct StreamFollower {
                 if once { return FailureReport.emit(error, json: false) }
                 if opened.withLock({ $0 }) {
                     failedAttempts = 0
-                    downSince = ContinuousClock.now
+                    downSince = clock.now
                 } else {
                     failedAttempts += 1
                 }
@@ -167,7 +171,7 @@ struct StreamFollower {
             if once { return .ok }
             if opened.withLock({ $0 }) {
                 failedAttempts = 0
-                downSince = ContinuousClock.now
+                downSince = clock.now
             }
             say(unsendable, of: lastEventID, saidFor: &saidUnsendable)
             // --give-up-after bounds this wait too: a server's long `retry:` cannot outlast it.
@@ -216,20 +220,20 @@ struct StreamFollower {
     /// Runs `wait` until it returns, or until `deadline` (nil for none) comes first.
     /// - Returns: false when the deadline came first (or had passed), true otherwise.
     private static func waiting(
-        until deadline: ContinuousClock.Instant?, _ wait: @escaping @Sendable () async throws -> Void
+        until deadline: ContinuousClock.Instant?, on clock: any RivetClock, _ wait: @escaping @Sendable () async throws -> Void
     ) async throws -> Bool {
         guard let deadline else {
             try await wait()
             return true
         }
-        guard deadline > ContinuousClock.now else { return false }
+        guard deadline > clock.now else { return false }
         return try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 try await wait()
                 return true
             }
             group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
+                try await clock.sleep(until: deadline, tolerance: nil)
                 return false
             }
             defer { group.cancelAll() }
@@ -272,15 +276,16 @@ struct StreamFollower {
             routes.note(after)
             if after.allowsAttempt, !verdict.allowsAttempt { try? output.reachability(offline: false, json: json) }
         }
-        let start = ContinuousClock.now
+        let clock = self.clock
+        let start = clock.now
         let waitOut: @Sendable () async throws -> Void = {
             try await reconnect.pause()
             if let floor {
-                let rest = floor - (ContinuousClock.now - start)
-                if rest > .zero { try await Task.sleep(for: rest) }
+                let rest = floor - (clock.now - start)
+                if rest > .zero { try await clock.sleep(for: rest) }
             }
         }
-        return try await Self.waiting(until: deadline, waitOut)
+        return try await Self.waiting(until: deadline, on: clock, waitOut)
     }
 }
 

@@ -154,7 +154,7 @@ enum CompanionCommand {
         do {
             let session = try RivetClientConnector().resume(credential, host: server.host, port: server.port)
             session.stream.close()
-            _ = session.stream.waitUntilClosed(deadline: .now + .seconds(5))
+            _ = session.stream.waitUntilClosed(deadline: session.stream.clock.now + .seconds(5))
         } catch {
             throw classify(error, during: "resuming with the new credential")
         }

@@ -1,19 +1,13 @@
 import Foundation
-import RivetPairing
 import Synchronization
+import Timekeeping
 
-/// A clock that moves only when a test advances it, so time rules are tested without sleeping:
-/// a Swift `Clock`, and a `RivetClock` whose monotonic time is the offset and whose wall clock
-/// reads `wallClockStart` plus the offset. Sleepers wake when `advance` reaches their deadline;
-/// a cancelled sleeper throws `CancellationError` at once.
-public final class ManualClock: Clock, RivetClock, Sendable {
-    public struct Instant: InstantProtocol {
-        public var offset: Duration
-        public init(offset: Duration) { self.offset = offset }
-        public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        public func duration(to other: Instant) -> Duration { other.offset - offset }
-        public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
-    }
+/// The `RivetClock` a test moves by hand, so time rules are tested without sleeping: its
+/// instants are `origin` plus an offset that only `advance` moves, and its wall clock reads
+/// `wallClockStart` plus the offset. Sleepers wake when `advance` reaches their deadline; a
+/// cancelled sleeper throws `CancellationError` at once.
+public final class ManualClock: RivetClock, Sendable {
+    public typealias Instant = ContinuousClock.Instant
 
     private enum Sleeper {
         case announced(deadline: Instant)
@@ -22,7 +16,7 @@ public final class ManualClock: Clock, RivetClock, Sendable {
     }
 
     private struct State {
-        var now = Instant(offset: .zero)
+        var offset = Duration.zero
         var nextID: UInt64 = 0
         var sleepers: [UInt64: Sleeper] = [:]
     }
@@ -32,12 +26,19 @@ public final class ManualClock: Clock, RivetClock, Sendable {
     /// The wall-clock time at offset zero.
     public let wallClockStart: Date
 
+    /// The instant at offset zero: the moment the clock was made.
+    public let origin: Instant
+
     /// A clock at offset zero, when its wall clock reads `wallClockStart`.
     public init(wallClockStart: Date = Date(timeIntervalSince1970: 1_750_000_000)) {
         self.wallClockStart = wallClockStart
+        self.origin = ContinuousClock.now
     }
 
-    public var now: Instant { state.withLock { $0.now } }
+    /// How far `advance` has moved the clock since it was made.
+    public var offset: Duration { state.withLock { $0.offset } }
+
+    public var now: Instant { origin.advanced(by: offset) }
     public var minimumResolution: Duration { .zero }
 
     /// Deadlines of the sleeps in progress, earliest first.
@@ -45,7 +46,7 @@ public final class ManualClock: Clock, RivetClock, Sendable {
         state.withLock { state in
             state.sleepers.values.compactMap { sleeper -> Duration? in
                 switch sleeper {
-                case .announced(let deadline), .waiting(let deadline, _): return deadline.offset
+                case .announced(let deadline), .waiting(let deadline, _): return origin.duration(to: deadline)
                 case .cancelled: return nil
                 }
             }.sorted()
@@ -55,7 +56,7 @@ public final class ManualClock: Clock, RivetClock, Sendable {
     public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         try Task.checkCancellation()
         let id: UInt64? = state.withLock { state in
-            guard deadline > state.now else { return nil }
+            guard deadline > origin.advanced(by: state.offset) else { return nil }
             let id = state.nextID
             state.nextID += 1
             state.sleepers[id] = .announced(deadline: deadline)
@@ -69,7 +70,7 @@ public final class ManualClock: Clock, RivetClock, Sendable {
                         state.sleepers[id] = nil
                         return .failure(CancellationError())
                     }
-                    if deadline <= state.now {
+                    if deadline <= self.origin.advanced(by: state.offset) {
                         state.sleepers[id] = nil
                         return .success(())
                     }
@@ -98,14 +99,15 @@ public final class ManualClock: Clock, RivetClock, Sendable {
     /// Moves time forward and wakes every sleeper whose deadline it reaches.
     public func advance(by duration: Duration) {
         let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            state.now = state.now.advanced(by: duration)
+            state.offset += duration
+            let now = origin.advanced(by: state.offset)
             var woken: [CheckedContinuation<Void, any Error>] = []
             for (id, sleeper) in state.sleepers {
                 switch sleeper {
-                case .waiting(let deadline, let continuation) where deadline <= state.now:
+                case .waiting(let deadline, let continuation) where deadline <= now:
                     woken.append(continuation)
                     state.sleepers[id] = nil
-                case .announced(let deadline) where deadline <= state.now:
+                case .announced(let deadline) where deadline <= now:
                     state.sleepers[id] = nil
                 default:
                     break
@@ -116,25 +118,22 @@ public final class ManualClock: Clock, RivetClock, Sendable {
         for continuation in woken { continuation.resume() }
     }
 
-    // MARK: RivetClock
-
-    /// The offset.
-    public func monotonicNow() -> Duration { now.offset }
+    // MARK: Wall clock
 
     /// `wallClockStart` plus the offset.
-    public func wallClockNow() -> Date {
-        let (seconds, attoseconds) = now.offset.components
-        return wallClockStart + (TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18)
+    public var wallClockNow: WallClockTime {
+        WallClockTime(sinceEpoch: .seconds(wallClockStart.timeIntervalSince1970)) + offset
     }
 
     /// Returns once `advance` brings the wall clock to `deadline`.
-    public func sleep(until deadline: Date) async throws {
-        try await sleep(until: Instant(offset: .seconds(deadline.timeIntervalSince(wallClockStart))), tolerance: nil)
+    public func sleep(untilWallClock deadline: WallClockTime) async throws {
+        let start = WallClockTime(sinceEpoch: .seconds(wallClockStart.timeIntervalSince1970))
+        try await sleep(until: origin.advanced(by: start.duration(to: deadline)), tolerance: nil)
     }
 
     /// Moves the wall clock forward to `date` and wakes every sleeper whose deadline it reaches.
     public func advance(toWallClock date: Date) {
-        advance(by: .seconds(date.timeIntervalSince(wallClockStart)) - now.offset)
+        advance(by: .seconds(date.timeIntervalSince(wallClockStart)) - offset)
     }
 
     /// Waits until at least one task sleeps on the clock, at most 5 s.

@@ -5,6 +5,7 @@ import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// How a backend process ended.
@@ -80,7 +81,9 @@ final class BackendProcess: @unchecked Sendable {
     /// Bytes of `outbox` per owner (a session's number), for the per-session queue bound.
     private var ownerBytes: [UInt64: Int] = [:]
     /// When the backend last took bytes from its stdin, or when bytes began waiting for it.
-    private var lastProgress = ContinuousClock.now
+    /// The clock of the stall watchdog.
+    private let clock: any RivetClock
+    private var lastProgress: ContinuousClock.Instant
     /// The session loop's watch of stdout (set once at spawn).
     private var stdoutWatch: StreamLoopWatch?
     private let loop: StreamEventLoop
@@ -100,8 +103,10 @@ final class BackendProcess: @unchecked Sendable {
 
     private init(
         generation: UInt64, pid: pid_t, stdinFD: Int32, stdoutFD: Int32, stderrFD: Int32, limits: RVT1Limits,
-        callbacks: BackendCallbacks, loop: StreamEventLoop
+        callbacks: BackendCallbacks, loop: StreamEventLoop, clock: any RivetClock
     ) {
+        self.clock = clock
+        self.lastProgress = clock.now
         self.loop = loop
         self.stdoutDecoder = RVT1StreamDecoder(limits: limits)
         self.generation = generation
@@ -119,7 +124,7 @@ final class BackendProcess: @unchecked Sendable {
     /// - Throws: ``RivetDaemonError/backendFailed`` naming the command and the system's reason.
     static func spawn(
         command: [String], generation: UInt64, hello: [UInt8], limits: RVT1Limits, callbacks: BackendCallbacks,
-        loop: StreamEventLoop
+        loop: StreamEventLoop, clock: any RivetClock
     ) throws(RivetDaemonError) -> BackendProcess {
         precondition(!command.isEmpty, "a backend command needs a program")
         var descriptors: [Int32] = []
@@ -179,7 +184,7 @@ final class BackendProcess: @unchecked Sendable {
         _ = fcntl(errors.read, pipeSetSize, Int32(stderrChunk))
         let process = BackendProcess(
             generation: generation, pid: pid, stdinFD: input.write, stdoutFD: output.read, stderrFD: errors.read,
-            limits: limits, callbacks: callbacks, loop: loop)
+            limits: limits, callbacks: callbacks, loop: loop, clock: clock)
         process.outbox.append(hello)
         startThread("rivetd.backend.stdin") { process.writeLoop() }
         let watch = loop.watch(output.read, readable: { process.readStdout() }, removed: { process.stdoutEnded() })
@@ -209,7 +214,7 @@ final class BackendProcess: @unchecked Sendable {
                 }
                 if offset == bytes.count { return }
             }
-            if outbox.isEmpty || offset > 0 { lastProgress = .now }
+            if outbox.isEmpty || offset > 0 { lastProgress = clock.now }
             outbox.append(offset == 0 ? bytes : Array(bytes[offset...]), owner: owner)
             if owner != 0 { ownerBytes[owner, default: 0] += bytes.count - offset }
             monitor.broadcast()
@@ -298,7 +303,7 @@ final class BackendProcess: @unchecked Sendable {
             }
             if written > 0 {
                 offset += written
-                monitor.withLock { lastProgress = .now }
+                monitor.withLock { lastProgress = clock.now }
                 continue
             }
             guard written < 0 && errno == EAGAIN else { return false }

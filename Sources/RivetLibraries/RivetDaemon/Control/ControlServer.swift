@@ -5,6 +5,7 @@ import SystemKit
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// The control socket: a Unix stream socket (mode 0600, in a directory of mode 0700, with
@@ -37,11 +38,17 @@ final class ControlServer: @unchecked Sendable {
     private let monitor = Monitor()
     private var listenFD: Int32 = -1
     private var wake: (read: Int32, write: Int32) = (-1, -1)
+    /// The clock of the idle timeout.
+    private let clock: any RivetClock
     private var connections: Set<Int32> = []
     private var threads = 0
     private var stopping = false
 
-    init(path: String, log: RivetDaemonLog, handler: @escaping @Sendable (RivetControlRequest) -> RivetControlJSON) {
+    init(
+        path: String, log: RivetDaemonLog, clock: any RivetClock,
+        handler: @escaping @Sendable (RivetControlRequest) -> RivetControlJSON
+    ) {
+        self.clock = clock
         self.path = path
         self.log = log
         self.handler = handler
@@ -194,11 +201,11 @@ final class ControlServer: @unchecked Sendable {
         var line: [UInt8] = []
         var discarding = false
         var chunk = [UInt8](repeating: 0, count: 4096)
-        var lastActivity = ContinuousClock.now
+        var lastActivity = clock.now
         serving: while !monitor.withLock({ stopping }) {
             guard let ready = try? Poll.wait(fd, for: Int16(POLLIN), timeout: 1000) else { break }
             if ready == 0 {
-                if ContinuousClock.now - lastActivity > Self.idleTimeout { break }
+                if clock.now - lastActivity > Self.idleTimeout { break }
                 continue
             }
             let count = chunk.withUnsafeMutableBytes { raw in retryingInterrupts { read(fd, raw.baseAddress, raw.count) } }
@@ -207,7 +214,7 @@ final class ControlServer: @unchecked Sendable {
                 if errno == EAGAIN { continue }
                 break
             }
-            lastActivity = .now
+            lastActivity = clock.now
             var start = 0
             while start < count {
                 let newline = chunk[start..<count].firstIndex(of: UInt8(ascii: "\n"))
@@ -231,7 +238,7 @@ final class ControlServer: @unchecked Sendable {
                 discarding = false
                 line = []
                 if !Self.send(response, to: fd) { break serving }
-                lastActivity = .now
+                lastActivity = clock.now
                 start = newline + 1
             }
         }

@@ -9,6 +9,7 @@ import RivetWire
 import ThreadSupport
 #if canImport(Glibc)
 import Glibc
+import Timekeeping
 #endif
 
 /// The one owner of the gateway's state: the `RivetDeviceGateway` value, the session links and
@@ -55,7 +56,9 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     private var backendStopping = false
     private var timerRunning = false
     private var timerStop = false
-    private let origin = ContinuousClock.now
+    /// The clock of every deadline, the backoff and the timer.
+    private let clock: any RivetClock
+    private let origin: ContinuousClock.Instant
 
     private let backendCommand: [String]
     private let backendLimits: RivetBackendLimits
@@ -84,8 +87,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
         policy: RivetDeviceGatewayPolicy, limits: RivetDeviceGatewayLimits, sessionLimits: RivetSessionLimits = RivetSessionLimits(),
         backendCommand: [String],
         applicationID: RivetApplicationID, backendLimits: RivetBackendLimits = RivetBackendLimits(), log: RivetDaemonLog,
-        sessionLoop: StreamEventLoop, tick: @escaping @Sendable () -> Void
+        sessionLoop: StreamEventLoop, clock: any RivetClock, tick: @escaping @Sendable () -> Void
     ) {
+        self.clock = clock
+        self.origin = clock.now
         self.backendLimits = backendLimits
         self.sessionLoop = sessionLoop
         self.sessionLimits = sessionLimits
@@ -151,7 +156,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                 let link = SessionLink(id: id, context: session, stream: stream, hello: hello)
                 links[id] = link
                 sessionByConnection[session.connectionID] = id
-                helloDeadlines[id] = .now + sessionLimits.helloTimeout
+                helloDeadlines[id] = clock.now + sessionLimits.helloTimeout
                 // The timer thread may be waiting past this deadline.
                 monitor.broadcast()
                 return link
@@ -163,7 +168,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             let reason: RivetDeviceGatewayCloseReason = monitor.withLock {
                 revokedDevices.contains(session.device.deviceID) ? .revoked : .shutdown
             }
-            try? stream.write(hello + (encode(reason.frame) ?? []), deadline: .now + SessionLink.writeSlice)
+            try? stream.write(hello + (encode(reason.frame) ?? []), deadline: clock.now + SessionLink.writeSlice)
             stream.close()
             log.info("closed a new session of device \(session.device.deviceID): \(reason)")
             return
@@ -294,7 +299,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             for session in gateway.sessions { perform(gateway.closeSession(session.id, reason: .shutdown)) }
             return open
         }
-        let deadline = ContinuousClock.now + timeout
+        let deadline = clock.now + timeout
         for link in closing { _ = link.stream.waitUntilClosed(deadline: deadline) }
     }
 
@@ -327,9 +332,9 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             exited: { [weak self] generation, exit in self?.backendExited(generation, exit) })
         let process = try BackendProcess.spawn(
             command: backendCommand, generation: backendGeneration, hello: hello, limits: frameLimits,
-            callbacks: callbacks, loop: sessionLoop)
+            callbacks: callbacks, loop: sessionLoop, clock: clock)
         backend = process
-        backoff.opened(at: ContinuousClock.now - origin)
+        backoff.opened(at: clock.now - origin)
         return process
     }
 
@@ -373,8 +378,8 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                 log.info("backend (pid \(process.pid)) \(exit)")
                 return
             }
-            let delay = backoff.ended(at: ContinuousClock.now - origin)
-            restartAt = .now + delay
+            let delay = backoff.ended(at: clock.now - origin)
+            restartAt = clock.now + delay
             log.warn("backend (pid \(process.pid)) \(exit); pending calls failed with rivet.backend-unavailable; restarting in \(Self.seconds(delay))")
         }
     }
@@ -400,17 +405,17 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     /// Arms the next signal for a backend that was asked to stop. Call under the lock.
     private func escalate(_ process: BackendProcess) {
         if escalation?.process !== process {
-            escalation = (process, SIGTERM, .now + Self.backendGrace)
+            escalation = (process, SIGTERM, clock.now + Self.backendGrace)
             monitor.broadcast()
         }
     }
 
     private func timerLoop() {
-        var nextTick = ContinuousClock.now + .seconds(1)
+        var nextTick = clock.now + .seconds(1)
         while true {
             let tickDue: Bool = monitor.withLock {
                 while !timerStop {
-                    let now = ContinuousClock.now
+                    let now = clock.now
                     if now >= nextTick { return true }
                     if let at = restartAt, now >= at {
                         restartAt = nil
@@ -446,7 +451,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             }
             guard tickDue else { return }
             tick()
-            nextTick = .now + .seconds(1)
+            nextTick = clock.now + .seconds(1)
         }
     }
 
@@ -472,7 +477,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     /// Call under the lock.
     private func addDeadline(_ host: RVT1RequestID) {
         while deadlinesHead < deadlines.count, !gateway.isPending(host: deadlines[deadlinesHead].host) { popDeadline() }
-        deadlines.append((host: host, at: ContinuousClock.now + backendLimits.callDeadline))
+        deadlines.append((host: host, at: clock.now + backendLimits.callDeadline))
         if deadlines.count == deadlinesHead + 1 { monitor.broadcast() }
     }
 
@@ -491,10 +496,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     /// calls fail with `rivet.backend-unavailable`, it is sent SIGTERM (SIGKILL after the grace)
     /// and restarted once it exits. Call under the lock.
     private func restartStalled(_ process: BackendProcess, queued: Int, since: ContinuousClock.Instant) {
-        log.warn("backend (pid \(process.pid)) has read none of the \(queued) bytes queued for its stdin for \(Self.seconds(ContinuousClock.now - since)); stopping it to restart it")
+        log.warn("backend (pid \(process.pid)) has read none of the \(queued) bytes queued for its stdin for \(Self.seconds(clock.now - since)); stopping it to restart it")
         process.closeInput()
         process.signal(SIGTERM)
-        escalation = (process, SIGKILL, .now + Self.backendGrace)
+        escalation = (process, SIGKILL, clock.now + Self.backendGrace)
         perform(gateway.backendDied())
         monitor.broadcast()
     }
@@ -507,8 +512,8 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             gateway.backendRestarted()
             log.info("backend restarted: \(backendCommand[0]) (pid \(process.pid)); calls are forwarded again")
         } catch {
-            let delay = backoff.ended(at: ContinuousClock.now - origin)
-            restartAt = .now + delay
+            let delay = backoff.ended(at: clock.now - origin)
+            restartAt = clock.now + delay
             log.error("\(error.message); trying again in \(Self.seconds(delay))")
         }
     }

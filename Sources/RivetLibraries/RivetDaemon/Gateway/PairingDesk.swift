@@ -8,6 +8,7 @@ import RivetSession
 import Synchronization
 import RivetTransport
 import ThreadSupport
+import Timekeeping
 
 /// The daemon's pairing host: `RivetPairingService` (the coordinator's rules, storing completed
 /// pairings in the registry) with the control socket's person on the desktop side.
@@ -21,6 +22,8 @@ final class PairingDesk: RivetPairingHost {
     private let applicationID: RivetApplicationID
     private let serverFingerprint: SPKIFingerprint
     private let log: RivetDaemonLog
+    /// The clock of the window's deadlines.
+    private let clock: any RivetClock
     /// The numeric address the listener is bound to, once it is.
     private let listenAddress = Mutex<(host: String, port: UInt16)?>(nil)
 
@@ -29,14 +32,17 @@ final class PairingDesk: RivetPairingHost {
 
     init(
         serverFingerprint: SPKIFingerprint, store: RivetDevicePairingStore, applicationID: RivetApplicationID,
-        discoverySecret: RivetDiscoverySecret, log: RivetDaemonLog
+        discoverySecret: RivetDiscoverySecret, log: RivetDaemonLog, clock: any RivetClock
     ) {
-        let state = DeskState()
+        let state = DeskState(clock: clock)
         self.state = state
+        self.clock = clock
         self.applicationID = applicationID
         self.serverFingerprint = serverFingerprint
         self.log = log
-        service = RivetPairingService(serverFingerprint: serverFingerprint, discoverySecret: discoverySecret, store: store) { event in
+        service = RivetPairingService(
+            serverFingerprint: serverFingerprint, discoverySecret: discoverySecret, store: store, clock: clock
+        ) { event in
             state.record(event, log: log)
         }
     }
@@ -137,7 +143,7 @@ final class PairingDesk: RivetPairingHost {
     /// `changedAfter` (a window opened or closed, an attempt began, advanced or ended): so a
     /// desktop waiting on the daemon misses no change between two polls.
     func pending(changedAfter: Int64, wait: Duration) -> RivetControlJSON {
-        state.waitForChange(after: changedAfter, until: .now + wait)
+        state.waitForChange(after: changedAfter, until: clock.now + wait)
         return pending()
     }
 
@@ -203,20 +209,20 @@ final class PairingDesk: RivetPairingHost {
             throw RivetControlError(error)
         }
         guard let attempt = attempt ?? service.pendingAttempt else { throw RivetControlError(.noAttempt) }
-        let windowEnd = ContinuousClock.now + attempt.timeLeft + .seconds(1)
+        let windowEnd = clock.now + attempt.timeLeft + .seconds(1)
         var completedAt: ContinuousClock.Instant?
         while true {
-            if let outcome = state.waitForOutcome(after: before, until: .now + .milliseconds(100)) {
+            if let outcome = state.waitForOutcome(after: before, until: clock.now + .milliseconds(100)) {
                 switch outcome {
                 case .paired(let device): return device
                 case .storeFailed(let message): throw RivetControlError.registryFailed.with(message)
                 }
             }
-            if service.pendingAttempt?.connection == attempt.connection && ContinuousClock.now < windowEnd { continue }
+            if service.pendingAttempt?.connection == attempt.connection && clock.now < windowEnd { continue }
             // The attempt is over: completed (its record follows at once) or ended.
             if case .closed(.paired?) = service.state {
-                if completedAt == nil { completedAt = .now }
-                if ContinuousClock.now < completedAt! + Self.completionGrace { continue }
+                if completedAt == nil { completedAt = clock.now }
+                if clock.now < completedAt! + Self.completionGrace { continue }
             }
             throw RivetControlError.attemptEnded.with(
                 "the attempt of \(attempt.deviceName.quoted) ended before both sides confirmed: the device rejected the code or left, or the window closed")
@@ -271,6 +277,9 @@ private final class DeskState: @unchecked Sendable {
     private var changes: Int64 = 0
     private var failedAttempts: [FailedAttempt] = []
     private var windowEnd: ContinuousClock.Instant?
+    private let clock: any RivetClock
+
+    init(clock: any RivetClock) { self.clock = clock }
     /// The last attempt that ended without pairing (name and address), for the window's end.
     private var lastEnded: (name: RivetDeviceName, peer: String)?
 
@@ -293,7 +302,7 @@ private final class DeskState: @unchecked Sendable {
     var timeLeft: Duration? {
         monitor.withLock {
             guard let windowEnd else { return nil }
-            let left = ContinuousClock.now.duration(to: windowEnd)
+            let left = clock.now.duration(to: windowEnd)
             return left > .zero ? left : nil
         }
     }
@@ -302,7 +311,7 @@ private final class DeskState: @unchecked Sendable {
         monitor.withLock {
             switch event {
             case .windowOpened(let timeLeft):
-                windowEnd = .now + timeLeft
+                windowEnd = clock.now + timeLeft
                 failedAttempts = []
                 log.info("pairing window opened for \(timeLeft.components.seconds) s")
             case .attempt(let attempt):

@@ -4,6 +4,7 @@ import RivetServer
 import RivetTransport
 import RivetWire
 import ThreadSupport
+import Timekeeping
 
 /// One authenticated session's I/O. What the device sends is decoded on the stream's own I/O
 /// thread (`deliverIncoming`) and handed to the core frame by frame; what the gateway sends
@@ -46,7 +47,7 @@ final class SessionLink: @unchecked Sendable {
         self.id = id
         self.context = context
         self.stream = stream
-        self.started = Date()
+        self.started = Date(timeIntervalSince1970: stream.clock.wallClockNow.seconds)
         self.hello = hello
     }
 
@@ -56,7 +57,7 @@ final class SessionLink: @unchecked Sendable {
         let needWriter: Bool = monitor.withLock {
             if !closing {
                 do throws(RivetStreamError) {
-                    try stream.write(hello, deadline: .now)
+                    try stream.write(hello, deadline: self.stream.clock.now)
                     opened = true
                 } catch {
                     // No room or a failed stream: the writer retries and reports a failure.
@@ -84,7 +85,7 @@ final class SessionLink: @unchecked Sendable {
             // writer is busy and writing here keeps the order.
             if opened && outbox.isEmpty {
                 do throws(RivetStreamError) {
-                    try stream.write(bytes, deadline: .now)
+                    try stream.write(bytes, deadline: self.stream.clock.now)
                     return (true, false)
                 } catch {
                     // No room now (or the stream failed, which the writer will find): queue it.
@@ -123,7 +124,7 @@ final class SessionLink: @unchecked Sendable {
             if outbox.count > 1 && outbox.byteCount <= Self.flushBatchBytes {
                 let entries = outbox.queued
                 do throws(RivetStreamError) {
-                    try stream.write(Array(entries.map(\.bytes).joined()), deadline: .now)
+                    try stream.write(Array(entries.map(\.bytes).joined()), deadline: self.stream.clock.now)
                     counted = entries.reduce(0) { $0 + ($1.counted ? $1.bytes.count : 0) }
                     outbox.removeAll()
                     return (counted, false)
@@ -135,7 +136,7 @@ final class SessionLink: @unchecked Sendable {
             }
             while let entry = outbox.firstEntry {
                 do throws(RivetStreamError) {
-                    try stream.write(entry.bytes, deadline: .now)
+                    try stream.write(entry.bytes, deadline: self.stream.clock.now)
                 } catch {
                     // No room (or a failed stream, which the writer finds): the writer waits.
                     writerRunning = true
@@ -168,10 +169,10 @@ final class SessionLink: @unchecked Sendable {
         guard writeHere else { return }
         if let farewell {
             do throws(RivetStreamError) {
-                try stream.write(farewell, deadline: .now)
+                try stream.write(farewell, deadline: self.stream.clock.now)
             } catch where error == .timedOut {
                 startThread("rivetd.session.\(id.rawValue).bye") {
-                    try? self.stream.write(farewell, deadline: .now + Self.writeSlice)
+                    try? self.stream.write(farewell, deadline: self.stream.clock.now + Self.writeSlice)
                     self.stream.close()
                 }
                 return
@@ -223,7 +224,7 @@ final class SessionLink: @unchecked Sendable {
             }
         }
         if let last = monitor.withLock({ farewell }) {
-            try? stream.write(last, deadline: .now + Self.writeSlice)
+            try? stream.write(last, deadline: self.stream.clock.now + Self.writeSlice)
         }
         stream.close()
     }
@@ -237,7 +238,7 @@ final class SessionLink: @unchecked Sendable {
     private func writeWhole(_ bytes: [UInt8], core: GatewayCore) -> WriteOutcome {
         while true {
             do throws(RivetStreamError) {
-                try stream.write(bytes, deadline: .now + Self.writeSlice)
+                try stream.write(bytes, deadline: self.stream.clock.now + Self.writeSlice)
                 return .written
             } catch where error == .timedOut {
                 if isClosing { return .closing }

@@ -1,4 +1,5 @@
 import Synchronization
+import Timekeeping
 
 /// Evictions of pending connections, summed up in at most one log line per interval (1 s), so a
 /// flood of connections cannot flood the log: "N pending connections evicted in the last T s
@@ -18,13 +19,18 @@ final class EvictionLog: Sendable {
     /// Distinct source addresses counted per line; more are counted in the total only.
     static let maximumSources = 256
 
-    init(interval: Duration = .seconds(1), write: @escaping @Sendable (String) -> Void) {
+    /// The clock evictions and flushes are timed on.
+    private let clock: any RivetClock
+
+    init(interval: Duration = .seconds(1), clock: any RivetClock, write: @escaping @Sendable (String) -> Void) {
+        self.clock = clock
         self.interval = interval
         self.write = write
     }
 
     /// Notes one eviction of a connection from `peer` (`host:port` or `[host]:port`).
-    func evicted(peer: String, at now: ContinuousClock.Instant = .now) {
+    func evicted(peer: String) {
+        let now = clock.now
         let line: String? = state.withLock { state in
             if state.count == 0 { state.since = now }
             state.count += 1
@@ -39,7 +45,8 @@ final class EvictionLog: Sendable {
 
     /// Writes the summary of evictions not yet reported, if the interval since the last line
     /// has passed.
-    func flush(at now: ContinuousClock.Instant = .now) {
+    func flush() {
+        let now = clock.now
         let line = state.withLock { Self.due(&$0, now: now, interval: interval) }
         if let line { write(line) }
     }

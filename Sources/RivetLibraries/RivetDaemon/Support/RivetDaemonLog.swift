@@ -4,6 +4,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 import SystemKit
+import Timekeeping
 #endif
 
 /// How much the daemon logs: each level includes the ones before it.
@@ -68,6 +69,8 @@ public struct RivetDaemonLog: Sendable {
     private let sink: @Sendable (String) -> Void
     /// The buckets of ``limited(_:source:_:)``, shared by every copy of this log.
     private let limiter: LimiterBox
+    /// The clock of the lines' times and of the limiter's buckets.
+    private let clock: any RivetClock
 
     /// A log writing lines at or below `level` to `sink` (standard error by default); lines
     /// logged with ``limited(_:source:_:)`` are bounded by `limits`.
@@ -75,13 +78,15 @@ public struct RivetDaemonLog: Sendable {
         level: RivetLogLevel, tag: String = "rivetd",
         journal: Bool = RivetDaemonLog.standardErrorIsJournal(),
         limits: RivetLogLimiter.Limits = RivetLogLimiter.Limits(),
-        sink: @escaping @Sendable (String) -> Void = RivetDaemonLog.standardError
+        sink: @escaping @Sendable (String) -> Void = RivetDaemonLog.standardError,
+        clock: any RivetClock = SystemClock()
     ) {
+        self.clock = clock
         self.level = level
         self.tag = tag
         self.journal = journal
         self.sink = sink
-        self.limiter = LimiterBox(limits: limits)
+        self.limiter = LimiterBox(limits: limits, clock: clock)
     }
 
     /// Whether standard error is the journal's stream: `JOURNAL_STREAM` (`DEVICE:INODE`, set by
@@ -99,8 +104,8 @@ public struct RivetDaemonLog: Sendable {
     }
 
     /// `now` as `YYYY-MM-DDTHH:MM:SS.mmmZ` (UTC).
-    static func timestamp(_ now: timespec = { var now = timespec(); clock_gettime(CLOCK_REALTIME, &now); return now }()) -> String {
-        var seconds = now.tv_sec
+    static func timestamp(_ now: WallClockTime) -> String {
+        var seconds = time_t(now.sinceEpoch.components.seconds)
         var parts = tm()
         gmtime_r(&seconds, &parts)
         func pad(_ value: Int32, _ width: Int) -> String {
@@ -108,7 +113,7 @@ public struct RivetDaemonLog: Sendable {
             return String(repeating: "0", count: max(0, width - text.count)) + text
         }
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(now.tv_nsec / 1_000_000), 3))Z"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(now.sinceEpoch.components.attoseconds / 1_000_000_000_000_000), 3))Z"
     }
 
     /// Writes one line to standard error with a single `write(2)` per line.
@@ -134,7 +139,7 @@ public struct RivetDaemonLog: Sendable {
     public func log(_ level: RivetLogLevel, _ message: @autoclosure () -> String) {
         guard enabled(level) else { return }
         let text = Diagnostics.oneLine(message())
-        sink(journal ? "<\(level.journalPriority)>\(text)\n" : "\(Self.timestamp()) \(tag): \(level): \(text)\n")
+        sink(journal ? "<\(level.journalPriority)>\(text)\n" : "\(Self.timestamp(clock.wallClockNow)) \(tag): \(level): \(text)\n")
     }
 
     /// Logs `message` at `level` unless `source` (a stranger's address, the backend) has used
@@ -176,12 +181,17 @@ private let stderrLock = Mutex(())
 
 /// A ``RivetLogLimiter`` behind a lock, timed by the monotonic clock.
 private final class LimiterBox: Sendable {
-    private let origin = ContinuousClock.now
+    private let clock: any RivetClock
+    private let origin: ContinuousClock.Instant
     private let state: Mutex<RivetLogLimiter>
 
-    init(limits: RivetLogLimiter.Limits) { state = Mutex(RivetLogLimiter(limits: limits)) }
+    init(limits: RivetLogLimiter.Limits, clock: any RivetClock) {
+        self.clock = clock
+        origin = clock.now
+        state = Mutex(RivetLogLimiter(limits: limits))
+    }
 
-    private var now: Duration { ContinuousClock.now - origin }
+    private var now: Duration { clock.now - origin }
 
     func admit(_ source: String) -> Bool {
         let now = self.now

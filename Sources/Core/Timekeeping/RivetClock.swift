@@ -1,0 +1,52 @@
+/// A reading of the wall clock: the time since the Unix epoch (1970-01-01 00:00:00 UTC).
+///
+/// A plain value, so the pure modules can carry a wall-clock time without Foundation; a public
+/// API that keeps `Date` converts at its edge (`Date(timeIntervalSince1970: time.seconds)`).
+public struct WallClockTime: Comparable, Hashable, Sendable {
+    /// Time since the epoch.
+    public var sinceEpoch: Duration
+
+    /// The wall-clock time `sinceEpoch` after the epoch.
+    public init(sinceEpoch: Duration) { self.sinceEpoch = sinceEpoch }
+
+    /// Seconds since the epoch, with the fraction, as `Date(timeIntervalSince1970:)` takes them.
+    public var seconds: Double {
+        let (seconds, attoseconds) = sinceEpoch.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// The time `duration` later.
+    public static func + (time: WallClockTime, duration: Duration) -> WallClockTime {
+        WallClockTime(sinceEpoch: time.sinceEpoch + duration)
+    }
+
+    /// The time from `self` to `other` (negative when `other` is earlier).
+    public func duration(to other: WallClockTime) -> Duration { other.sinceEpoch - sinceEpoch }
+
+    public static func < (lhs: WallClockTime, rhs: WallClockTime) -> Bool { lhs.sinceEpoch < rhs.sinceEpoch }
+}
+
+/// Where every Rivet and Rastrillo module reads the time: the one clock.
+///
+/// A Swift `Clock` on `ContinuousClock`'s instants (monotonic: it never jumps when the wall
+/// clock is set), so its instants are the deadlines the I/O layers already take, plus the wall
+/// clock (a paired device's `created` date, the discovery hour) and a sleep until a wall-clock
+/// time (the advertiser's hourly rotation). Production code uses `SystemClock` (SystemKit);
+/// tests inject `ManualClock` (TestSupport), which moves only when the test advances it.
+/// Nothing else reads `ContinuousClock.now`, `Date()` or `clock_gettime`
+/// (`SystemLayerTests` checks it).
+public protocol RivetClock: Clock, Sendable where Instant == ContinuousClock.Instant {
+    /// The current wall-clock time.
+    var wallClockNow: WallClockTime { get }
+    /// Suspends until `wallClockNow >= deadline`. Throws `CancellationError` when the task is
+    /// cancelled.
+    func sleep(untilWallClock deadline: WallClockTime) async throws
+}
+
+extension RivetClock {
+    /// The instant `duration` from now: a deadline.
+    public func deadline(after duration: Duration) -> Instant { now.advanced(by: duration) }
+
+    /// The time elapsed since `instant` on this clock.
+    public func elapsed(since instant: Instant) -> Duration { instant.duration(to: now) }
+}
