@@ -104,7 +104,7 @@ let package = Package(
         .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ByteText", "SystemKit"],
             path: "Sources/RastrilloLibraries/RastrilloCLI"),
         .executableTarget(
-            name: "rastrillo-fetch", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+            name: "rastrillo-fetch", dependencies: ["ByteText", "RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
                 path: "Sources/Tools/rastrillo-fetch",
             exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
@@ -128,7 +128,7 @@ let package = Package(
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["ByteText"], path: "Sources/Core/RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["RivetWire", "SystemKit"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetDevice", dependencies: ["ByteText", "RivetWire", "SystemKit"], path: "Sources/Core/RivetDevice"),
         .target(name: "RivetSchema", path: "Sources/Core/RivetSchema"),
         .target(name: "RivetGateway", dependencies: ["RivetWire", "RivetSchema", "RivetPairing"],
             path: "Sources/Core/RivetGateway"),
@@ -162,6 +162,8 @@ let package = Package(
         .executableTarget(
             name: "fuzz-link", dependencies: ["RivetPairing", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-link"),
         .executableTarget(
+            name: "fuzz-json", dependencies: ["ByteText", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-json"),
+        .executableTarget(
             name: "rivet-bench-handshake",
             dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
@@ -178,7 +180,7 @@ let package = Package(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
+        .target(name: "RivetControl", dependencies: ["ByteText", "RivetPairing", "SystemKit"], path: "Sources/RivetLibraries/RivetControl"),
         .target(
             name: "RivetCompanion",
             dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],
@@ -242,7 +244,7 @@ let package = Package(
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit"]),
-        .testTarget(name: "ByteTextTests", dependencies: ["ByteText"]),
+        .testTarget(name: "ByteTextTests", dependencies: ["ByteText", "ToolTestSupport", "fuzz-json"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),

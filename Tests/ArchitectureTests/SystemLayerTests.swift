@@ -3,7 +3,8 @@ import Testing
 
 /// What only the system layer may write: SystemKit owns EINTR and pipes; ThreadSupport owns
 /// starting a thread; ByteText (pure) owns hex digits; and what only a C library's wrapper may
-/// write: its `import` (`Layering.wrapper`). Comment lines are not code and are skipped.
+/// write: its `import` (`Layering.wrapper`). ByteText also owns Base64 alphabets and JSON, which
+/// nothing reads or writes with Foundation. Comment lines are not code and are skipped.
 enum SystemLayer {
     struct Rule {
         let what: String
@@ -16,6 +17,12 @@ enum SystemLayer {
         rule("an EINTR check (use SystemKit's retryingInterrupts)", #"\bEINTR\b"#, owner: "SystemKit"),
         rule("a pipe made by hand (use SystemKit's PipeEnds)", #"(?<![A-Za-z0-9_.])pipe2?\s*\("#, owner: "SystemKit"),
         rule("a hex digit table (use ByteText's Hex)", #"0123456789abcdef"#, owner: "ByteText"),
+        rule(
+            "a Base64 alphabet (use ByteText's Base64)", #"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"#,
+            owner: "ByteText"),
+        rule(
+            "Foundation JSON (use ByteText's JSONParser and JSONWriter)", #"\b(JSONSerialization|JSONEncoder|JSONDecoder)\b"#,
+            owner: "ByteText"),
         rule("a thread started by hand (use ThreadSupport)", #"\bpthread_create\s*\("#, owner: "ThreadSupport"),
         rule(
             "a Foundation Thread (use ThreadSupport)", #"(?<![A-Za-z0-9_.])Thread\s*(\(|\{)|Thread\.detachNewThread"#,
@@ -110,6 +117,12 @@ enum SystemLayer {
             ("A/Loop.swift", "if errno == EINTR { continue }"),
             ("A/Pipe.swift", "guard pipe(&fds) == 0 else { return }"),
             ("A/Hex.swift", #"let digits = Array("0123456789abcdef".utf8)"#),
+            ("A/Base64.swift", #"let digits = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)"#),
+            ("A/Decode.swift", "let value = try JSONDecoder().decode(T.self, from: data)"),
+            ("A/Parse.swift", "let object = try JSONSerialization.jsonObject(with: data)"),
+            ("A/Encode.swift", "let encoder = JSONEncoder()"),
+            ("A/Prose.swift", "/// byte for byte what JSONEncoder writes\nlet writer = JSONWriter()"),
+            ("ByteText/Base64.swift", #"Array(("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789" + two).utf8)"#),
             ("A/Raw.swift", "let code = pthread_create(&thread, nil, body, nil)"),
             ("A/Thread.swift", "Thread { work() }.start()"),
             ("A/Draw.swift", "internal import CQRencode"),
@@ -120,9 +133,13 @@ enum SystemLayer {
         ]
         #expect(
             SystemLayer.violations(in: files) == [
+                "A/Base64.swift:1: a Base64 alphabet (use ByteText's Base64)",
+                "A/Decode.swift:1: Foundation JSON (use ByteText's JSONParser and JSONWriter)",
                 "A/Draw.swift:1: an import of CQRencode (only QRCodeKit wraps it)",
+                "A/Encode.swift:1: Foundation JSON (use ByteText's JSONParser and JSONWriter)",
                 "A/Hex.swift:1: a hex digit table (use ByteText's Hex)",
                 "A/Loop.swift:1: an EINTR check (use SystemKit's retryingInterrupts)",
+                "A/Parse.swift:1: Foundation JSON (use ByteText's JSONParser and JSONWriter)",
                 "A/Pipe.swift:1: a pipe made by hand (use SystemKit's PipeEnds)",
                 "A/Raw.swift:1: a thread started by hand (use ThreadSupport)",
                 "A/Thread.swift:1: a Foundation Thread (use ThreadSupport)",
