@@ -1,9 +1,10 @@
 /// Decodes `Decodable` values from a ``JSONValue`` with the standard library alone, as
 /// swift-foundation's `JSONDecoder` with its default strategies: the same `DecodingError` for a
 /// missing key (`keyNotFound`), a null where a value is needed (`valueNotFound`), a value of
-/// another JSON kind (`typeMismatch`) and a number the type cannot hold (`dataCorrupted`), with
-/// the same coding paths (`Index 2` for an array element). Foundation's `Data` reads standard
-/// Base64 (strictly: only the canonical text), `Date` its `Codable` form.
+/// another JSON kind (`typeMismatch`) and a number the type cannot hold (`dataCorrupted`, at the
+/// top as Foundation reports it), with the same coding paths (`Index 2` for an array element).
+/// Foundation's `Data` reads standard Base64 (strictly: only the canonical text), `Date` its
+/// `Codable` form.
 public struct JSONValueDecoder: Sendable {
     /// A decoder.
     public init() {}
@@ -19,8 +20,6 @@ public struct JSONValueDecoder: Sendable {
 struct JSONTreeDecoder: Decoder {
     let value: JSONValue
     let codingPath: [any CodingKey]
-    /// Whether a container made this decoder for one member or element.
-    var fromContainer = false
 
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -36,12 +35,8 @@ struct JSONTreeDecoder: Decoder {
             // Data's Codable form is the array of its bytes.
             return try T(from: JSONTreeDecoder(value: .array(bytes.map { .integer($0) }), codingPath: codingPath))
         }
-        return try T(from: standalone)
+        return try T(from: self)
     }
-
-    /// This decoder as one handed to a type's `init(from:)`, whose own single-value reads report
-    /// their full path.
-    var standalone: JSONTreeDecoder { JSONTreeDecoder(value: value, codingPath: codingPath) }
 
     /// The value, unless it is null.
     func notNull(_ type: Any.Type) throws -> JSONValue {
@@ -71,7 +66,7 @@ struct JSONTreeDecoder: Decoder {
     }
 
     func child(_ value: JSONValue, _ key: any CodingKey) -> JSONTreeDecoder {
-        JSONTreeDecoder(value: value, codingPath: codingPath + [key], fromContainer: true)
+        JSONTreeDecoder(value: value, codingPath: codingPath + [key])
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
@@ -110,9 +105,12 @@ struct JSONTreeDecoder: Decoder {
         return text
     }
 
-    /// The path a number `T` cannot hold is reported at: as `JSONDecoder` reports it, the
-    /// container's (without the member's key or the element's index) when read from one.
-    private var numberPath: [any CodingKey] { fromContainer ? codingPath.dropLast() : codingPath }
+    /// A number `T` cannot hold: reported at the top with no path, as `JSONDecoder` reports it
+    /// (its parser's error, "The given data was not valid JSON.").
+    private func unrepresentable(_ text: String) -> DecodingError {
+        DecodingError.dataCorrupted(
+            DecodingError.Context(codingPath: [], debugDescription: "Number \(text) is not representable in Swift."))
+    }
 
     /// An integer number that `T` holds exactly (`1e2` and `100.0` are 100, as in Foundation).
     func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
@@ -123,17 +121,13 @@ struct JSONTreeDecoder: Decoder {
         {
             return exact
         }
-        throw DecodingError.dataCorrupted(
-            DecodingError.Context(codingPath: numberPath, debugDescription: "Number \(text) is not representable in Swift."))
+        throw unrepresentable(text)
     }
 
     /// A number that `T` holds as a finite value.
     func floatingPoint<T: BinaryFloatingPoint & LosslessStringConvertible>(_ type: T.Type) throws -> T {
         guard case .number(let text) = try notNull(T.self) else { throw mismatch(T.self) }
-        guard let number = T(text), number.isFinite else {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(codingPath: numberPath, debugDescription: "Number \(text) is not representable in Swift."))
-        }
+        guard let number = T(text), number.isFinite else { throw unrepresentable(text) }
         return number
     }
 }
@@ -214,11 +208,11 @@ struct JSONKeyedDecodingContainer<Key: CodingKey>: KeyedDecodingContainerProtoco
     }
 
     func superDecoder() throws -> any Decoder {
-        decoder.child(members[JSONCodingKey.superKey.stringValue] ?? .null, JSONCodingKey.superKey).standalone
+        decoder.child(members[JSONCodingKey.superKey.stringValue] ?? .null, JSONCodingKey.superKey)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        decoder.child(members[key.stringValue] ?? .null, key).standalone
+        decoder.child(members[key.stringValue] ?? .null, key)
     }
 }
 
@@ -290,6 +284,6 @@ struct JSONUnkeyedDecodingContainer: UnkeyedDecodingContainer {
     }
 
     mutating func superDecoder() throws -> any Decoder {
-        try next(JSONTreeDecoder.self) { $0.standalone }
+        try next(JSONTreeDecoder.self) { $0 }
     }
 }
