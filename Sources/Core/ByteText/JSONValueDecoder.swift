@@ -38,13 +38,14 @@ struct JSONTreeDecoder: Decoder {
         return try T(from: self)
     }
 
-    /// The value, unless it is null.
-    func notNull(_ type: Any.Type) throws -> JSONValue {
+    /// The value, unless it is null; `what` (by default a value of `type`) is what was wanted.
+    func notNull(_ type: Any.Type, what: String? = nil) throws -> JSONValue {
         guard value != .null else {
             throw DecodingError.valueNotFound(
                 type,
                 DecodingError.Context(
-                    codingPath: codingPath, debugDescription: "Cannot get value of type \(type) -- found null value instead"))
+                    codingPath: codingPath,
+                    debugDescription: "Cannot get \(what ?? "value of type \(type)") -- found null value instead"))
         }
         return value
     }
@@ -70,28 +71,19 @@ struct JSONTreeDecoder: Decoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        guard case .object(let members) = try notNullContainer([String: Any].self, "keyed") else {
+        guard case .object(let members) = try notNull([String: Any].self, what: "keyed decoding container") else {
             throw mismatch([String: Any].self)
         }
         return KeyedDecodingContainer(JSONKeyedDecodingContainer<Key>(decoder: self, members: members))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        guard case .array(let elements) = try notNullContainer([Any].self, "unkeyed") else { throw mismatch([Any].self) }
+        guard case .array(let elements) = try notNull([Any].self, what: "unkeyed decoding container") else { throw mismatch([Any].self) }
         return JSONUnkeyedDecodingContainer(decoder: self, elements: elements)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
 
-    private func notNullContainer(_ type: Any.Type, _ what: String) throws -> JSONValue {
-        guard value != .null else {
-            throw DecodingError.valueNotFound(
-                type,
-                DecodingError.Context(
-                    codingPath: codingPath, debugDescription: "Cannot get \(what) decoding container -- found null value instead"))
-        }
-        return value
-    }
 
     // MARK: Scalars
 
