@@ -51,8 +51,8 @@ let package = Package(
             name: "CQRencode", path: "Sources/Platform/C/CQRencode", pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"])]),
 
-        // MARK: Pure byte and text helpers (the standard library alone): hex, Base64URL, byte-wise
-        // text search, the display rule for outside text
+        // MARK: Pure byte and text helpers (the standard library alone): hex, Base64, JSON,
+        // byte-wise text search, the display rule for outside text
         .target(name: "ByteText", path: "Sources/Core/ByteText"),
 
         // MARK: The system layer: descriptors, EINTR, pipes, private files (Glibc only, no

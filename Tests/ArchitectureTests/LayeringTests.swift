@@ -97,7 +97,7 @@ enum Layering {
     /// machine hash and draw random bytes through OpenSSLKit, so they may reach it; nothing
     /// pure reaches SQLite, curl, Avahi or libqrencode.
     static let forbidden: [String: Set<String>] = [
-        // Pure and at the bottom (hex, Base64URL, byte-wise text search, the display rule for
+        // Pure and at the bottom (hex, Base64, JSON, byte-wise text search, the display rule for
         // outside text): it reaches no module at all (`*` matches every one), not even the
         // system layer. `importViolations(in:)` checks its files' imports too.
         "ByteText": ["*"],

@@ -3,7 +3,7 @@ import Testing
 
 @testable import ByteText
 
-@Suite struct Base64URLAlphabetTests {
+@Suite struct Base64URLTests {
     /// RFC 4648 §10's test vectors, without their padding.
     @Test func theRFCVectorsWithoutPadding() {
         let table: [(String, String)] = [
