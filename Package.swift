@@ -53,8 +53,8 @@ let package = Package(
             name: "CQRencode", path: "Sources/Platform/C/CQRencode", pkgConfig: "libqrencode",
             providers: [.apt(["libqrencode-dev"])]),
 
-        // MARK: Pure byte and text helpers (the standard library alone): hex, Base64URL, byte-wise
-        // text search, the display rule for outside text
+        // MARK: Pure byte and text helpers (the standard library alone): hex, Base64, JSON,
+        // byte-wise text search, the display rule for outside text
         .target(name: "ByteText", path: "Sources/Core/ByteText"),
 
         // MARK: The one error shape (the standard library alone): a code that equality and hashing
@@ -118,7 +118,7 @@ let package = Package(
         .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ToolSpecs", "ByteText", "SystemKit"],
             path: "Sources/RastrilloLibraries/RastrilloCLI"),
         .executableTarget(
-            name: "rastrillo-fetch", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+            name: "rastrillo-fetch", dependencies: ["ByteText", "RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
                 path: "Sources/Tools/rastrillo-fetch",
             exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
@@ -145,7 +145,7 @@ let package = Package(
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["CodedError", "RivetWire"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetDevice", dependencies: ["CodedError", "ByteText", "RivetWire"], path: "Sources/Core/RivetDevice"),
         .target(
             name: "RivetDeviceIO", dependencies: ["RivetDevice", "SystemKit", "ThreadSupport"],
             path: "Sources/RivetLibraries/RivetDeviceIO"),
@@ -185,6 +185,8 @@ let package = Package(
         .executableTarget(
             name: "fuzz-link", dependencies: ["RivetPairing", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-link"),
         .executableTarget(
+            name: "fuzz-json", dependencies: ["ByteText", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-json"),
+        .executableTarget(
             name: "rivet-bench-handshake",
             dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit"],
             path: "bench/handshake/Sources"),
@@ -201,7 +203,7 @@ let package = Package(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
-        .target(name: "RivetControl", dependencies: ["CodedError", "RivetPairing", "SystemKit", "Timekeeping"], path: "Sources/RivetLibraries/RivetControl"),
+        .target(name: "RivetControl", dependencies: ["CodedError", "RivetPairing", "SystemKit", "Timekeeping", "ByteText"], path: "Sources/RivetLibraries/RivetControl"),
         .target(
             name: "RivetCompanion",
             dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],
@@ -267,7 +269,7 @@ let package = Package(
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "ThreadSupport", "TestSupport", "Timekeeping"]),
-        .testTarget(name: "ByteTextTests", dependencies: ["ByteText"]),
+        .testTarget(name: "ByteTextTests", dependencies: ["ByteText", "ToolTestSupport", "fuzz-json"]),
         .testTarget(name: "CodedErrorTests", dependencies: ["CodedError"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),

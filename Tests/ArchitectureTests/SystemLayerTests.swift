@@ -3,9 +3,10 @@ import Testing
 
 /// What only the system layer may write: SystemKit owns EINTR, pipes, `poll`, sockets,
 /// `accept` and Unix socket addresses; ThreadSupport owns starting a thread, pthread mutexes and
-/// worker queues; ByteText (pure) owns hex digits; Synchronization's `Mutex` is the one lock,
-/// so a hand-made lock wrapper belongs nowhere; and what only a C library's wrapper may write:
-/// its `import` (`Layering.wrapper`). Comment lines are not code and are skipped.
+/// worker queues; ByteText (pure) owns hex digits, Base64 alphabets and JSON, which nothing reads
+/// or writes with Foundation; Synchronization's `Mutex` is the one lock, so a hand-made lock
+/// wrapper belongs nowhere; and what only a C library's wrapper may write: its `import`
+/// (`Layering.wrapper`). Comment lines are not code and are skipped.
 enum SystemLayer {
     struct Rule {
         let what: String
@@ -25,6 +26,12 @@ enum SystemLayer {
             "a raw accept (use SystemKit's FileDescriptor.accept: accept4, close-on-exec)",
             #"(?<![A-Za-z0-9_"])(Glibc\.)?accept4?\s*\([^,():]*,[^,():]*,[^,():]*\)"#, owner: "SystemKit"),
         rule("a sockaddr_un filled by hand (use SystemKit's UnixSocketAddress)", #"\bsockaddr_un\b"#, owner: "SystemKit"),
+        rule(
+            "a Base64 alphabet (use ByteText's Base64)", #"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"#,
+            owner: "ByteText"),
+        rule(
+            "Foundation JSON (use ByteText's JSONParser and JSONWriter)", #"\b(JSONSerialization|JSONEncoder|JSONDecoder)\b"#,
+            owner: "ByteText"),
         rule("a thread started by hand (use ThreadSupport)", #"\bpthread_create\s*\("#, owner: "ThreadSupport"),
         rule("a pthread mutex (use Synchronization's Mutex, or ThreadSupport's Monitor to wait)", #"\bpthread_mutex_"#, owner: "ThreadSupport"),
         rule("a Dispatch queue (use ThreadSupport's SerialQueue)", #"\bDispatchQueue\s*\("#, owner: "ThreadSupport"),
@@ -164,6 +171,12 @@ enum SystemLayer {
             ("A/Loop.swift", "if errno == EINTR { continue }"),
             ("A/Pipe.swift", "guard pipe(&fds) == 0 else { return }"),
             ("A/Hex.swift", #"let digits = Array("0123456789abcdef".utf8)"#),
+            ("A/Base64.swift", #"let digits = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)"#),
+            ("A/Decode.swift", "let value = try JSONDecoder().decode(T.self, from: data)"),
+            ("A/Parse.swift", "let object = try JSONSerialization.jsonObject(with: data)"),
+            ("A/Encode.swift", "let encoder = JSONEncoder()"),
+            ("A/Prose.swift", "/// byte for byte what JSONEncoder writes\nlet writer = JSONWriter()"),
+            ("ByteText/Base64.swift", #"Array(("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789" + two).utf8)"#),
             ("A/Raw.swift", "let code = pthread_create(&thread, nil, body, nil)"),
             ("A/Thread.swift", "Thread { work() }.start()"),
             ("A/Draw.swift", "internal import CQRencode"),
@@ -194,11 +207,15 @@ enum SystemLayer {
             SystemLayer.violations(in: files) == [
                 "A/Accept.swift:1: a raw accept (use SystemKit's FileDescriptor.accept: accept4, close-on-exec)",
                 "A/Address.swift:1: a sockaddr_un filled by hand (use SystemKit's UnixSocketAddress)",
+                "A/Base64.swift:1: a Base64 alphabet (use ByteText's Base64)",
+                "A/Decode.swift:1: Foundation JSON (use ByteText's JSONParser and JSONWriter)",
                 "A/Draw.swift:1: an import of CQRencode (only QRCodeKit wraps it)",
+                "A/Encode.swift:1: Foundation JSON (use ByteText's JSONParser and JSONWriter)",
                 "A/Hex.swift:1: a hex digit table (use ByteText's Hex)",
                 "A/Locked.swift:1: a lock wrapper (use Synchronization's Mutex)",
                 "A/Loop.swift:1: an EINTR check (use SystemKit's retryingInterrupts)",
                 "A/Mutex.swift:1: a pthread mutex (use Synchronization's Mutex, or ThreadSupport's Monitor to wait)",
+                "A/Parse.swift:1: Foundation JSON (use ByteText's JSONParser and JSONWriter)",
                 "A/Pipe.swift:1: a pipe made by hand (use SystemKit's PipeEnds)",
                 "A/Poll.swift:1: a raw poll (use SystemKit's Poll)",
                 "A/Queue.swift:1: a Dispatch queue (use ThreadSupport's SerialQueue)",

@@ -94,7 +94,7 @@ private func python(_ arguments: [String]) throws -> (status: Int32, output: Str
         try RivetPairingLink(
             host: fields.host, port: fields.port, applicationID: try RivetApplicationID(fields.applicationID),
             serverFingerprint: try #require(SPKIFingerprint(hex: fields.fingerprint)),
-            token: try #require(Base64URL.decode(fields.token).flatMap { RivetPairingToken(bytes: $0) }),
+            token: try #require(Base64.url.decode(fields.token).flatMap { RivetPairingToken(bytes: $0) }),
             additionalAddresses: fields.addresses)
     }
 
@@ -168,7 +168,7 @@ private func python(_ arguments: [String]) throws -> (status: Int32, output: Str
     @Test func everyProofVectorGivesItsKeyTranscriptAndProof() throws {
         #expect(vectors.proofs.count >= 5)
         for vector in vectors.proofs {
-            let token = try #require(Base64URL.decode(vector.token).flatMap { RivetPairingToken(bytes: $0) })
+            let token = try #require(Base64.url.decode(vector.token).flatMap { RivetPairingToken(bytes: $0) })
             let application = try RivetApplicationID(vector.applicationID)
             let fingerprint = try #require(SPKIFingerprint(hex: vector.fingerprint))
             let clientNonce = try #require(Nonce(hex: vector.clientNonce))
@@ -188,7 +188,7 @@ private func python(_ arguments: [String]) throws -> (status: Int32, output: Str
 
     @Test func changingAnyOneInputChangesTheProof() throws {
         let vector = try #require(vectors.proofs.first { $0.name == "hashed-labels" })
-        let token = try #require(Base64URL.decode(vector.token))
+        let token = try #require(Base64.url.decode(vector.token))
         let fingerprint = try #require(Hex.decode(vector.fingerprint))
         let clientNonce = try #require(Hex.decode(vector.clientNonce))
         let serverNonce = try #require(Hex.decode(vector.serverNonce))

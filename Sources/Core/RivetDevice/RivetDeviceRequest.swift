@@ -1,4 +1,4 @@
-import Foundation
+import ByteText
 import RivetWire
 
 /// The name of an RPC, event or state key on the wire: non-empty, at most 255 bytes of
@@ -73,10 +73,8 @@ public enum RivetDeviceJSON {
     /// Encodes `value` as JSON bytes.
     /// - Throws: ``RivetDeviceError/encodingFailed`` (for example for a non-finite Double).
     public static func encode<Value: Encodable>(_ value: Value, describing what: @autoclosure () -> String = "value") throws(RivetDeviceError) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            return Array(try encoder.encode(value))
+            return try JSONValueEncoder(foundationTypes: .asJSONEncoder).encode(value).bytes()
         } catch {
             throw .encodingFailed(what(), error)
         }
@@ -86,7 +84,7 @@ public enum RivetDeviceJSON {
     /// - Throws: ``RivetDeviceError/decodingFailed`` naming the type.
     public static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8], describing what: @autoclosure () -> String = "payload") throws(RivetDeviceError) -> Value {
         do {
-            return try JSONDecoder().decode(type, from: Data(bytes))
+            return try JSONValueDecoder().decode(type, from: JSONParser.parse(bytes))
         } catch {
             throw .decodingFailed(what(), error)
         }
@@ -103,11 +101,16 @@ struct RequestDecodingFailure: Error {
 
     /// Decodes `payload` as `type`, or throws a failure describing `what` went wrong.
     static func decode<Value: Decodable>(_ type: Value.Type, from payload: [UInt8], as what: String) throws -> Value {
+        let json: JSONValue
         do {
-            return try JSONDecoder().decode(type, from: Data(payload))
+            json = try JSONParser.parse(payload)
+        } catch {
+            throw RequestDecodingFailure(what: what, detail: "it is not valid JSON")
+        }
+        do {
+            return try JSONValueDecoder().decode(type, from: json)
         } catch let error as DecodingError {
-            let json = (try? JSONSerialization.jsonObject(with: Data(payload), options: .fragmentsAllowed)) != nil
-            throw RequestDecodingFailure(what: what, detail: json ? Self.detail(of: error) : "it is not valid JSON")
+            throw RequestDecodingFailure(what: what, detail: Self.detail(of: error))
         } catch {
             throw RequestDecodingFailure(what: what, detail: "it is not valid JSON")
         }

@@ -23,7 +23,7 @@ public struct RivetPairingToken: RivetFixedSizeBytes, RivetRedactedBytes {
     }
 
     /// The 43 characters of unpadded base64url that carry the token in a link.
-    public var base64URL: String { Base64URL.encode(bytes) }
+    public var base64URL: String { Base64.url.encode(bytes) }
 }
 
 /// One address and port a device may reach the desktop at.
@@ -222,7 +222,7 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         guard let fingerprint = Hex.decode(fields["fp"]!, byteCount: 32).flatMap({ SPKIFingerprint(bytes: $0) }) else {
             throw RivetPairingLinkError.invalidFingerprint.with("fp=\(quoted(fields["fp"]!, limit: 80)) is not 64 hex digits")
         }
-        guard let tokenBytes = Base64URL.decode(fields["t"]!), let token = RivetPairingToken(bytes: tokenBytes) else {
+        guard let tokenBytes = Base64.url.decode(fields["t"]!), let token = RivetPairingToken(bytes: tokenBytes) else {
             throw RivetPairingLinkError.invalidToken.with("t= is not 43 characters of base64url holding 32 bytes")
         }
         // Rule 13 (the host) before rule 14 (the addresses).

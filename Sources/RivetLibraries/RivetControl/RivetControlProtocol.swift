@@ -179,14 +179,20 @@ public enum RivetControlRequest: Sendable, Equatable {
                 let changedAfter: Int64
                 switch after {
                 case nil, .null?: changedAfter = -1
-                case .integer(let value)?: changedAfter = value
-                default: throw RivetControlError.malformedRequest.with("`changed_after` must be an integer")
+                case let value?:
+                    guard let integer = value.integer else {
+                        throw RivetControlError.malformedRequest.with("`changed_after` must be an integer")
+                    }
+                    changedAfter = integer
                 }
                 let milliseconds: Int64
                 switch wait {
                 case nil, .null?: milliseconds = 0
-                case .integer(let value)?: milliseconds = value
-                default: throw RivetControlError.malformedRequest.with("`wait_ms` must be an integer")
+                case let value?:
+                    guard let integer = value.integer else {
+                        throw RivetControlError.malformedRequest.with("`wait_ms` must be an integer")
+                    }
+                    milliseconds = integer
                 }
                 guard (0...Int64(Self.maximumPendingWaitMilliseconds)).contains(milliseconds) else {
                     throw RivetControlError.invalidArgument.with(

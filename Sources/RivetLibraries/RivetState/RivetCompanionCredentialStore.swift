@@ -1,3 +1,4 @@
+import ByteText
 import CodedError
 import Foundation
 import OpenSSLKit
@@ -41,19 +42,19 @@ public struct RivetCompanionCredentialStore: Sendable {
     ///   directory or no file name, `.fileSystem` when a system call fails (the old file, if
     ///   any, is then unchanged and no temporary file is left).
     public func save(_ credential: RivetCompanionCredential) throws(RivetCompanionCredentialStoreError) {
-        let file = CredentialFile(
-            version: Self.formatVersion, deviceID: credential.deviceID.hex,
-            credential: credential.credential.hexForStorage, serverFingerprint: credential.serverFingerprint.hex,
-            applicationID: credential.applicationID.value, serverAddress: credential.serverAddress,
-            discoverySecret: credential.discoverySecret?.hexForStorage)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        var bytes: [UInt8]
-        do {
-            bytes = Array(try encoder.encode(file)) + [UInt8(ascii: "\n")]
-        } catch {
-            throw RivetCompanionCredentialStoreError.invalidContents.with("\(path): the credential could not be encoded")
-        }
+        var members: [String: JSONValue] = [
+            "version": .integer(Self.formatVersion), "deviceID": .string(credential.deviceID.hex),
+            "credential": .string(credential.credential.hexForStorage),
+            "serverFingerprint": .string(credential.serverFingerprint.hex),
+            "applicationID": .string(credential.applicationID.value), "serverAddress": .string(credential.serverAddress),
+        ]
+        if let secret = credential.discoverySecret { members["discoverySecret"] = .string(secret.hexForStorage) }
+        // Slashes escaped (`\/`), as the format has always been written.
+        var writer = JSONWriter(escapesSlashes: true)
+        // One level of nesting, within every bound: the write cannot fail.
+        try? writer.write(.object(members))
+        var bytes = writer.bytes + [UInt8(ascii: "\n")]
+        PrivateFile.wipe(&writer.bytes)
         defer { PrivateFile.wipe(&bytes) }
         do {
             try PrivateFile.replace(path, with: bytes)
@@ -75,18 +76,7 @@ public struct RivetCompanionCredentialStore: Sendable {
             throw RivetCompanionCredentialStoreError(error, path: path)
         }
         defer { PrivateFile.wipe(&bytes) }
-        let file: CredentialFile
-        do {
-            file = try JSONDecoder().decode(CredentialFile.self, from: Data(bytes))
-        } catch let DecodingError.keyNotFound(key, _) {
-            throw invalid("the field \"\(key.stringValue)\" is missing")
-        } catch let DecodingError.typeMismatch(_, context) where !context.codingPath.isEmpty {
-            throw invalid("the field \"\(fieldName(context))\" has the wrong type")
-        } catch let DecodingError.valueNotFound(_, context) {
-            throw invalid("the field \"\(fieldName(context))\" is null")
-        } catch {
-            throw invalid("it is not a JSON object")
-        }
+        let file = try CredentialFile(parsing: bytes, invalid: invalid)
         guard file.version == Self.formatVersion else {
             throw RivetCompanionCredentialStoreError.unsupportedVersion.with(
                 "\(path) has format version \(file.version); this program reads version \(Self.formatVersion)")
@@ -136,12 +126,11 @@ public struct RivetCompanionCredentialStore: Sendable {
         RivetCompanionCredentialStoreError.invalidContents.with("\(path) is not a companion credential file: \(detail)")
     }
 
-    private func fieldName(_ context: DecodingError.Context) -> String {
-        context.codingPath.map(\.stringValue).joined(separator: ".")
-    }
 }
 
-private struct CredentialFile: Codable {
+/// The fields of a credential file, read in the order they were always checked: the first
+/// missing, null or mistyped one is named.
+private struct CredentialFile {
     let version: Int
     let deviceID: String
     let credential: String
@@ -149,6 +138,37 @@ private struct CredentialFile: Codable {
     let applicationID: String
     let serverAddress: String
     let discoverySecret: String?
+
+    init(
+        parsing bytes: [UInt8], invalid: (String) -> RivetCompanionCredentialStoreError
+    ) throws(RivetCompanionCredentialStoreError) {
+        guard case .object(let members)? = try? JSONParser.parse(bytes) else { throw invalid("it is not a JSON object") }
+        func field(_ name: String) throws(RivetCompanionCredentialStoreError) -> JSONValue {
+            switch members[name] {
+            case nil: throw invalid("the field \"\(name)\" is missing")
+            case .null?: throw invalid("the field \"\(name)\" is null")
+            case let value?: return value
+            }
+        }
+        func string(_ name: String) throws(RivetCompanionCredentialStoreError) -> String {
+            guard let text = try field(name).string else { throw invalid("the field \"\(name)\" has the wrong type") }
+            return text
+        }
+        guard let version = try field("version").integer.flatMap({ Int(exactly: $0) }) else {
+            throw invalid("the field \"version\" has the wrong type")
+        }
+        self.version = version
+        deviceID = try string("deviceID")
+        credential = try string("credential")
+        serverFingerprint = try string("serverFingerprint")
+        applicationID = try string("applicationID")
+        serverAddress = try string("serverAddress")
+        if members["discoverySecret"] == nil || members["discoverySecret"] == .null {
+            discoverySecret = nil
+        } else {
+            discoverySecret = try string("discoverySecret")
+        }
+    }
 }
 
 /// Why the companion's credential file could not be saved, loaded or removed. Messages name the

@@ -1,3 +1,4 @@
+import ByteText
 import CommandLineKit
 import RastrilloHTTP
 
@@ -44,7 +45,7 @@ enum ResponseJSON {
                 // `"…"\n` without its quotes and newline.
                 try output.write(quoted.dropFirst().dropLast(2))
             } else {
-                try output.write(Base64.encode(body[start..<end]))
+                try output.write(Base64.standard.encode(body[start..<end]))
             }
             start = end
         }
@@ -65,28 +66,5 @@ enum ResponseJSON {
             case .error: return false
             }
         }
-    }
-}
-
-/// Standard Base64 (RFC 4648 §4) with padding.
-enum Base64 {
-    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-
-    static func encode(_ bytes: ArraySlice<UInt8>) -> String {
-        var output = [UInt8]()
-        output.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var index = bytes.startIndex
-        while index + 3 <= bytes.endIndex {
-            let value = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-            output += [alphabet[Int(value >> 18 & 63)], alphabet[Int(value >> 12 & 63)], alphabet[Int(value >> 6 & 63)], alphabet[Int(value & 63)]]
-            index += 3
-        }
-        let rest = bytes.endIndex - index
-        if rest > 0 {
-            let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
-            output += [alphabet[Int(value >> 18 & 63)], alphabet[Int(value >> 12 & 63)]]
-            output += rest == 2 ? [alphabet[Int(value >> 6 & 63)], UInt8(ascii: "=")] : [UInt8(ascii: "="), UInt8(ascii: "=")]
-        }
-        return String(decoding: output, as: UTF8.self)
     }
 }

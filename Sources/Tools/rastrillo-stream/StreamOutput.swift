@@ -56,7 +56,7 @@ final class StreamOutput: Sendable {
             JSONByteWriter.appendString(text, to: &line)
             JSONByteWriter.append(#","body_encoding":"utf8""#, to: &line)
         } else {
-            JSONByteWriter.appendString(JSONByteWriter.base64(response.body), to: &line)
+            JSONByteWriter.appendString(Base64.standard.encode(response.body), to: &line)
             JSONByteWriter.append(#","body_encoding":"base64""#, to: &line)
         }
         JSONByteWriter.appendString(#","status":\#(response.status),"type":"snapshot"}"#, quoted: false, to: &line)
@@ -454,25 +454,6 @@ enum JSONByteWriter {
         let isQuote = (quote &- ones) & ~quote & highs
         let isBackslash = (backslash &- ones) & ~backslash & highs
         return (below20 | isQuote | isBackslash | (word & highs)) != 0
-    }
-
-    /// Standard Base64 (RFC 4648 §4) with padding.
-    static func base64(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-        var output = [UInt8]()
-        var index = 0
-        while index < bytes.count {
-            let count = min(3, bytes.count - index)
-            var value = UInt32(bytes[index]) << 16
-            if count > 1 { value |= UInt32(bytes[index + 1]) << 8 }
-            if count > 2 { value |= UInt32(bytes[index + 2]) }
-            output.append(alphabet[Int(value >> 18 & 63)])
-            output.append(alphabet[Int(value >> 12 & 63)])
-            output.append(count > 1 ? alphabet[Int(value >> 6 & 63)] : UInt8(ascii: "="))
-            output.append(count > 2 ? alphabet[Int(value & 63)] : UInt8(ascii: "="))
-            index += 3
-        }
-        return String(decoding: output, as: UTF8.self)
     }
 }
 
