@@ -245,7 +245,7 @@ let package = Package(
         // MARK: Tests
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         // `eventually` and `ManualClock` (the `RivetClock` a test moves by hand), shared by the test targets.
-        .target(name: "TestSupport", dependencies: ["Timekeeping"], path: "Tests/Support/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Timekeeping", "ToolTestSupport"], path: "Tests/Support/TestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
@@ -282,7 +282,7 @@ let package = Package(
                 "Timekeeping",
             ],
             resources: [.copy("Fixtures")]),
-        .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer"]),
+        .testTarget(name: "CurlKitTests", dependencies: ["TestSupport", "CurlKit", "LoopbackHTTPServer", "ToolTestSupport"]),
         .testTarget(
             name: "RastrilloToolTests",
             dependencies: [
@@ -324,7 +324,7 @@ let package = Package(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice", "RivetDeviceIO"],
             plugins: ["RivetGeneratorPlugin"]),
         .testTarget(
-            name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit"],
+            name: "RivetSessionTests", dependencies: ["RivetSession", "Backoff", "RivetPairing", "OpenSSLKit", "ToolTestSupport"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "RivetTransportTests",

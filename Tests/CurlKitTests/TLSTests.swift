@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import LoopbackHTTPServer
 import Testing
+import ToolTestSupport
 
 /// `openssl s_server -www` on 127.0.0.1 with a fresh P-256 certificate for `IP:127.0.0.1` in a
 /// temporary directory: a real TLS server, until LoopbackHTTPServer speaks TLS itself.
@@ -100,20 +101,13 @@ final class OpenSSLTestServer: @unchecked Sendable {
 
     @discardableResult
     static func shell(_ script: String, in directory: URL) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.currentDirectoryURL = directory
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw LoopbackHTTPServerError("shell script failed with status \(process.terminationStatus): \(script)")
+        // posix_spawn, never Foundation's Process (which can crash while other threads open
+        // descriptors); the script runs in `directory`, its standard error is not kept.
+        let run = try ToolProcess.runProgram(at: "/bin/sh", ["-c", "cd \"$1\" && eval \"$2\" 2>/dev/null", "sh", directory.path, script])
+        guard run.status == 0 else {
+            throw LoopbackHTTPServerError("shell script failed with status \(run.status): \(script)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return run.stdout
     }
 }
 

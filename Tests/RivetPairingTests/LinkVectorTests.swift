@@ -2,6 +2,7 @@ import ByteText
 import Foundation
 import OpenSSLKit
 import Testing
+import ToolTestSupport
 
 @testable import RivetPairing
 
@@ -74,15 +75,9 @@ private func linkError(_ name: String) -> RivetPairingLinkError? {
 
 /// Runs python3 with `arguments`; returns its exit status and standard output.
 private func python(_ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    // posix_spawn, never Foundation's Process (which can crash while other threads open descriptors).
+    let run = try ToolProcess.runProgram(at: "/usr/bin/python3", arguments)
+    return (run.status, run.stdout)
 }
 
 @Suite struct LinkVectorTests {

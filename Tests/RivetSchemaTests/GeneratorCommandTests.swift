@@ -43,19 +43,12 @@ struct Generator {
     private func run(
         executable: URL, arguments: [String], environment: [String: String]? = nil
     ) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        process.currentDirectoryURL = directory
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+        // posix_spawn, never Foundation's Process (which can crash while other threads open
+        // descriptors); the program runs in `directory`.
+        let run = try ToolProcess.runProgram(
+            at: "/bin/sh", ["-c", "cd \"$1\" && shift && exec \"$@\"", "sh", directory.path, executable.path] + arguments,
+            environment: environment ?? ProcessInfo.processInfo.environment)
+        return (run.status, run.stdout, run.stderr)
     }
 
     func remove() { try? FileManager.default.removeItem(at: directory) }

@@ -3,6 +3,7 @@ import OpenSSLKit
 import RivetPairing
 import RivetSession
 import Testing
+import ToolTestSupport
 
 @Suite struct GoldenVectorTests {
     let vectors: RVD1Vectors
@@ -131,15 +132,10 @@ import Testing
     /// The independent Python encoder still writes exactly the committed fixture.
     @Test func thePythonEncoderWritesTheFixture() throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [fixtures.appendingPathComponent("make-rvd1-vectors.py").path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let written = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        // posix_spawn, never Foundation's Process (which can crash while other threads open descriptors).
+        let run = try ToolProcess.runProgram(at: "/usr/bin/python3", [fixtures.appendingPathComponent("make-rvd1-vectors.py").path])
+        let written = Data(run.stdout.utf8)
+        #expect(run.status == 0)
         let committed = try Data(contentsOf: fixtures.appendingPathComponent("rvd1-vectors.json"))
         #expect(written == committed, "make-rvd1-vectors.py no longer writes Fixtures/rvd1-vectors.json")
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ToolTestSupport
 
 /// A network namespace of the test's own (`ip netns add rr-…`), deleted when released, whatever
 /// path the test takes: what the off-loopback tests build their networks from. Names are unique
@@ -60,32 +61,19 @@ public final class NetworkNamespace: Sendable {
     /// Runs `arguments` and returns its standard output; throws when it exits non-zero.
     @discardableResult
     static func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        // Read both pipes concurrently so a chatty command cannot block on a full pipe.
-        let errorData = Mutex<Data>(Data())
-        let errorsRead = DispatchSemaphore(value: 0)
-        let reader = Thread {
-            let data = errors.fileHandleForReading.readDataToEndOfFile()
-            errorData.withLock { $0 = data }
-            errorsRead.signal()
+        // posix_spawn, never Foundation's Process: Process.run scans /proc/self/fd and crashes
+        // when other threads open and close descriptors meanwhile (seen in a parallel run).
+        let run: ToolRun
+        do {
+            run = try ToolProcess.runProgram(at: "/usr/bin/env", arguments, timeout: .seconds(120))
+        } catch {
+            throw NetworkNamespaceError(description: "\(arguments.joined(separator: " ")): \(error)")
         }
-        reader.start()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        errorsRead.wait()
-        process.waitUntilExit()
-        let message = errorData.withLock { String(decoding: $0, as: UTF8.self) }
-        guard process.terminationStatus == 0 else {
+        guard run.status == 0 else {
             throw NetworkNamespaceError(
-                description: "\(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(message)")
+                description: "\(arguments.joined(separator: " ")) exited \(run.status): \(run.stderr)")
         }
-        return String(decoding: outputData, as: UTF8.self)
+        return run.stdout
     }
 
     /// Runs `body` on a fresh thread that has joined this namespace (setns affects only the
