@@ -30,6 +30,10 @@ let package = Package(
     products: [
         .library(name: "RivetDevice", targets: ["RivetDevice"]),
         .library(name: "Rastrillo", targets: ["Rastrillo"]),
+        // What a companion app links to pair with a rivetd (RivetPairing's values and credential,
+        // RivetSession's connector over RivetTransport's TLS client) and call it through
+        // RivetDevice's typed client (RivetCompanion's session).
+        .library(name: "RivetCompanion", targets: ["RivetCompanion", "RivetPairing", "RivetSession", "RivetTransport"]),
         .library(name: "RastrilloTestSupport", targets: ["RastrilloTestSupport"]),
         .plugin(name: "RivetGeneratorPlugin", targets: ["RivetGeneratorPlugin"]),
     ],
@@ -73,7 +77,7 @@ let package = Package(
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
         .target(name: "CommandLineKit", dependencies: ["ByteText", "SystemKit", "ThreadSupport"],
             path: "Sources/CommandLine/CommandLineKit"),
-        .target(name: "CommandLineFiles", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
+        .target(name: "CommandLineFiles", dependencies: ["CommandLineKit", "SystemKit", "ThreadSupport"], path: "Sources/CommandLine/CommandLineFiles"),
 
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
         .target(name: "RivetPairing", dependencies: ["ByteText", "OpenSSLKit", "SystemKit"], path: "Sources/Core/RivetPairing"),
@@ -121,10 +125,8 @@ let package = Package(
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/ToolSpecs"),
         .executableTarget(
             name: "rivet-pair",
-            dependencies: [
-                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession", "ThreadSupport", "QRCodeKit", "ByteText", "SystemKit",
-            ], path: "Sources/Tools/rivet-pair"),
+            dependencies: ["CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetPairDesktop", "RivetPairCompanion"],
+            path: "Sources/Tools/rivet-pair"),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["ByteText"], path: "Sources/Core/RivetWire"),
@@ -183,6 +185,18 @@ let package = Package(
             name: "RivetCompanion",
             dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],
                 path: "Sources/RivetLibraries/RivetCompanion"),
+        // rivet-pair's two jobs: the desktop's (registry, control socket, QR) and the companion's
+        // (TLS client dial, pairing, credential store); the executable only chooses between them.
+        .target(
+            name: "RivetPairDesktop",
+            dependencies: [
+                "CommandLineKit", "CommandLineFiles", "RivetControl", "RivetPairing", "RivetRegistry", "QRCodeKit", "ThreadSupport",
+                "ByteText", "SystemKit",
+            ], path: "Sources/RivetLibraries/RivetPairDesktop"),
+        .target(
+            name: "RivetPairCompanion",
+            dependencies: ["CommandLineKit", "CommandLineFiles", "RivetPairing", "RivetSession", "RivetTransport", "ThreadSupport"],
+            path: "Sources/RivetLibraries/RivetPairCompanion"),
 
         // MARK: The gateway daemon: its parts as a library (only rivetd links it), a thin executable, and the test backend
         .target(
