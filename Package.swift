@@ -32,6 +32,10 @@ let package = Package(
         // the descriptor-backed stream (RivetDeviceIO) a backend or a test runs it over.
         .library(name: "RivetDevice", targets: ["RivetDevice", "RivetDeviceIO"]),
         .library(name: "Rastrillo", targets: ["Rastrillo"]),
+        // What a companion app links to pair with a rivetd (RivetPairing's values and credential,
+        // RivetSession's connector over RivetTransport's TLS client) and call it through
+        // RivetDevice's typed client (RivetCompanion's session).
+        .library(name: "RivetCompanion", targets: ["RivetCompanion", "RivetPairing", "RivetIdentity", "RivetSession", "RivetState", "RivetTransport"]),
         .library(name: "RastrilloTestSupport", targets: ["RastrilloTestSupport"]),
         .plugin(name: "RivetGeneratorPlugin", targets: ["RivetGeneratorPlugin"]),
     ],
@@ -80,7 +84,7 @@ let package = Package(
         // bench/fetch); CommandLineFiles holds the Foundation-based file-system parts.
         .target(name: "CommandLineKit", dependencies: ["CodedError", "ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
             path: "Sources/CommandLine/CommandLineKit"),
-        .target(name: "CommandLineFiles", dependencies: ["CodedError", "CommandLineKit"], path: "Sources/CommandLine/CommandLineFiles"),
+        .target(name: "CommandLineFiles", dependencies: ["CodedError", "CommandLineKit", "SystemKit", "ThreadSupport"], path: "Sources/CommandLine/CommandLineFiles"),
 
         // MARK: Identity (pure): device IDs and scope names, what the gateway needs of pairing
         .target(name: "RivetIdentity", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetIdentity"),
@@ -138,10 +142,8 @@ let package = Package(
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/ToolSpecs"),
         .executableTarget(
             name: "rivet-pair",
-            dependencies: [
-                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetRegistry", "RivetControl", "RivetTransport",
-                "RivetSession", "RivetState", "ThreadSupport", "QRCodeKit", "ByteText", "SystemKit",
-            ], path: "Sources/Tools/rivet-pair"),
+            dependencies: ["CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetPairDesktop", "RivetPairCompanion"],
+            path: "Sources/Tools/rivet-pair"),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetWire"),
@@ -208,6 +210,18 @@ let package = Package(
             name: "RivetCompanion",
             dependencies: ["RivetDevice", "RivetPairing", "RivetSession", "RivetTransport", "RivetWire", "ThreadSupport"],
                 path: "Sources/RivetLibraries/RivetCompanion"),
+        // rivet-pair's two jobs: the desktop's (registry, control socket, QR) and the companion's
+        // (TLS client dial, pairing, credential store); the executable only chooses between them.
+        .target(
+            name: "RivetPairDesktop",
+            dependencies: [
+                "CommandLineKit", "CommandLineFiles", "RivetControl", "RivetPairing", "RivetRegistry", "QRCodeKit", "ThreadSupport",
+                "ByteText", "SystemKit",
+            ], path: "Sources/RivetLibraries/RivetPairDesktop"),
+        .target(
+            name: "RivetPairCompanion",
+            dependencies: ["CommandLineKit", "CommandLineFiles", "RivetPairing", "RivetSession", "RivetState", "RivetTransport", "ThreadSupport"],
+            path: "Sources/RivetLibraries/RivetPairCompanion"),
 
         // MARK: The gateway daemon: its parts as a library (only rivetd links it), a thin executable, and the test backend
         .target(

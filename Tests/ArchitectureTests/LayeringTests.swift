@@ -125,6 +125,11 @@ enum Layering {
         // with hold a credential, not the desktop's registry.
         "RivetTransport": sqlite.union(curl).union(avahi).union(qrencode),
         "RivetCompanion": sqlite.union(curl).union(avahi).union(qrencode),
+        // rivet-pair's two jobs: the companion's pairs over TLS and stores a credential, and
+        // reaches nothing of the desktop's (registry, control socket, QR code); the desktop's
+        // works through the control socket and the registry, and dials no device connection.
+        "RivetPairCompanion": sqlite.union(curl).union(avahi).union(qrencode).union(desktopSide),
+        "RivetPairDesktop": curl.union(avahi).union(companionSide),
         // Rastrillo, top to bottom: the tools, their CLI kit, the Foundation-facing product and
         // the test transport over RastrilloHTTP (the libcurl client) over RastrilloCore (pure:
         // origins, errors, the event-stream parser, connectivity, reconnect). None reaches
@@ -142,6 +147,14 @@ enum Layering {
         // Rastrillo module (rivet-pair reaches it, not the other way round).
         "QRCodeKit": sqlite.union(curl).union(avahi).union(openssl).union(rivet).union(["Rastrillo*"]),
     ]
+
+    /// What only the desktop side of pairing uses: the registry, the control socket and the
+    /// daemon itself.
+    static let desktopSide: Set<String> = ["RivetRegistry", "RivetControl", daemon]
+
+    /// What only the companion side of pairing uses: the TLS client, the session machines over
+    /// it and the companion modules.
+    static let companionSide: Set<String> = ["RivetTransport", "RivetSession", "RivetCompanion", "RivetPairCompanion", daemon]
 
     /// Every module whose name starts with `Rivet` (the device side), for the Rastrillo
     /// modules to stay clear of.
@@ -530,6 +543,42 @@ func swiftExecutable() throws -> String {
                 .init(name: "SQLiteKit", kind: "library", dependencies: []),
             ])
         #expect(Layering.violations(in: graph) == ["pure module RivetSession depends on SQLiteKit: RivetSession → Store → SQLiteKit"])
+    }
+
+    @Test func theCompanionReachingTheRegistryOrControlSocketIsReported() {
+        let graph = ModuleGraph(
+            Layering.forbidden.keys.filter { $0 != "RivetPairCompanion" && $0 != "RivetControl" }.map {
+                ModuleGraph.Module(name: $0, kind: "library", dependencies: [])
+            } + [
+                .init(name: "RivetDaemon", kind: "library", dependencies: []),
+                .init(name: "RivetPairCompanion", kind: "library", dependencies: ["RivetControl", "RivetRegistry", "RivetTransport"]),
+                .init(name: "RivetControl", kind: "library", dependencies: []),
+                .init(name: "RivetRegistry", kind: "library", dependencies: ["SQLiteKit"]),
+                .init(name: "SQLiteKit", kind: "library", dependencies: ["CSQLite"]),
+                .init(name: "CSQLite", kind: "system-target", dependencies: []),
+            ])
+        #expect(
+            Layering.violations(in: graph) == [
+                "pure module RivetPairCompanion depends on RivetControl: RivetPairCompanion → RivetControl",
+                "pure module RivetPairCompanion depends on RivetRegistry: RivetPairCompanion → RivetRegistry",
+                "pure module RivetPairCompanion depends on SQLiteKit: RivetPairCompanion → RivetRegistry → SQLiteKit",
+            ])
+    }
+
+    @Test func theDesktopReachingTheTLSClientIsReported() {
+        let graph = ModuleGraph(
+            Layering.forbidden.keys.filter { $0 != "RivetPairDesktop" && $0 != "RivetPairCompanion" }.map {
+                ModuleGraph.Module(name: $0, kind: "library", dependencies: [])
+            } + [
+                .init(name: "RivetDaemon", kind: "library", dependencies: []),
+                .init(name: "RivetPairDesktop", kind: "library", dependencies: ["RivetControl", "RivetPairCompanion", "QRCodeKit"]),
+                .init(name: "RivetPairCompanion", kind: "library", dependencies: ["RivetTransport"]),
+            ])
+        #expect(
+            Layering.violations(in: graph) == [
+                "pure module RivetPairDesktop depends on RivetPairCompanion: RivetPairDesktop → RivetPairCompanion",
+                "pure module RivetPairDesktop depends on RivetTransport: RivetPairDesktop → RivetPairCompanion → RivetTransport",
+            ])
     }
 
     /// The graph of the Rastrillo modules as they should be, with `changes` applied: each entry

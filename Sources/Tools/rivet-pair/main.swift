@@ -1,7 +1,9 @@
+import CommandLineFiles
 import CommandLineKit
 import Foundation
+import RivetPairCompanion
+import RivetPairDesktop
 import RivetPairing
-import RivetRegistry
 import ToolSpecs
 
 private typealias Pair = ToolSpecs.Pair
@@ -12,24 +14,9 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
     let json = arguments[Pair.json]
     switch action {
     case .list:
-        let store = try openRegistry(arguments[Pair.registry], access: .readOnly)
-        defer { store?.close() }
-        let devices = try store?.list() ?? []
-        if json {
-            let writer = JSONLinesWriter()
-            for device in devices { try writer.write(DeviceJSON(device)) }
-        } else {
-            try StandardOutput.write(DeviceTable.render(devices))
-        }
+        try DesktopCommands.list(registry: arguments[Pair.registry], json: json)
     case .show(let id):
-        let store = try openRegistry(arguments[Pair.registry], access: .readOnly)
-        defer { store?.close() }
-        guard let device = try store?.device(id) else { throw RegistryCommandError.unknownDevice(id) }
-        if json {
-            try JSONOutput.write(DeviceJSON(device))
-        } else {
-            try StandardOutput.write(DeviceTable.details(device))
-        }
+        try DesktopCommands.show(id, registry: arguments[Pair.registry], json: json)
     case .revoke(let id):
         try await DesktopCommands.revoke(id, registry: arguments[Pair.registry], json: json)
     case .open(nil):
@@ -53,24 +40,10 @@ enum PairAction {
     case list
     case show(DeviceID)
     case revoke(DeviceID)
-    case open(link: LinkWindow?)
+    case open(link: DesktopCommands.LinkWindow?)
     case confirm(code: String?, scopes: [String])
     case sessions
-    case connect(ConnectTarget)
-
-    /// `--open --qr`: the scopes to grant, whether the person approves the device by name
-    /// (`--confirm`), and the host to put in the link (`--link-host`).
-    struct LinkWindow {
-        let scopes: [String]
-        let approve: Bool
-        let host: String?
-    }
-
-    /// What `--connect` names: an address to pair with by code, or a link to pair by.
-    enum ConnectTarget {
-        case address(HostPort)
-        case link(RivetPairingLink)
-    }
+    case connect(CompanionCommand.ConnectTarget)
 
     init(_ arguments: ParsedArguments) throws {
         if arguments[Pair.list] {
@@ -139,7 +112,7 @@ enum PairAction {
     }
 
     /// `--open`'s link options: nil without `--qr`; with it at least one `--scope`.
-    private static func linkWindow(_ arguments: ParsedArguments) throws -> LinkWindow? {
+    private static func linkWindow(_ arguments: ParsedArguments) throws -> DesktopCommands.LinkWindow? {
         guard arguments[Pair.qr] else { return nil }
         let scopes = arguments[Pair.scope]
         guard !scopes.isEmpty else {
@@ -147,11 +120,11 @@ enum PairAction {
                 "--open --qr needs at least one --scope NAME: the device that holds the link is paired with these scopes",
                 argument: "--qr")
         }
-        return LinkWindow(scopes: scopes, approve: arguments[Pair.confirm], host: arguments[Pair.linkHost])
+        return DesktopCommands.LinkWindow(scopes: scopes, approve: arguments[Pair.confirm], host: arguments[Pair.linkHost])
     }
 
     /// `--connect`'s value: a `rivet://` link, or `HOST:PORT`.
-    private static func connectTarget(_ given: String) throws -> ConnectTarget {
+    private static func connectTarget(_ given: String) throws -> CompanionCommand.ConnectTarget {
         var text = given
         if given == "-" {
             // A link read from standard input stays out of the process list, where other users
@@ -208,36 +181,4 @@ enum PairAction {
         }
         return id
     }
-}
-
-/// Failures of the registry commands that are not the store's own.
-struct RegistryCommandError: ToolError {
-    let message: String
-    var exitStatus: ExitStatus { .failure }
-    var code: String { "unknown-device" }
-
-    static func unknownDevice(_ id: DeviceID) -> Self {
-        Self(message: "no paired device has ID \(id.hex); nothing was changed (see 'rivet-pair --list')")
-    }
-}
-
-/// Opens the registry named by `--registry`, or the standard one, without creating either.
-/// Returns nil when the standard registry does not exist yet (nothing is paired); a missing
-/// `--registry` file is an error (a typo must not look like an empty registry).
-func openRegistry(_ path: String?, access: RivetDevicePairingStore.Access) throws -> RivetDevicePairingStore? {
-    do {
-        if let path { return try RivetDevicePairingStore(path: path, access: access) }
-        return try RivetDevicePairingStore.standard(access: access)
-    } catch where error == .notFound && path == nil {
-        return nil
-    } catch {
-        throw RegistryOpenError(message: error.message)
-    }
-}
-
-/// A registry that could not be opened, with the store's own explanation.
-struct RegistryOpenError: ToolError {
-    let message: String
-    var exitStatus: ExitStatus { .failure }
-    var code: String { "registry-failed" }
 }

@@ -35,3 +35,12 @@
 (device-rpcs read-temperature set-target)
 (device-events target-reached)
 (device-state mode)
+
+;; What the desktop's person grants a companion at pairing (rivet-pair --open --qr --scope
+;; household): it reads the rooms and hears when a target is reached; setting targets stays
+;; with the desktop.
+(scope household
+  "Read the rooms' temperatures and the mode, and hear when a target is reached."
+  (rpcs read-temperature)
+  (events target-reached)
+  (state-read mode))

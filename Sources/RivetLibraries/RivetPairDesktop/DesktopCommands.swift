@@ -5,15 +5,31 @@ import Foundation
 import RivetControl
 import QRCodeKit
 import RivetPairing
+import RivetRegistry
 import ThreadSupport
 
 /// The desktop person's actions, through the running rivetd's control socket.
-enum DesktopCommands {
+public enum DesktopCommands {
+    /// `--open --qr`: the scopes to grant, whether the person approves the device by name
+    /// (`--confirm`), and the host to put in the link (`--link-host`).
+    public struct LinkWindow: Sendable {
+        public let scopes: [String]
+        public let approve: Bool
+        public let host: String?
+
+        public init(scopes: [String], approve: Bool, host: String?) {
+            self.scopes = scopes
+            self.approve = approve
+            self.host = host
+        }
+    }
+
+
     /// How often `--confirm` asks the daemon whether a device is pairing.
     static let pollInterval: Duration = .milliseconds(200)
 
     /// `--open`.
-    static func open(json: Bool) async throws {
+    public static func open(json: Bool) async throws {
         let client = try connect()
         let response = try await request(client, .open())
         let seconds = response["seconds_left"]?.integer ?? 0
@@ -28,7 +44,7 @@ enum DesktopCommands {
     /// text, or in JSON), waits until a device proves it holds the link, has the person approve
     /// it by name when asked to (`--confirm`), grants the scopes and prints the paired device.
     /// Interrupted (Ctrl-C), it closes the window, so the link dies with it.
-    static func openForLink(_ window: PairAction.LinkWindow, json: Bool) async throws -> ExitStatus {
+    public static func openForLink(_ window: LinkWindow, json: Bool) async throws -> ExitStatus {
         let client = try connect()
         try checkDeclared(window.scopes, try await request(client, .pending)["declared_scopes"])
         let response = try await request(client, .open(link: RivetControlLinkRequest(host: window.host)))
@@ -158,7 +174,7 @@ enum DesktopCommands {
     }
 
     /// `--sessions`.
-    static func sessions(json: Bool) async throws {
+    public static func sessions(json: Bool) async throws {
         let client = try connect()
         let sessions = try await request(client, .sessions)["sessions"]?.array ?? []
         if json {
@@ -184,7 +200,7 @@ enum DesktopCommands {
 
     /// `--revoke`: through the daemon when it answers (its live sessions close), otherwise in
     /// the registry directly.
-    static func revoke(_ id: DeviceID, registry: String?, json: Bool) async throws {
+    public static func revoke(_ id: DeviceID, registry: String?, json: Bool) async throws {
         let client: RivetControlClient
         do {
             // Only "nothing there" falls back to the registry: a directory or a server that
@@ -234,7 +250,7 @@ enum DesktopCommands {
 
     /// `--confirm`: waits until a device's code is known, shows it, confirms (with the typed
     /// code, or after asking the person) or rejects.
-    static func confirm(code: String?, scopes: [String], json: Bool) async throws -> ExitStatus {
+    public static func confirm(code: String?, scopes: [String], json: Bool) async throws -> ExitStatus {
         let client = try connect()
         var said = false
         var found: RivetControlJSON?

@@ -7,20 +7,20 @@ import Glibc
 #endif
 
 /// The longest answer to a yes/no question, newline excluded: 256 bytes.
-let maximumAnswerBytes = 256
+public let maximumAnswerBytes = 256
 
 /// Asks `question` on standard error when standard input is a terminal, then reads one line of
 /// standard input, at most ``maximumAnswerBytes`` and its newline: true for `y` or `yes` (any
 /// case, blanks around it ignored), false for anything else, for no line at all, or for a line
 /// longer than that (with one line saying so). The read runs on a thread of its own, so a
 /// signal ends the wait at once (``Interruptible``).
-func answeredYes(to question: String) async throws -> Bool {
+public func answeredYes(to question: String) async throws -> Bool {
     try await Interruptible.run { answeredYesBlocking(to: question) }
 }
 
 /// ``answeredYes(to:)`` on the calling thread (for a question asked from a blocking callback
 /// that already runs inside an ``Interruptible`` wait).
-func answeredYesBlocking(to question: String) -> Bool {
+public func answeredYesBlocking(to question: String) -> Bool {
     if isatty(STDIN_FILENO) == 1 { try? OutputChannel.standardError.write(question + " [y/N] ") }
     let read = BoundedLine.read(STDIN_FILENO, limit: maximumAnswerBytes)
     let line: [UInt8]
@@ -39,8 +39,8 @@ func answeredYesBlocking(to question: String) -> Bool {
 
 /// One line of a file descriptor, read with a bound and never past its newline (byte by byte,
 /// so what follows stays unread for whoever reads next).
-enum BoundedLine {
-    enum Outcome: Sendable, Equatable {
+public enum BoundedLine {
+    public enum Outcome: Sendable, Equatable {
         /// A line of at most `limit` bytes, without its newline (and without a CR before it).
         case line([UInt8])
         /// The input ended after these bytes (at most `limit`; none when it was empty).
@@ -52,7 +52,7 @@ enum BoundedLine {
     }
 
     /// Reads at most `limit + 1` bytes of `descriptor`: a newline among them ends the line.
-    static func read(_ descriptor: Int32, limit: Int) -> Outcome {
+    public static func read(_ descriptor: Int32, limit: Int) -> Outcome {
         var line: [UInt8] = []
         var byte: UInt8 = 0
         while true {
@@ -82,10 +82,10 @@ enum BoundedLine {
 /// shut down). The work's thread may still be running then; the process exits right after
 /// (128+N), which closes every connection it held, and nothing it would have stored is stored,
 /// because rivet-pair stores only after its waits, just before exit 0.
-enum Interruptible {
+public enum Interruptible {
     /// Runs `body` off Swift's cooperative threads and returns what it returns or throws, or
     /// throws `CancellationError` the moment the task is cancelled.
-    static func run<T: Sendable>(
+    public static func run<T: Sendable>(
         name: String = "rivet-pair", interrupt: @escaping @Sendable () -> Void = {}, _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
         let gate = Gate<T>()

@@ -1,3 +1,4 @@
+import CommandLineFiles
 import CommandLineKit
 import Foundation
 import RivetPairing
@@ -7,12 +8,18 @@ import RivetTransport
 import ThreadSupport
 
 /// `--connect HOST:PORT`: the device side of pairing, for a Linux companion.
-enum CompanionCommand {
+public enum CompanionCommand {
+    /// What `--connect` names: an address to pair with by code, or a link to pair by.
+    public enum ConnectTarget: Sendable {
+        case address(HostPort)
+        case link(RivetPairingLink)
+    }
+
     /// Pairs with the rivetd at `server`, asks this device's person to compare the code (on a
     /// terminal) or reads one line from standard input (`y`/`yes` confirms), stores the
     /// credential and the pin, and checks them with one pinned resume.
-    static func connect(
-        _ target: PairAction.ConnectTarget, deviceName: String?, applicationID: String?, credentialPath: String?, json: Bool
+    public static func connect(
+        _ target: ConnectTarget, deviceName: String?, applicationID: String?, credentialPath: String?, json: Bool
     ) async throws -> ExitStatus {
         let application: RivetApplicationID
         let name: RivetDeviceName
