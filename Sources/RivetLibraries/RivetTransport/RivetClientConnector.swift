@@ -405,13 +405,8 @@ public final class RivetClientConnector: Sendable {
             if error == .timedOut { return nil }
             throw Self.classify(error, during: "reading the server's RVD1 messages")
         }
-        guard !first.isEmpty else {
-            throw RivetClientError.connectionFailed.with("the server closed the connection during pairing")
-        }
-        do {
-            if let message = try reader.consume(first).message { return message }
-        } catch {
-            throw RivetClientError.protocolError.with(error.message)
+        if let message = try feed(first, to: &reader, closed: "the server closed the connection during pairing") {
+            return message
         }
         return try readMessage(connection, &reader, deadline: clock.now + .seconds(2))
     }
@@ -427,14 +422,22 @@ public final class RivetClientConnector: Sendable {
             } catch {
                 throw Self.classify(error, during: "waiting for the server's RVD1 answer")
             }
-            guard !bytes.isEmpty else {
-                throw RivetClientError.connectionFailed.with("the server closed the connection before answering")
+            if let message = try feed(bytes, to: &reader, closed: "the server closed the connection before answering") {
+                return message
             }
-            do {
-                if let message = try reader.consume(bytes).message { return message }
-            } catch {
-                throw RivetClientError.protocolError.with(error.message)
-            }
+        }
+    }
+
+    /// Gives `bytes` just read to `reader`: the whole message once it is complete, nil while
+    /// it is not. No bytes is the end of the stream, a `connectionFailed` that says `closed`.
+    private func feed(_ bytes: [UInt8], to reader: inout RVD1Reader, closed: String) throws(RivetClientError)
+        -> RVD1Message?
+    {
+        guard !bytes.isEmpty else { throw RivetClientError.connectionFailed.with(closed) }
+        do {
+            return try reader.consume(bytes).message
+        } catch {
+            throw RivetClientError.protocolError.with(error.message)
         }
     }
 
