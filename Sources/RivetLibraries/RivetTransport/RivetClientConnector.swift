@@ -183,10 +183,9 @@ public final class RivetClientConnector: Sendable {
         } catch {
             throw RivetClientError.invalidAddress.with(error.message)
         }
-        let begin: [UInt8]
-        do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
-        var replies = PairingReplies(connection: connection, deadline: deadline)
-        try replies.send(begin, by: deadline, through: self)
+        var replies = try PairingReplies(
+            connection: connection, deadline: deadline,
+            start: { () throws(RivetDevicePairingClientError) in try exchange.start() }, through: self)
         while true {
             switch exchange.receive(try replies.next(through: self)) {
             case .showCode(let code, let reveal):
@@ -250,10 +249,9 @@ public final class RivetClientConnector: Sendable {
         }
         var exchange = RVD1ClientLinkPairing(
             link: link, deviceName: deviceName, existingDeviceID: existingDeviceID, randomness: randomness)
-        let begin: [UInt8]
-        do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
-        var replies = PairingReplies(connection: connection, deadline: deadline)
-        try replies.send(begin, by: deadline, through: self)
+        var replies = try PairingReplies(
+            connection: connection, deadline: deadline,
+            start: { () throws(RivetDevicePairingClientError) in try exchange.start() }, through: self)
         while true {
             switch exchange.receive(try replies.next(through: self)) {
             case .send(let proof):
@@ -362,9 +360,17 @@ public final class RivetClientConnector: Sendable {
         private var reader = RVD1Reader(reading: .serverToClient)
         private var early: RVD1Message?
 
-        init(connection: TLSConnection, deadline: ContinuousClock.Instant) {
+        /// Opens the exchange: sends the first message, which `start` makes (a `pairingFailed`
+        /// when it cannot).
+        init(
+            connection: TLSConnection, deadline: ContinuousClock.Instant,
+            start: () throws(RivetDevicePairingClientError) -> [UInt8], through connector: RivetClientConnector
+        ) throws(RivetClientError) {
             self.connection = connection
             self.deadline = deadline
+            let begin: [UInt8]
+            do { begin = try start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
+            try send(begin, by: deadline, through: connector)
         }
 
         /// True when a send found a server message already waiting.
