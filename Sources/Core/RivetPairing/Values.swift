@@ -7,7 +7,7 @@ import OpenSSLKit
 extension DeviceID: RivetFixedSizeBytes {}
 
 /// A 256-bit pairing nonce: the client's `Nc` or the server's `Ns`. Exactly 32 bytes.
-public struct Nonce: RivetFixedSizeBytes, Hashable, CustomStringConvertible {
+public struct Nonce: RivetFixedSizeBytes, Hashable, HexDescribedBytes {
     /// The number of bytes in a nonce (32).
     public static let byteCount = 32
 
@@ -19,12 +19,6 @@ public struct Nonce: RivetFixedSizeBytes, Hashable, CustomStringConvertible {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
     }
-
-    /// 64 lowercase hex digits.
-    public var hex: String { Hex.encode(bytes) }
-
-    /// The `hex` form.
-    public var description: String { hex }
 }
 
 /// The secret a paired device presents to resume a session: 32 random bytes (`K`).
