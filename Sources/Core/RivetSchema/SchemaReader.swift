@@ -201,23 +201,35 @@ private struct SchemaReader {
     }
 
     mutating func readEvent(_ form: SExpr, _ rest: [SExpr]) {
-        guard let (name, documentation, body) = readHeader("event", form, rest) else { return }
-        guard body.count == 1 else {
-            error("event `\(name)` is written (event \(name) PAYLOAD-TYPE); use void for no payload", at: form.location)
-            return
-        }
-        guard let payload = readType(body[0], voidAllowed: true) else { return }
+        guard
+            let (name, documentation, payload) = readTyped(
+                "event", form, rest, voidAllowed: true,
+                usage: { "event `\($0)` is written (event \($0) PAYLOAD-TYPE); use void for no payload" })
+        else { return }
         events.append(SchemaEvent(name: name, documentation: documentation, payload: payload, location: form.location))
     }
 
     mutating func readState(_ form: SExpr, _ rest: [SExpr]) {
-        guard let (name, documentation, body) = readHeader("state", form, rest) else { return }
-        guard body.count == 1 else {
-            error("state `\(name)` is written (state \(name) TYPE)", at: form.location)
-            return
-        }
-        guard let type = readType(body[0], voidAllowed: false) else { return }
+        guard
+            let (name, documentation, type) = readTyped(
+                "state", form, rest, voidAllowed: false, usage: { "state `\($0)` is written (state \($0) TYPE)" })
+        else { return }
         stateKeys.append(SchemaStateKey(name: name, documentation: documentation, type: type ?? .string, location: form.location))
+    }
+
+    /// A `(KIND NAME [DOC] TYPE)` form: its name, documentation and type (nil for `void` where
+    /// `voidAllowed`). Nil after an error: `usage` (given the name) says how the form is written
+    /// when its body is not one type.
+    mutating func readTyped(
+        _ kind: String, _ form: SExpr, _ rest: [SExpr], voidAllowed: Bool, usage: (String) -> String
+    ) -> (String, String?, SchemaType?)? {
+        guard let (name, documentation, body) = readHeader(kind, form, rest) else { return nil }
+        guard body.count == 1 else {
+            error(usage(name), at: form.location)
+            return nil
+        }
+        guard let type = readType(body[0], voidAllowed: voidAllowed) else { return nil }
+        return (name, documentation, type)
     }
 
     mutating func readAllowlist(_ keyword: String, _ form: SExpr, _ rest: [SExpr]) {
