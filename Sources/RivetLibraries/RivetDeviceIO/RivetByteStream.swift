@@ -32,7 +32,7 @@ public final class RivetFileDescriptorStream: RivetByteStream {
         do {
             wake = try PipeEnds()
         } catch {
-            throw .transportFailed("cannot create the stream's wake-up pipe: \(error.reason)")
+            throw .transportFailed.with("cannot create the stream's wake-up pipe: \(error.reason)")
         }
         self.readFD = readFD
         self.writeFD = writeFD
@@ -144,7 +144,7 @@ public final class RivetFileDescriptorStream: RivetByteStream {
         do {
             try Poll.wait(&fds, timeout: -1)
         } catch {
-            throw RivetDeviceError.transportFailed("poll on descriptor \(fd) failed: \(error.reason)")
+            throw RivetDeviceError.transportFailed.with("poll on descriptor \(fd) failed: \(error.reason)")
         }
         if fds[1].revents != 0 { return .woken }
         return fds[0].revents == 0 ? .notReady : .ready
@@ -162,16 +162,16 @@ public final class RivetFileDescriptorStream: RivetByteStream {
             if count > 0 { return Array(buffer[0..<count]) }
             if count == 0 { return [] }
             if errno == EAGAIN { continue }
-            throw RivetDeviceError.transportFailed("read from descriptor \(readFD) failed: \(Self.errnoText())")
+            throw RivetDeviceError.transportFailed.with("read from descriptor \(readFD) failed: \(Self.errnoText())")
         }
     }
 
     private func blockingWrite(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            if isClosing || writingFinished { throw RivetDeviceError.connectionClosed("the stream is closed") }
+            if isClosing || writingFinished { throw RivetDeviceError.connectionClosed.with("the stream is closed") }
             switch try wait(for: writeFD, Int16(POLLOUT)) {
-            case .woken: throw RivetDeviceError.connectionClosed("the stream is closed")
+            case .woken: throw RivetDeviceError.connectionClosed.with("the stream is closed")
             case .notReady: continue
             case .ready: break
             }
@@ -185,9 +185,9 @@ public final class RivetFileDescriptorStream: RivetByteStream {
             }
             if error == EAGAIN { continue }
             if error == EPIPE || error == ECONNRESET {
-                throw RivetDeviceError.transportFailed("the peer closed descriptor \(writeFD) for reading")
+                throw RivetDeviceError.transportFailed.with("the peer closed descriptor \(writeFD) for reading")
             }
-            throw RivetDeviceError.transportFailed("write to descriptor \(writeFD) failed: \(String(cString: strerror(error)))")
+            throw RivetDeviceError.transportFailed.with("write to descriptor \(writeFD) failed: \(String(cString: strerror(error)))")
         }
     }
 
