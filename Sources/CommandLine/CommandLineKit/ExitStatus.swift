@@ -1,8 +1,10 @@
+import CodedError
+
 /// A process exit status with the one-line meaning shown in `--help` and man pages.
 ///
 /// The standard codes are the command-line contract shared by every tool: scripts branch on them,
 /// so their values never change. Equality and hashing compare only the numeric code.
-public struct ExitStatus: Hashable, Sendable, CustomStringConvertible {
+public struct ExitStatus: CodeIdentified, Hashable, Sendable, CustomStringConvertible {
     /// The value passed to `exit(3)`.
     public let code: Int32
     /// One line saying what the status means, without a trailing full stop.
@@ -55,9 +57,4 @@ public struct ExitStatus: Hashable, Sendable, CustomStringConvertible {
 
     /// `"CODE (MEANING)"`.
     public var description: String { "\(code) (\(meaning))" }
-
-    /// Equal when the numeric codes are equal.
-    public static func == (lhs: ExitStatus, rhs: ExitStatus) -> Bool { lhs.code == rhs.code }
-    /// Hashes the numeric code.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

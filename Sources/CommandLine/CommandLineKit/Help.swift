@@ -37,42 +37,38 @@ struct HelpRenderer {
         let commandRows = spec.subcommands.map { sub in
             (([sub.name] + sub.positionals.map(\.usageForm)).joined(separator: " "), sub.abstract)
         }
-        let argumentRows = spec.positionals.map(Self.row)
-        let optionRows = options.map(Self.row)
-        let column = Self.column(for: [commandRows, argumentRows, optionRows])
-        var sections = [
-            "\(spec.name) - \(spec.abstract)",
-            "Usage: \(spec.usageLine())",
-        ]
-        if !spec.discussion.isEmpty { sections.append(Self.formatDiscussion(spec.discussion)) }
-        if !commandRows.isEmpty {
-            sections.append("Commands:\n" + Self.table(commandRows, column: column))
-        }
-        if !argumentRows.isEmpty {
-            sections.append("Arguments:\n" + Self.table(argumentRows, column: column))
-        }
-        sections.append("Options:\n" + Self.table(optionRows, column: column))
-        sections.append(exitStatusSection())
-        return sections.joined(separator: "\n\n") + "\n"
+        return page(
+            title: "\(spec.name) - \(spec.abstract)", usage: spec.usageLine(), discussion: spec.discussion,
+            tables: [
+                ("Commands", commandRows), ("Arguments", spec.positionals.map(Self.row)),
+                ("Options", options.map(Self.row)),
+            ])
     }
 
     func subcommandHelp(_ sub: SubcommandSpec) -> String {
-        let argumentRows = sub.positionals.map(Self.row)
-        let ownRows = sub.options.filter { !$0.isHidden }.map(Self.row)
-        let globalRows = (spec.options + OptionSpec.builtins).filter { !$0.isHidden }.map(Self.row)
-        let column = Self.column(for: [argumentRows, ownRows, globalRows])
-        var sections = [
-            "\(spec.name) \(sub.name) - \(sub.abstract)",
-            "Usage: \(spec.usageLine(subcommand: sub.name))",
-        ]
-        if !sub.discussion.isEmpty { sections.append(Self.formatDiscussion(sub.discussion)) }
-        if !argumentRows.isEmpty {
-            sections.append("Arguments:\n" + Self.table(argumentRows, column: column))
+        let globalOptions = (spec.options + OptionSpec.builtins).filter { !$0.isHidden }
+        return page(
+            title: "\(spec.name) \(sub.name) - \(sub.abstract)", usage: spec.usageLine(subcommand: sub.name),
+            discussion: sub.discussion,
+            tables: [
+                ("Arguments", sub.positionals.map(Self.row)),
+                ("Options", sub.options.filter { !$0.isHidden }.map(Self.row)),
+                ("Global options", globalOptions.map(Self.row)),
+            ])
+    }
+
+    /// One help page: the title, the usage line, the discussion when there is one, each
+    /// non-empty table under its heading (one label column for all), and the exit statuses.
+    /// The built-in options are never hidden, so the last table of each page always shows.
+    func page(title: String, usage: String, discussion: String, tables: [(heading: String, rows: [(String, String)])])
+        -> String
+    {
+        let column = Self.column(for: tables.map(\.rows))
+        var sections = [title, "Usage: \(usage)"]
+        if !discussion.isEmpty { sections.append(Self.formatDiscussion(discussion)) }
+        for (heading, rows) in tables where !rows.isEmpty {
+            sections.append("\(heading):\n" + Self.table(rows, column: column))
         }
-        if !ownRows.isEmpty {
-            sections.append("Options:\n" + Self.table(ownRows, column: column))
-        }
-        sections.append("Global options:\n" + Self.table(globalRows, column: column))
         sections.append(exitStatusSection())
         return sections.joined(separator: "\n\n") + "\n"
     }

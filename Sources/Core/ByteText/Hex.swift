@@ -55,3 +55,18 @@ public enum Hex {
         return bytes
     }
 }
+
+/// Bytes that are not secret and read as lowercase hex (a device ID, a nonce, a commitment, a
+/// discovery hint): `hex` and `description` both give two lowercase hex digits a byte.
+public protocol HexDescribedBytes: CustomStringConvertible {
+    /// The bytes.
+    var bytes: [UInt8] { get }
+}
+
+extension HexDescribedBytes {
+    /// Two lowercase hex digits a byte.
+    public var hex: String { Hex.encode(bytes) }
+
+    /// The `hex` form.
+    public var description: String { hex }
+}

@@ -96,17 +96,7 @@ public struct JSONParser {
             offset += 1
             skipSpace()
             members[key] = try value(depth: depth)
-            skipSpace()
-            switch current {
-            case UInt8(ascii: ","):
-                offset += 1
-                skipSpace()
-            case UInt8(ascii: "}"):
-                offset += 1
-                return .object(members)
-            default:
-                throw failure(.unexpectedByte)
-            }
+            guard try listContinues(closing: UInt8(ascii: "}")) else { return .object(members) }
         }
     }
 
@@ -120,17 +110,24 @@ public struct JSONParser {
         }
         while true {
             elements.append(try value(depth: depth))
+            guard try listContinues(closing: UInt8(ascii: "]")) else { return .array(elements) }
+        }
+    }
+
+    /// After a member or element: a comma and the space after it (true: another follows), or
+    /// `closing`, consumed (false: the list ends). Anything else is an unexpected byte.
+    private mutating func listContinues(closing: UInt8) throws(JSONParseError) -> Bool {
+        skipSpace()
+        switch current {
+        case UInt8(ascii: ","):
+            offset += 1
             skipSpace()
-            switch current {
-            case UInt8(ascii: ","):
-                offset += 1
-                skipSpace()
-            case UInt8(ascii: "]"):
-                offset += 1
-                return .array(elements)
-            default:
-                throw failure(.unexpectedByte)
-            }
+            return true
+        case closing:
+            offset += 1
+            return false
+        default:
+            throw failure(.unexpectedByte)
         }
     }
 

@@ -1,32 +1,40 @@
+/// A value whose identity is its code: two values of the same code are equal (and hash alike),
+/// whatever else they carry. The base of ``CodedError``, and of coded values that are not
+/// errors (an exit status, a close reason).
+public protocol CodeIdentified: Equatable {
+    /// What identifies the value.
+    associatedtype Code: Hashable
+
+    /// The code.
+    var code: Code { get }
+}
+
+extension CodeIdentified {
+    /// Equal when both are of the same code; everything else is ignored.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+}
+
+extension CodeIdentified where Self: Hashable {
+    /// Hashes the code only, consistent with `==`.
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
+
 /// An error whose identity is its code: a kind of failure (`Code`) and a message for a person.
 ///
 /// The one shape of the package's error types. A conforming type keeps its own static members
-/// (`error == .timedOut`) and gets, from the extensions below, equality and hashing by the code
-/// alone (never the message), `description` (the message), and, for a type that lets its
+/// (`error == .timedOut`) and gets equality and hashing by the code alone (never the message,
+/// from ``CodeIdentified``), `description` (the message), and, for a type that lets its
 /// message be replaced (``CodedErrorMessage``), `with(_:)`. A type that prints its code too
 /// conforms to ``IdentifiedCodedError``; one that sorts its codes into retry classes, to
 /// ``RetryClassifiedError``. Imports the standard library alone.
-public protocol CodedError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The kinds of failure; two errors of the same code are equal, whatever their messages.
-    associatedtype Code: Hashable, Sendable
-
-    /// The kind of failure.
-    var code: Code { get }
+public protocol CodedError: CodeIdentified, Error, Sendable, CustomStringConvertible where Code: Sendable {
     /// What failed and why, for a person.
     var message: String { get }
 }
 
 extension CodedError {
-    /// Equal when both are of the same code; messages (and other details) are ignored.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
     /// The message.
     public var description: String { message }
-}
-
-extension CodedError where Self: Hashable {
-    /// Hashes the code only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }
 
 /// A coded error whose message the package's own modules may replace: its `message` is

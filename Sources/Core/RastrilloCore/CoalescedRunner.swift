@@ -29,18 +29,9 @@ import Synchronization
 /// a caller's cancellation nor its actor; a pass that must run on an actor marks its closure
 /// (`{ @MainActor in … }`).
 public final class CoalescedRunner: Sendable {
-    private enum Call {
-        /// Announced; not yet registered (the cancellation handler may run first).
-        case announced
-        /// Cancelled before it was registered.
-        case cancelledEarly
-        /// Waiting for pass number `pass` to complete.
-        case waiting(pass: UInt64, CheckedContinuation<Void, Never>)
-    }
-
     private struct State {
-        var nextCallID: UInt64 = 0
-        var calls: [UInt64: Call] = [:]
+        /// The callers, each waiting for the pass number of its tag to complete.
+        var calls = CancellableWaiters<Void, UInt64>()
         /// The number of the pass running now, or `nil` when the runner is idle.
         var runningPass: UInt64?
         var completedPasses: UInt64 = 0
@@ -57,24 +48,14 @@ public final class CoalescedRunner: Sendable {
 
     /// Callers waiting now, for the running pass or the trailing one.
     public var waitingCallers: Int {
-        state.withLock { state in
-            state.calls.values.count { call in
-                if case .waiting = call { return true }
-                return false
-            }
-        }
+        state.withLock { $0.calls.waitingCount }
     }
 
     /// Runs `operation` now if the runner is idle, or queues the trailing pass if it is busy,
     /// and returns when the pass that covers this call has completed (or at once when the
     /// calling task is cancelled; the pass still runs).
     public func run(_ operation: @escaping @Sendable () async -> Void) async {
-        let id = state.withLock { state in
-            let id = state.nextCallID
-            state.nextCallID += 1
-            state.calls[id] = .announced
-            return id
-        }
+        let id = state.withLock { $0.calls.announce() }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let (startsPass, returnsNow) = state.withLock { state -> (Bool, Bool) in
@@ -89,12 +70,7 @@ public final class CoalescedRunner: Sendable {
                         state.runningPass = pass
                         startsPass = true
                     }
-                    if case .cancelledEarly = state.calls[id] {
-                        state.calls[id] = nil
-                        return (startsPass, true)
-                    }
-                    state.calls[id] = .waiting(pass: pass, continuation)
-                    return (startsPass, false)
+                    return (startsPass, !state.calls.wait(id, pass, on: continuation))
                 }
                 if startsPass {
                     Task { await self.drain(operation) }
@@ -102,19 +78,7 @@ public final class CoalescedRunner: Sendable {
                 if returnsNow { continuation.resume() }
             }
         } onCancel: {
-            let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                switch state.calls[id] {
-                case .announced:
-                    state.calls[id] = .cancelledEarly
-                    return nil
-                case .waiting(_, let continuation):
-                    state.calls[id] = nil
-                    return continuation
-                case .cancelledEarly, nil:
-                    return nil
-                }
-            }
-            continuation?.resume()
+            state.withLock { $0.calls.cancel(id) }?.resume()
         }
     }
 
@@ -125,13 +89,7 @@ public final class CoalescedRunner: Sendable {
             let (finished, more) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
                 guard let pass = state.runningPass else { return ([], false) }
                 state.completedPasses = pass
-                var finished: [CheckedContinuation<Void, Never>] = []
-                for (id, call) in state.calls {
-                    if case .waiting(let target, let continuation) = call, target <= pass {
-                        finished.append(continuation)
-                        state.calls[id] = nil
-                    }
-                }
+                let finished = state.calls.removeWaiting { $0 <= pass }
                 if state.trailingPassQueued {
                     state.trailingPassQueued = false
                     state.runningPass = pass + 1

@@ -26,12 +26,6 @@ public final class NativeConnectivity: Sendable {
     public static let shared: NativeConnectivity =
         (try? observingRouteNetlink()) ?? NativeConnectivity(path: .satisfied)
 
-    private enum Waiter {
-        case announced
-        case cancelled
-        case waiting(CheckedContinuation<Bool, Never>)
-    }
-
     private struct State {
         var path: NetworkPath
         var reachable: [NativeOrigin: Bool] = [:]
@@ -42,7 +36,7 @@ public final class NativeConnectivity: Sendable {
         var answersAfterFailure: UInt64 = 0
         var nextID: UInt64 = 0
         var subscribers: [UInt64: AsyncStream<ConnectivityChange>.Continuation] = [:]
-        var waiters: [UInt64: Waiter] = [:]
+        var waiters = CancellableWaiters<Bool, Void>()
     }
 
     private let state: Mutex<State>
@@ -93,14 +87,11 @@ public final class NativeConnectivity: Sendable {
     deinit {
         observer?.stop()
         let (subscribers, waiters) = state.withLock { state in
-            defer {
-                state.subscribers = [:]
-                state.waiters = [:]
-            }
-            return (Array(state.subscribers.values), Array(state.waiters.values))
+            defer { state.subscribers = [:] }
+            return (Array(state.subscribers.values), state.waiters.removeAll())
         }
         for subscriber in subscribers { subscriber.finish() }
-        for case .waiting(let continuation) in waiters { continuation.resume(returning: false) }
+        for continuation in waiters { continuation.resume(returning: false) }
     }
 
     /// The current path.
@@ -224,42 +215,20 @@ public final class NativeConnectivity: Sendable {
     }
 
     func waitForChange(since generation: UInt64) async -> Bool {
-        let id = state.withLock { state in
-            let id = state.nextID
-            state.nextID += 1
-            state.waiters[id] = .announced
-            return id
-        }
+        let id = state.withLock { $0.waiters.announce() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let immediate = state.withLock { state -> Bool? in
                     if state.generation != generation {
-                        state.waiters[id] = nil
+                        state.waiters.forget(id)
                         return true
                     }
-                    if case .cancelled = state.waiters[id] {
-                        state.waiters[id] = nil
-                        return false
-                    }
-                    state.waiters[id] = .waiting(continuation)
-                    return nil
+                    return state.waiters.wait(id, (), on: continuation) ? nil : false
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            let continuation = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-                switch state.waiters[id] {
-                case .announced:
-                    state.waiters[id] = .cancelled
-                    return nil
-                case .waiting(let continuation):
-                    state.waiters[id] = nil
-                    return continuation
-                case .cancelled, nil:
-                    return nil
-                }
-            }
-            continuation?.resume(returning: false)
+            state.withLock { $0.waiters.cancel(id) }?.resume(returning: false)
         }
     }
 
@@ -270,14 +239,7 @@ public final class NativeConnectivity: Sendable {
             state -> (ConnectivityChange?, [AsyncStream<ConnectivityChange>.Continuation], [CheckedContinuation<Bool, Never>]) in
             guard let change = body(&state) else { return (nil, [], []) }
             state.generation += 1
-            var woken: [CheckedContinuation<Bool, Never>] = []
-            for (id, waiter) in state.waiters {
-                if case .waiting(let continuation) = waiter {
-                    woken.append(continuation)
-                    state.waiters[id] = nil
-                }
-            }
-            return (change, Array(state.subscribers.values), woken)
+            return (change, Array(state.subscribers.values), state.waiters.removeWaiting())
         }
         guard let change else { return }
         for continuation in waiters { continuation.resume(returning: true) }

@@ -31,17 +31,17 @@ public struct RivetDeviceConfiguration: Hashable, Sendable {
     ) throws(RivetDeviceError) {
         for (name, value) in [("maxRequestBytes", maxRequestBytes), ("maxResponseBytes", maxResponseBytes)] {
             guard value >= 0, UInt64(value) <= UInt64(UInt32.max) else {
-                throw .invalidConfiguration("\(name) is \(value); it must be within 0...\(UInt32.max)")
+                throw .invalidConfiguration.with("\(name) is \(value); it must be within 0...\(UInt32.max)")
             }
         }
         guard maxPendingCalls >= 1 else {
-            throw .invalidConfiguration("maxPendingCalls is \(maxPendingCalls); it must be at least 1")
+            throw .invalidConfiguration.with("maxPendingCalls is \(maxPendingCalls); it must be at least 1")
         }
         guard maxBufferedEvents >= 1 else {
-            throw .invalidConfiguration("maxBufferedEvents is \(maxBufferedEvents); it must be at least 1")
+            throw .invalidConfiguration.with("maxBufferedEvents is \(maxBufferedEvents); it must be at least 1")
         }
         guard defaultTimeout > .zero else {
-            throw .invalidConfiguration("defaultTimeout is \(defaultTimeout); it must be positive")
+            throw .invalidConfiguration.with("defaultTimeout is \(defaultTimeout); it must be positive")
         }
         self.maxRequestBytes = maxRequestBytes
         self.maxResponseBytes = maxResponseBytes

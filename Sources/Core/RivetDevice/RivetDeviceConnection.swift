@@ -111,7 +111,7 @@ final class RivetDeviceConnection: Sendable {
                         state.pending[id] = .waiting(continuation)
                         return .wait
                     case .waiting, .abandoned, nil:
-                        return .failure(state.failure ?? RivetDeviceError.connectionClosed("the connection is closed"))
+                        return .failure(state.failure ?? RivetDeviceError.connectionClosed.with("the connection is closed"))
                     }
                 }
                 switch outcome {
@@ -195,7 +195,7 @@ final class RivetDeviceConnection: Sendable {
     /// Closes the transport so ``run()`` ends, cancelling calls being handled for the peer.
     func close() async {
         closing.withLock { $0 = true }
-        failAll(RivetDeviceError.connectionClosed("the connection was closed by this side"))
+        failAll(RivetDeviceError.connectionClosed.with("the connection was closed by this side"))
         await transport.close()
     }
 
@@ -228,7 +228,7 @@ final class RivetDeviceConnection: Sendable {
             }
         }
         let described = reason.map(Self.describeEnd)
-        failAll(described ?? RivetDeviceError.connectionClosed("the peer closed the connection"))
+        failAll(described ?? RivetDeviceError.connectionClosed.with("the peer closed the connection"))
         events?.finish()
         await transport.close()
         return described
@@ -237,10 +237,10 @@ final class RivetDeviceConnection: Sendable {
     private static func describeEnd(_ error: any Error) -> any Error {
         if let error = error as? RivetDeviceError { return error }
         if let error = error as? RVT1Error {
-            return RivetDeviceError.protocolViolation("the peer sent bytes that break RVT1: \(error)")
+            return RivetDeviceError.protocolViolation.with("the peer sent bytes that break RVT1: \(error)")
         }
-        if error is CancellationError { return RivetDeviceError.connectionClosed("the connection was cancelled") }
-        return RivetDeviceError.transportFailed("the transport failed: \(error)")
+        if error is CancellationError { return RivetDeviceError.connectionClosed.with("the connection was cancelled") }
+        return RivetDeviceError.transportFailed.with("the transport failed: \(error)")
     }
 
     private func cancelIncoming() {
@@ -262,18 +262,18 @@ final class RivetDeviceConnection: Sendable {
         case .result, .error:
             if envelope.kind == .error, id.isNone {
                 let remote = envelope.remoteError
-                return .peerEnded(.connectionClosed("the peer ended the stream: \(remote.code): \(remote.message)"))
+                return .peerEnded(.connectionClosed.with("the peer ended the stream: \(remote.code): \(remote.message)"))
             }
             guard envelope.version == RivetDeviceEnvelope.currentVersion else {
-                return .violation(.protocolViolation("answer \(id) has protocol version \(envelope.version); expected \(RivetDeviceEnvelope.currentVersion)"))
+                return .violation(.protocolViolation.with("answer \(id) has protocol version \(envelope.version); expected \(RivetDeviceEnvelope.currentVersion)"))
             }
             guard !id.isNone, deliver(envelope) else {
-                return .violation(.protocolViolation("the peer answered correlation ID \(id), which no call is waiting for"))
+                return .violation(.protocolViolation.with("the peer answered correlation ID \(id), which no call is waiting for"))
             }
             return nil
         case .call, .stateRead, .stateWrite:
             guard !id.isNone else {
-                return .violation(.protocolViolation("the peer sent a \(envelope.kind) with correlation ID 0"))
+                return .violation(.protocolViolation.with("the peer sent a \(envelope.kind) with correlation ID 0"))
             }
             return accept(envelope, group: &group)
         case .cancel:
@@ -282,13 +282,13 @@ final class RivetDeviceConnection: Sendable {
             return nil
         case .event, .stateChange:
             guard envelope.version == RivetDeviceEnvelope.currentVersion else {
-                return .violation(.protocolViolation("\(envelope.kind) \(envelope.name) has protocol version \(envelope.version)"))
+                return .violation(.protocolViolation.with("\(envelope.kind) \(envelope.name) has protocol version \(envelope.version)"))
             }
             events?.yield(RivetDeviceEvent(
                 kind: envelope.kind == .event ? .event : .stateChange, name: envelope.name, payload: envelope.payload))
             return nil
         case .hello:
-            return .violation(.protocolViolation("the peer sent a hello after the start of the stream"))
+            return .violation(.protocolViolation.with("the peer sent a hello after the start of the stream"))
         }
     }
 
@@ -310,7 +310,7 @@ final class RivetDeviceConnection: Sendable {
         }
         switch admission {
         case .duplicate:
-            return .violation(.protocolViolation("the peer reused correlation ID \(id) while that call is still running"))
+            return .violation(.protocolViolation.with("the peer reused correlation ID \(id) while that call is still running"))
         case .busy:
             reply(.error(id, RivetRemoteError(
                 code: RivetRemoteError.Codes.busy,

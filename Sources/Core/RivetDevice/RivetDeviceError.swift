@@ -6,10 +6,10 @@ import RivetWire
 ///
 /// Compare with the static members (`error == .timeout`); equality looks only at the kind of
 /// failure. Failures the *peer* reports arrive as ``RivetRemoteError`` instead.
-public struct RivetDeviceError: CodedError, Hashable {
+public struct RivetDeviceError: CodedErrorMessage, Hashable {
     public let code: Code
     /// What failed and why.
-    public let message: String
+    public package(set) var message: String
 
     /// The kinds of failure, what equality compares.
     public enum Code: String, Sendable {
@@ -58,9 +58,6 @@ public struct RivetDeviceError: CodedError, Hashable {
     static func timeout(_ route: String, _ timeout: Duration) -> Self {
         Self(code: .timeout, message: "call of \(route) got no answer within \(timeout); it was cancelled")
     }
-    package static func connectionClosed(_ detail: String) -> Self { Self(code: .connectionClosed, message: detail) }
-    package static func transportFailed(_ detail: String) -> Self { Self(code: .transportFailed, message: detail) }
-    static func protocolViolation(_ detail: String) -> Self { Self(code: .protocolViolation, message: detail) }
     static func requestTooLarge(_ route: String, _ size: Int, _ limit: Int) -> Self {
         Self(code: .requestTooLarge, message: "request for \(route) is \(size) bytes; the limit is \(limit)")
     }
@@ -88,7 +85,6 @@ public struct RivetDeviceError: CodedError, Hashable {
     static func unsupportedVersion(_ version: UInt8) -> Self {
         Self(code: .unsupportedVersion, message: "protocol version \(version) is not supported; this side speaks \(RVT1.version)")
     }
-    static func invalidConfiguration(_ detail: String) -> Self { Self(code: .invalidConfiguration, message: detail) }
 }
 
 /// A failure the peer reported in an error frame: a stable code and a human message.

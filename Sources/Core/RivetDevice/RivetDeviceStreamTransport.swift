@@ -128,7 +128,7 @@ public final class RivetDeviceStreamTransport: RivetDeviceTransport {
     private func write(_ bytes: [UInt8]) async throws {
         try await writeLock.withLock {
             if closed.withLock({ $0 }) {
-                throw RivetDeviceError.connectionClosed("the stream transport is closed")
+                throw RivetDeviceError.connectionClosed.with("the stream transport is closed")
             }
             var out: [UInt8] = []
             let needsHello = helloSent.withLock { sent -> Bool in

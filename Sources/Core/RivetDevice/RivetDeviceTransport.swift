@@ -56,7 +56,7 @@ public final class RivetDeviceMemoryTransport: RivetDeviceTransport {
     /// - Throws: ``RivetDeviceError/connectionClosed`` once either end closed.
     public func send(_ envelope: RivetDeviceEnvelope) async throws {
         guard outbox.push(envelope) else {
-            throw RivetDeviceError.connectionClosed("the in-memory transport is closed")
+            throw RivetDeviceError.connectionClosed.with("the in-memory transport is closed")
         }
     }
 
@@ -154,7 +154,7 @@ final class AsyncQueue<Element: Sendable>: Sendable {
                 case .cancelled: continuation.resume(throwing: CancellationError())
                 case .busy:
                     continuation.resume(
-                        throwing: RivetDeviceError.transportFailed("receive was called while another receive was waiting"))
+                        throwing: RivetDeviceError.transportFailed.with("receive was called while another receive was waiting"))
                 case .wait: break
                 }
             }

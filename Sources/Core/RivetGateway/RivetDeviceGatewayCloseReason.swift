@@ -1,10 +1,11 @@
+import CodedError
 import RivetWire
 
 /// Why the gateway closed a session or the backend stream: a stable code from
 /// ``RivetDeviceGatewayErrorCode`` and a message that names what happened.
 ///
 /// Equality compares the code only.
-public struct RivetDeviceGatewayCloseReason: Hashable, Sendable, CustomStringConvertible {
+public struct RivetDeviceGatewayCloseReason: CodeIdentified, Hashable, Sendable, CustomStringConvertible {
     /// The stable code, e.g. `rivet.outgoing-queue-full`.
     public let code: String
     /// What happened; names no secret.
@@ -22,12 +23,6 @@ public struct RivetDeviceGatewayCloseReason: Hashable, Sendable, CustomStringCon
 
     /// The code and message.
     public var description: String { "\(code): \(message)" }
-
-    /// Equal when the codes are equal.
-    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the code only.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// The connection is gone (the daemon's report).
     public static let disconnected = Self(RivetDeviceGatewayErrorCode.disconnected, "the connection closed")

@@ -2,7 +2,7 @@ import ByteText
 
 /// A paired device's identity in the registry: 16 random bytes, written as 32 lowercase hex
 /// digits. Not secret: it names a device, it does not authenticate one.
-public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible {
+public struct DeviceID: Sendable, Hashable, Comparable, HexDescribedBytes {
     /// The number of bytes in a device ID (16).
     public static let byteCount = 16
 
@@ -14,12 +14,6 @@ public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible 
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
     }
-
-    /// 32 lowercase hex digits.
-    public var hex: String { Hex.encode(bytes) }
-
-    /// The `hex` form.
-    public var description: String { hex }
 
     /// Orders by bytes, so lists sort the same way everywhere.
     public static func < (lhs: DeviceID, rhs: DeviceID) -> Bool {

@@ -3,7 +3,7 @@ import OpenSSLKit
 
 /// The client's commitment to its nonce, sent in `PairBegin` before the server draws `Ns`:
 /// `SHA-256("rivet-pair-commit-v1" ‖ u32be(32) ‖ Nc)`.
-public struct RivetDevicePairingCommitment: Hashable, Sendable, CustomStringConvertible {
+public struct RivetDevicePairingCommitment: Hashable, Sendable, HexDescribedBytes {
     /// The ASCII domain-separation label that starts the committed bytes.
     public static let domain = "rivet-pair-commit-v1"
     /// The number of bytes in a commitment (32).
@@ -29,12 +29,6 @@ public struct RivetDevicePairingCommitment: Hashable, Sendable, CustomStringConv
     public func opens(to nonce: Nonce) -> Bool {
         constantTimeEqual(bytes, RivetDevicePairingCommitment(to: nonce).bytes)
     }
-
-    /// 64 lowercase hex digits.
-    public var hex: String { Hex.encode(bytes) }
-
-    /// The `hex` form.
-    public var description: String { hex }
 }
 
 /// The pairing transcript: the bytes both peers hash into the six-digit confirmation code.

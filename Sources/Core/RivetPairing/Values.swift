@@ -7,7 +7,7 @@ import OpenSSLKit
 extension DeviceID: RivetFixedSizeBytes {}
 
 /// A 256-bit pairing nonce: the client's `Nc` or the server's `Ns`. Exactly 32 bytes.
-public struct Nonce: RivetFixedSizeBytes, Hashable, CustomStringConvertible {
+public struct Nonce: RivetFixedSizeBytes, Hashable, HexDescribedBytes {
     /// The number of bytes in a nonce (32).
     public static let byteCount = 32
 
@@ -19,12 +19,6 @@ public struct Nonce: RivetFixedSizeBytes, Hashable, CustomStringConvertible {
         guard bytes.count == Self.byteCount else { return nil }
         self.bytes = Array(bytes)
     }
-
-    /// 64 lowercase hex digits.
-    public var hex: String { Hex.encode(bytes) }
-
-    /// The `hex` form.
-    public var description: String { hex }
 }
 
 /// The secret a paired device presents to resume a session: 32 random bytes (`K`).
@@ -140,11 +134,32 @@ private func validatedLabel(
     return value
 }
 
+/// A name people read (``RivetApplicationID``, ``RivetDeviceName``): validated text, shown
+/// as is or with its hidden characters escaped.
+public protocol RivetDisplayLabel: Hashable, Sendable, CustomStringConvertible {
+    /// The longest text in bytes of UTF-8.
+    static var maximumByteCount: Int { get }
+    /// The validated text.
+    var value: String { get }
+}
+
+extension RivetDisplayLabel {
+    /// The text.
+    public var description: String { value }
+
+    /// `"text"` with quotes, backslashes and hidden characters escaped: the form in log lines
+    /// and questions, so a quote in the text cannot end it early.
+    public var quoted: String { DisplayText.quoted(value) }
+
+    /// The text with hidden characters escaped: the form in a table cell.
+    public var escaped: String { DisplayText.escaped(value) }
+}
+
 /// The application a device pairs with: 1–255 bytes of UTF-8 with no hidden character (no C0,
 /// DEL or C1 control, no format character such as a BiDi control or a zero-width space, no line
 /// or paragraph separator, no unassigned code point; ``DisplayText/isHidden(_:)``). It is bound
 /// into the confirmation code and checked again on every resume.
-public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
+public struct RivetApplicationID: RivetDisplayLabel {
     /// The longest application ID in bytes of UTF-8 (255).
     public static let maximumByteCount = 255
 
@@ -166,22 +181,12 @@ public struct RivetApplicationID: Hashable, Sendable, CustomStringConvertible {
         self.value = try validatedLabel(
             value, maximumByteCount: Self.maximumByteCount, .invalidApplicationID, named: "application ID", refusing: isControl)
     }
-
-    /// The text.
-    public var description: String { value }
-
-    /// `"text"` with quotes, backslashes and hidden characters escaped: the form in log lines
-    /// and questions.
-    public var quoted: String { DisplayText.quoted(value) }
-
-    /// The text with hidden characters escaped: the form in a table cell.
-    public var escaped: String { DisplayText.escaped(value) }
 }
 
 /// The name a device gives itself, shown to the person who confirms pairing and in the registry
 /// listing: 1–128 bytes of UTF-8 with no hidden character (``DisplayText/isHidden(_:)``), so it
 /// can neither drive a terminal nor reorder, hide or break the text around it.
-public struct RivetDeviceName: Hashable, Sendable, CustomStringConvertible {
+public struct RivetDeviceName: RivetDisplayLabel {
     /// The longest device name in bytes of UTF-8 (128).
     public static let maximumByteCount = 128
 
@@ -203,16 +208,6 @@ public struct RivetDeviceName: Hashable, Sendable, CustomStringConvertible {
         self.value = try validatedLabel(
             value, maximumByteCount: Self.maximumByteCount, .invalidDeviceName, named: "device name", refusing: isControl)
     }
-
-    /// The text.
-    public var description: String { value }
-
-    /// `"text"` with quotes, backslashes and hidden characters escaped: the form in log lines
-    /// and questions, so a quote in the name cannot end it early.
-    public var quoted: String { DisplayText.quoted(value) }
-
-    /// The text with hidden characters escaped: the form in a table cell.
-    public var escaped: String { DisplayText.escaped(value) }
 }
 
 /// Which network connection a device's pairing message came from, as numbered by the daemon.

@@ -178,22 +178,12 @@ private struct SchemaReader {
             error("enum `\(name)` needs at least one case: (enum \(name) CASE …)", at: form.location)
             return
         }
-        var cases: [String] = []
-        var seen: [String: SourceLocation] = [:]
-        for datum in caseData {
-            guard let caseName = checkedName(datum, what: "enum case") else { continue }
-            if let first = seen[caseName] {
-                error("enum `\(name)` lists case `\(caseName)` twice (first at \(first))", at: datum.location)
-                continue
-            }
-            if unusableMemberNames.contains(caseName) {
-                error("`\(caseName)` cannot be an enum case in Swift; rename it", at: datum.location)
-                continue
-            }
-            seen[caseName] = datum.location
-            cases.append(caseName)
-        }
-        enums.append(SchemaEnum(name: name, documentation: documentation, cases: cases, location: form.location))
+        let cases = distinctNames(
+            caseData, what: "enum case",
+            twice: { "enum `\(name)` lists case `\($0)` twice (first at \($1))" },
+            refusing: { unusableMemberNames.contains($0) ? "`\($0)` cannot be an enum case in Swift; rename it" : nil })
+        enums.append(
+            SchemaEnum(name: name, documentation: documentation, cases: cases.map(\.name), location: form.location))
     }
 
     mutating func readRPC(_ form: SExpr, _ rest: [SExpr]) {
@@ -211,23 +201,35 @@ private struct SchemaReader {
     }
 
     mutating func readEvent(_ form: SExpr, _ rest: [SExpr]) {
-        guard let (name, documentation, body) = readHeader("event", form, rest) else { return }
-        guard body.count == 1 else {
-            error("event `\(name)` is written (event \(name) PAYLOAD-TYPE); use void for no payload", at: form.location)
-            return
-        }
-        guard let payload = readType(body[0], voidAllowed: true) else { return }
+        guard
+            let (name, documentation, payload) = readTyped(
+                "event", form, rest, voidAllowed: true,
+                usage: { "event `\($0)` is written (event \($0) PAYLOAD-TYPE); use void for no payload" })
+        else { return }
         events.append(SchemaEvent(name: name, documentation: documentation, payload: payload, location: form.location))
     }
 
     mutating func readState(_ form: SExpr, _ rest: [SExpr]) {
-        guard let (name, documentation, body) = readHeader("state", form, rest) else { return }
-        guard body.count == 1 else {
-            error("state `\(name)` is written (state \(name) TYPE)", at: form.location)
-            return
-        }
-        guard let type = readType(body[0], voidAllowed: false) else { return }
+        guard
+            let (name, documentation, type) = readTyped(
+                "state", form, rest, voidAllowed: false, usage: { "state `\($0)` is written (state \($0) TYPE)" })
+        else { return }
         stateKeys.append(SchemaStateKey(name: name, documentation: documentation, type: type ?? .string, location: form.location))
+    }
+
+    /// A `(KIND NAME [DOC] TYPE)` form: its name, documentation and type (nil for `void` where
+    /// `voidAllowed`). Nil after an error: `usage` (given the name) says how the form is written
+    /// when its body is not one type.
+    mutating func readTyped(
+        _ kind: String, _ form: SExpr, _ rest: [SExpr], voidAllowed: Bool, usage: (String) -> String
+    ) -> (String, String?, SchemaType?)? {
+        guard let (name, documentation, body) = readHeader(kind, form, rest) else { return nil }
+        guard body.count == 1 else {
+            error(usage(name), at: form.location)
+            return nil
+        }
+        guard let type = readType(body[0], voidAllowed: voidAllowed) else { return nil }
+        return (name, documentation, type)
     }
 
     mutating func readAllowlist(_ keyword: String, _ form: SExpr, _ rest: [SExpr]) {
@@ -235,18 +237,34 @@ private struct SchemaReader {
             error("`\(keyword)` appears twice (first at \(earlier.location)); list every name in one form", at: form.location)
             return
         }
+        let names = distinctNames(
+            rest, what: "name in \(keyword)", twice: { "`\($0)` is listed twice in \(keyword) (first at \($1))" })
+        allowlists[keyword] = (form.location, names)
+    }
+
+    /// The valid names among `data`, in order, each once: a datum that is not a valid name
+    /// (`what` names it in the error), repeats an earlier name (`twice` gets the name and the
+    /// first place), or that `refusing` has an error for, is reported and left out.
+    mutating func distinctNames(
+        _ data: [SExpr], what: String, twice: (String, SourceLocation) -> String,
+        refusing: (String) -> String? = { _ in nil }
+    ) -> [SchemaNameReference] {
         var names: [SchemaNameReference] = []
         var seen: [String: SourceLocation] = [:]
-        for datum in rest {
-            guard let name = checkedName(datum, what: "name in \(keyword)") else { continue }
+        for datum in data {
+            guard let name = checkedName(datum, what: what) else { continue }
             if let first = seen[name] {
-                error("`\(name)` is listed twice in \(keyword) (first at \(first))", at: datum.location)
+                error(twice(name, first), at: datum.location)
+                continue
+            }
+            if let refusal = refusing(name) {
+                error(refusal, at: datum.location)
                 continue
             }
             seen[name] = datum.location
             names.append(SchemaNameReference(name: name, location: datum.location))
         }
-        allowlists[keyword] = (form.location, names)
+        return names
     }
 
     private static let scopeClauses = "(rpcs NAME …), (events NAME …), (state-read NAME …) or (state-write NAME …)"

@@ -95,32 +95,19 @@ private struct Output {
 
         for rpc in exported { renderRequest(rpc) }
 
-        line()
-        line("/// Routes of the RPCs exported by (device-rpcs …).")
-        line("\(access) enum RivetRoutes {")
-        for rpc in exported {
-            line("/// RPC `\(rpc.name)`.", indent: 1)
-            line("\(access) static let \(SwiftNames.escapedMemberName(rpc.name)): RivetRoute = \"\(rpc.name)\"", indent: 1)
-        }
-        line("}")
-
-        line()
-        line("/// Events exported by (device-events …), typed by their payload.")
-        line("\(access) enum RivetEvents {")
-        for event in events {
-            doc(event.documentation, fallback: "Event `\(event.name)`.", indent: 1)
-            line("\(access) static let \(SwiftNames.escapedMemberName(event.name)) = RivetEventKey<\(resultType(event.payload))>(\"\(event.name)\")", indent: 1)
-        }
-        line("}")
-
-        line()
-        line("/// State keys exported by (device-state …), typed by their value.")
-        line("\(access) enum RivetStateKeys {")
-        for key in states {
-            doc(key.documentation, fallback: "State key `\(key.name)`.", indent: 1)
-            line("\(access) static let \(SwiftNames.escapedMemberName(key.name)) = RivetStateKey<\(swiftType(key.type))>(\"\(key.name)\")", indent: 1)
-        }
-        line("}")
+        renderNames(
+            "RivetRoutes", about: "Routes of the RPCs exported by (device-rpcs …).",
+            exported.map { (nil, "RPC `\($0.name)`.", $0.name, ": RivetRoute = \"\($0.name)\"") })
+        renderNames(
+            "RivetEvents", about: "Events exported by (device-events …), typed by their payload.",
+            events.map {
+                ($0.documentation, "Event `\($0.name)`.", $0.name, " = RivetEventKey<\(resultType($0.payload))>(\"\($0.name)\")")
+            })
+        renderNames(
+            "RivetStateKeys", about: "State keys exported by (device-state …), typed by their value.",
+            states.map {
+                ($0.documentation, "State key `\($0.name)`.", $0.name, " = RivetStateKey<\(swiftType($0.type))>(\"\($0.name)\")")
+            })
 
         line()
         line("extension RivetDeviceClient {")
@@ -181,6 +168,22 @@ private struct Output {
             line("])", indent: 2)
         }
         line("}", indent: 1)
+        line("}")
+    }
+
+    /// An enum `name` (documented by `about`) of one static constant per exported name: its
+    /// documentation (or the fallback), then `static let NAME` followed by `value`.
+    mutating func renderNames(
+        _ name: String, about: String,
+        _ members: [(documentation: String?, fallback: String, name: String, value: String)]
+    ) {
+        line()
+        line("/// \(about)")
+        line("\(access) enum \(name) {")
+        for member in members {
+            doc(member.documentation, fallback: member.fallback, indent: 1)
+            line("\(access) static let \(SwiftNames.escapedMemberName(member.name))\(member.value)", indent: 1)
+        }
         line("}")
     }
 

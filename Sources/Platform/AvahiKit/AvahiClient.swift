@@ -77,23 +77,22 @@ public final class AvahiClient: Sendable {
     /// avahi-daemon's version string, such as `"avahi 0.8"`.
     /// Throws `AvahiError.closed` after `close()`, or the avahi error when the daemon does not answer.
     public func serverVersion() throws(AvahiError) -> String {
-        try core.withClient { client throws(AvahiError) in
-            guard let text = avahi_client_get_version_string(client) else {
-                throw AvahiError.avahi(
-                    avahi_client_errno(client), "cannot read avahi-daemon's version string")
-            }
-            return String(cString: text)
-        }
+        try daemonString("cannot read avahi-daemon's version string", avahi_client_get_version_string)
     }
 
     /// The host name avahi-daemon announces, without domain (such as `"desk"`).
     /// Throws `AvahiError.closed` after `close()`, or the avahi error when the daemon does not answer.
     public func hostName() throws(AvahiError) -> String {
+        try daemonString("cannot read avahi-daemon's host name", avahi_client_get_host_name)
+    }
+
+    /// The text avahi's `read` gives for the client; `failing` and the client's avahi error when
+    /// it gives none.
+    private func daemonString(_ failing: String, _ read: (OpaquePointer) -> UnsafePointer<CChar>?)
+        throws(AvahiError) -> String
+    {
         try core.withClient { client throws(AvahiError) in
-            guard let text = avahi_client_get_host_name(client) else {
-                throw AvahiError.avahi(
-                    avahi_client_errno(client), "cannot read avahi-daemon's host name")
-            }
+            guard let text = read(client) else { throw AvahiError.avahi(avahi_client_errno(client), failing) }
             return String(cString: text)
         }
     }

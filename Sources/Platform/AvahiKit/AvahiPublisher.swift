@@ -190,14 +190,7 @@ final class PublisherCore: ClientChild {
 
     func publish(_ service: AvahiServiceDescription) throws(AvahiError) {
         try clientCore.withClient { _ throws(AvahiError) in
-            guard let group = shared.withLock({ $0.group }) else {
-                throw AvahiError.closed.with("the publisher is closed")
-            }
-            shared.withLock { $0.service = nil }
-            let reset = avahi_entry_group_reset(group)
-            guard reset >= 0 else {
-                throw AvahiError.avahi(reset, "cannot reset the entry group before publishing")
-            }
+            let group = try resetGroup(failing: "cannot reset the entry group before publishing")
             if case .failure(let error) = register(service, in: group) {
                 states.send(.failed(error))
                 throw error
@@ -228,16 +221,23 @@ final class PublisherCore: ClientChild {
 
     func withdraw() throws(AvahiError) {
         try clientCore.withClient { _ throws(AvahiError) in
-            guard let group = shared.withLock({ $0.group }) else {
-                throw AvahiError.closed.with("the publisher is closed")
-            }
-            shared.withLock { $0.service = nil }
-            let reset = avahi_entry_group_reset(group)
-            guard reset >= 0 else {
-                throw AvahiError.avahi(reset, "cannot withdraw the service")
-            }
+            try resetGroup(failing: "cannot withdraw the service")
             states.send(.idle)
         }
+    }
+
+    /// Forgets the published service and empties the entry group, which it returns. Runs inside
+    /// `withClient`. Throws `closed` once the publisher is closed, and the avahi error that
+    /// `failing` names when the reset fails.
+    @discardableResult
+    private func resetGroup(failing: String) throws(AvahiError) -> OpaquePointer {
+        guard let group = shared.withLock({ $0.group }) else {
+            throw AvahiError.closed.with("the publisher is closed")
+        }
+        shared.withLock { $0.service = nil }
+        let reset = avahi_entry_group_reset(group)
+        guard reset >= 0 else { throw AvahiError.avahi(reset, failing) }
+        return group
     }
 
     /// Adds `service` and its address records to the empty `group` and commits it, taking

@@ -42,6 +42,16 @@ final class TransferContext {
         self.cancel = cancel
     }
 
+    /// Whether `count` bytes are within `limit`; past it, the transfer's protocol failure is
+    /// `code` with `message`.
+    private func within(_ count: Int, _ limit: Int, _ code: CurlError.Code, _ message: @autoclosure () -> String)
+        -> Bool
+    {
+        guard count > limit else { return true }
+        protocolFailure = CurlError(code: code, message: message())
+        return false
+    }
+
     /// CURLOPT_HEADERFUNCTION: returns the line's length to continue, 0 to stop the transfer.
     func receiveHeaderLine(_ line: UnsafeRawBufferPointer) -> Int {
         if abortReason != nil || cancel.isCancelled { return 0 }
@@ -49,24 +59,22 @@ final class TransferContext {
             // libcurl keeps every field it passes on, trailers included: bound them, or a server
             // sending trailers forever grows memory without limit.
             trailerByteCount += line.count
-            if trailerByteCount > CurlTransfer.maxTrailerBytes {
-                protocolFailure = CurlError(
-                    code: .trailersTooLarge,
-                    message: "the server sent too much after the response head: more than "
+            guard
+                within(
+                    trailerByteCount, CurlTransfer.maxTrailerBytes, .trailersTooLarge,
+                    "the server sent too much after the response head: more than "
                         + "\(CurlTransfer.maxTrailerBytes) bytes (16 KiB) of trailer fields")
-                return 0
-            }
+            else { return 0 }
             return line.count
         }
         headerBytesReceived += Int64(line.count)
         headByteCount += line.count
-        if headByteCount > CurlTransfer.maxResponseHeadBytes {
-            protocolFailure = CurlError(
-                code: .responseHeadTooLarge,
-                message: "the server sent an oversized response head: more than "
+        guard
+            within(
+                headByteCount, CurlTransfer.maxResponseHeadBytes, .responseHeadTooLarge,
+                "the server sent an oversized response head: more than "
                     + "\(CurlTransfer.maxResponseHeadBytes) bytes (256 KiB) of status line and header fields")
-            return 0
-        }
+        else { return 0 }
         let head: CurlResponseHead
         switch parser.consume(line: line) {
         case .none: return line.count

@@ -44,14 +44,7 @@ private func socketBIOWrite(_ bio: OpaquePointer?, _ data: UnsafePointer<CChar>?
     copenssl_bio_clear_retry_flags(bio)
     let socket = state(of: bio)
     let sent = retryingInterrupts { send(socket.fd, data, Int(length), Int32(MSG_NOSIGNAL)) }
-    if sent >= 0 { return Int32(sent) }
-    let error = errno
-    if error == EAGAIN || error == EWOULDBLOCK {
-        copenssl_bio_set_retry_write(bio)
-    } else {
-        socket.lastErrno = error
-    }
-    return -1
+    return outcome(sent, of: socket) { copenssl_bio_set_retry_write(bio) }
 }
 
 private func socketBIORead(_ bio: OpaquePointer?, _ data: UnsafeMutablePointer<CChar>?, _ length: Int32) -> Int32 {
@@ -59,10 +52,17 @@ private func socketBIORead(_ bio: OpaquePointer?, _ data: UnsafeMutablePointer<C
     copenssl_bio_clear_retry_flags(bio)
     let socket = state(of: bio)
     let received = retryingInterrupts { recv(socket.fd, data, Int(length), 0) }
-    if received >= 0 { return Int32(received) }
+    return outcome(received, of: socket) { copenssl_bio_set_retry_read(bio) }
+}
+
+/// What a BIO callback returns for a `send` or `recv` that returned `count` (`errno` still its
+/// own): the byte count; or -1, after `retry` sets OpenSSL's retry flag when the socket would
+/// block, or after keeping `errno` in `socket.lastErrno` for any other failure.
+private func outcome(_ count: Int, of socket: SocketBIOState, retry: () -> Void) -> Int32 {
+    if count >= 0 { return Int32(count) }
     let error = errno
     if error == EAGAIN || error == EWOULDBLOCK {
-        copenssl_bio_set_retry_read(bio)
+        retry()
     } else {
         socket.lastErrno = error
     }

@@ -104,22 +104,10 @@ public final class ScriptedTransport: NativeTransport {
             throw NativeClientError.invalidRequest
         }
         try Task.checkCancellation()
-        switch try nextReply(for: request) {
-        case .respond(let status, let headers, let body):
-            return try deliver(status: status, headers: headers, body: body, request: request)
-        case .stream(let status, let headers, let chunks, let end):
-            switch end {
-            case .eof: return try deliver(status: status, headers: headers, body: chunks.flatMap { $0 }, request: request)
-            case .fail(let code): throw failure(code)
-            case .hangUntilCancelled: try await hang()
-            }
-        case .fail(let code):
-            throw failure(code)
-        case .hangUntilCancelled:
-            try await hang()
-        case .commitThenLoseResponse:
-            throw commit(request)
-        }
+        let answer = try await nextAnswer(for: request)
+        try await reach(answer.end)
+        return try deliver(
+            status: answer.status, headers: answer.headers, body: answer.chunks.flatMap { $0 }, request: request)
     }
 
     /// Consumes the next reply of the script as a stream: see `NativeHTTP.stream` for the
@@ -134,23 +122,7 @@ public final class ScriptedTransport: NativeTransport {
         let request = NativeRequest(method: "GET", path, headers: StreamReceiver.requestHeaders(headers), maxBytes: 0)
         _ = try origin.target(for: request.target)
         try Task.checkCancellation()
-        let status: Int
-        let responseHeaders: [NativeHeaderField]
-        let chunks: [[UInt8]]
-        let end: StreamEnd
-        switch try nextReply(for: request) {
-        case .respond(let code, let fields, let body):
-            (status, responseHeaders, end) = (code, fields, .eof)
-            chunks = stride(from: 0, to: body.count, by: 16_384).map { Array(body[$0..<min($0 + 16_384, body.count)]) }
-        case .stream(let code, let fields, let pieces, let ending):
-            (status, responseHeaders, chunks, end) = (code, fields, pieces, ending)
-        case .fail(let code):
-            throw failure(code)
-        case .hangUntilCancelled:
-            try await hang()
-        case .commitThenLoseResponse:
-            throw commit(request)
-        }
+        let (status, responseHeaders, chunks, end) = try await nextAnswer(for: request)
         let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(responseHeaders), receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
         observer?(.response(origin, status: status))
         let receiver = StreamReceiver(limits: limits, onLine: onLine, onIdle: onIdle)
@@ -160,14 +132,38 @@ public final class ScriptedTransport: NativeTransport {
             try Task.checkCancellation()
             if let error = chunk.withUnsafeBytes({ receiver.append($0) }) { throw error }
         }
-        switch end {
-        case .eof:
-            try Task.checkCancellation()
-            receiver.finish()
+        try await reach(end)
+        try Task.checkCancellation()
+        receiver.finish()
+    }
+
+    /// The next reply of the script for `request` as an answer: a `.respond` reply's body in
+    /// 16 KiB pieces, then EOF; a `.stream` reply as it is. A reply without an answer fails,
+    /// hangs or commits here.
+    private func nextAnswer(for request: NativeRequest) async throws
+        -> (status: Int, headers: [NativeHeaderField], chunks: [[UInt8]], end: StreamEnd)
+    {
+        switch try nextReply(for: request) {
+        case .respond(let status, let headers, let body):
+            let chunks = stride(from: 0, to: body.count, by: 16_384).map { Array(body[$0..<min($0 + 16_384, body.count)]) }
+            return (status, headers, chunks, .eof)
+        case .stream(let status, let headers, let chunks, let end):
+            return (status, headers, chunks, end)
         case .fail(let code):
             throw failure(code)
         case .hangUntilCancelled:
             try await hang()
+        case .commitThenLoseResponse:
+            throw commit(request)
+        }
+    }
+
+    /// Returns at `.eof`; fails or hangs as the other ends say.
+    private func reach(_ end: StreamEnd) async throws {
+        switch end {
+        case .eof: return
+        case .fail(let code): throw failure(code)
+        case .hangUntilCancelled: try await hang()
         }
     }
 

@@ -32,7 +32,7 @@ public final class RivetFileDescriptorStream: RivetByteStream {
         do {
             wake = try PipeEnds()
         } catch {
-            throw .transportFailed("cannot create the stream's wake-up pipe: \(error.reason)")
+            throw .transportFailed.with("cannot create the stream's wake-up pipe: \(error.reason)")
         }
         self.readFD = readFD
         self.writeFD = writeFD
@@ -131,43 +131,50 @@ public final class RivetFileDescriptorStream: RivetByteStream {
         ((try? Poll.wait(wakeRead, for: Int16(POLLIN), timeout: 0)) ?? 0) != 0
     }
 
+    /// What one wait on a descriptor found.
+    private enum Readiness { case ready, notReady, woken }
+
+    /// Waits until `fd` reports `events` or a close wakes the stream (which wins when both
+    /// happen); `notReady` when poll returned for neither.
+    private func wait(for fd: Int32, _ events: Int16) throws -> Readiness {
+        var fds = [
+            pollfd(fd: fd, events: events, revents: 0),
+            pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+        ]
+        do {
+            try Poll.wait(&fds, timeout: -1)
+        } catch {
+            throw RivetDeviceError.transportFailed.with("poll on descriptor \(fd) failed: \(error.reason)")
+        }
+        if fds[1].revents != 0 { return .woken }
+        return fds[0].revents == 0 ? .notReady : .ready
+    }
+
     private func blockingRead(_ maxCount: Int) throws -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: max(1, maxCount))
         while true {
-            var fds = [
-                pollfd(fd: readFD, events: Int16(POLLIN), revents: 0),
-                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-            ]
-            do {
-                try Poll.wait(&fds, timeout: -1)
-            } catch {
-                throw RivetDeviceError.transportFailed("poll on descriptor \(readFD) failed: \(error.reason)")
+            switch try wait(for: readFD, Int16(POLLIN)) {
+            case .woken: return []
+            case .notReady: continue
+            case .ready: break
             }
-            if fds[1].revents != 0 { return [] }
-            if fds[0].revents == 0 { continue }
             let count = buffer.withUnsafeMutableBytes { raw in retryingInterrupts { Glibc.read(readFD, raw.baseAddress, raw.count) } }
             if count > 0 { return Array(buffer[0..<count]) }
             if count == 0 { return [] }
             if errno == EAGAIN { continue }
-            throw RivetDeviceError.transportFailed("read from descriptor \(readFD) failed: \(Self.errnoText())")
+            throw RivetDeviceError.transportFailed.with("read from descriptor \(readFD) failed: \(Self.errnoText())")
         }
     }
 
     private func blockingWrite(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
-            if isClosing || writingFinished { throw RivetDeviceError.connectionClosed("the stream is closed") }
-            var fds = [
-                pollfd(fd: writeFD, events: Int16(POLLOUT), revents: 0),
-                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
-            ]
-            do {
-                try Poll.wait(&fds, timeout: -1)
-            } catch {
-                throw RivetDeviceError.transportFailed("poll on descriptor \(writeFD) failed: \(error.reason)")
+            if isClosing || writingFinished { throw RivetDeviceError.connectionClosed.with("the stream is closed") }
+            switch try wait(for: writeFD, Int16(POLLOUT)) {
+            case .woken: throw RivetDeviceError.connectionClosed.with("the stream is closed")
+            case .notReady: continue
+            case .ready: break
             }
-            if fds[1].revents != 0 { throw RivetDeviceError.connectionClosed("the stream is closed") }
-            if fds[0].revents == 0 { continue }
             let chunk = min(Self.writeChunk, bytes.count - offset)
             let (count, error) = bytes.withUnsafeBytes { raw in
                 Self.writeWithoutSIGPIPE(writeFD, raw.baseAddress! + offset, chunk)
@@ -178,9 +185,9 @@ public final class RivetFileDescriptorStream: RivetByteStream {
             }
             if error == EAGAIN { continue }
             if error == EPIPE || error == ECONNRESET {
-                throw RivetDeviceError.transportFailed("the peer closed descriptor \(writeFD) for reading")
+                throw RivetDeviceError.transportFailed.with("the peer closed descriptor \(writeFD) for reading")
             }
-            throw RivetDeviceError.transportFailed("write to descriptor \(writeFD) failed: \(String(cString: strerror(error)))")
+            throw RivetDeviceError.transportFailed.with("write to descriptor \(writeFD) failed: \(String(cString: strerror(error)))")
         }
     }
 

@@ -43,7 +43,7 @@ public struct RivetDiscoveryEpoch: Sendable, Hashable, Comparable, CustomStringC
 /// The value of the TXT key `h`: the first 8 bytes of
 /// HMAC-SHA256(S, "rivet-discovery-hint-v1" ‖ u64be(epoch)), shown as 16 lowercase
 /// hexadecimal digits. Only holders of the discovery secret S can compute or check it.
-public struct RivetDiscoveryHint: Sendable, Hashable, CustomStringConvertible {
+public struct RivetDiscoveryHint: Sendable, Hashable, HexDescribedBytes {
     /// Length of a hint, in bytes.
     public static let byteCount = 8
 
@@ -62,10 +62,4 @@ public struct RivetDiscoveryHint: Sendable, Hashable, CustomStringConvertible {
         guard let bytes = Hex.decode(hex, byteCount: Self.byteCount, lowercaseOnly: true) else { return nil }
         self.bytes = bytes
     }
-
-    /// The 16 lowercase hexadecimal digits.
-    public var hex: String { Hex.encode(bytes) }
-
-    /// The 16 lowercase hexadecimal digits.
-    public var description: String { hex }
 }

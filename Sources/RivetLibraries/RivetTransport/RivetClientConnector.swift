@@ -183,10 +183,9 @@ public final class RivetClientConnector: Sendable {
         } catch {
             throw RivetClientError.invalidAddress.with(error.message)
         }
-        let begin: [UInt8]
-        do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
-        var replies = PairingReplies(connection: connection, deadline: deadline)
-        try replies.send(begin, by: deadline, through: self)
+        var replies = try PairingReplies(
+            connection: connection, deadline: deadline,
+            start: { () throws(RivetDevicePairingClientError) in try exchange.start() }, through: self)
         while true {
             switch exchange.receive(try replies.next(through: self)) {
             case .showCode(let code, let reveal):
@@ -250,10 +249,9 @@ public final class RivetClientConnector: Sendable {
         }
         var exchange = RVD1ClientLinkPairing(
             link: link, deviceName: deviceName, existingDeviceID: existingDeviceID, randomness: randomness)
-        let begin: [UInt8]
-        do { begin = try exchange.start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
-        var replies = PairingReplies(connection: connection, deadline: deadline)
-        try replies.send(begin, by: deadline, through: self)
+        var replies = try PairingReplies(
+            connection: connection, deadline: deadline,
+            start: { () throws(RivetDevicePairingClientError) in try exchange.start() }, through: self)
         while true {
             switch exchange.receive(try replies.next(through: self)) {
             case .send(let proof):
@@ -362,9 +360,17 @@ public final class RivetClientConnector: Sendable {
         private var reader = RVD1Reader(reading: .serverToClient)
         private var early: RVD1Message?
 
-        init(connection: TLSConnection, deadline: ContinuousClock.Instant) {
+        /// Opens the exchange: sends the first message, which `start` makes (a `pairingFailed`
+        /// when it cannot).
+        init(
+            connection: TLSConnection, deadline: ContinuousClock.Instant,
+            start: () throws(RivetDevicePairingClientError) -> [UInt8], through connector: RivetClientConnector
+        ) throws(RivetClientError) {
             self.connection = connection
             self.deadline = deadline
+            let begin: [UInt8]
+            do { begin = try start() } catch { throw RivetClientError.pairingFailed.with(error.message) }
+            try send(begin, by: deadline, through: connector)
         }
 
         /// True when a send found a server message already waiting.
@@ -405,13 +411,8 @@ public final class RivetClientConnector: Sendable {
             if error == .timedOut { return nil }
             throw Self.classify(error, during: "reading the server's RVD1 messages")
         }
-        guard !first.isEmpty else {
-            throw RivetClientError.connectionFailed.with("the server closed the connection during pairing")
-        }
-        do {
-            if let message = try reader.consume(first).message { return message }
-        } catch {
-            throw RivetClientError.protocolError.with(error.message)
+        if let message = try feed(first, to: &reader, closed: "the server closed the connection during pairing") {
+            return message
         }
         return try readMessage(connection, &reader, deadline: clock.now + .seconds(2))
     }
@@ -427,14 +428,22 @@ public final class RivetClientConnector: Sendable {
             } catch {
                 throw Self.classify(error, during: "waiting for the server's RVD1 answer")
             }
-            guard !bytes.isEmpty else {
-                throw RivetClientError.connectionFailed.with("the server closed the connection before answering")
+            if let message = try feed(bytes, to: &reader, closed: "the server closed the connection before answering") {
+                return message
             }
-            do {
-                if let message = try reader.consume(bytes).message { return message }
-            } catch {
-                throw RivetClientError.protocolError.with(error.message)
-            }
+        }
+    }
+
+    /// Gives `bytes` just read to `reader`: the whole message once it is complete, nil while
+    /// it is not. No bytes is the end of the stream, a `connectionFailed` that says `closed`.
+    private func feed(_ bytes: [UInt8], to reader: inout RVD1Reader, closed: String) throws(RivetClientError)
+        -> RVD1Message?
+    {
+        guard !bytes.isEmpty else { throw RivetClientError.connectionFailed.with(closed) }
+        do {
+            return try reader.consume(bytes).message
+        } catch {
+            throw RivetClientError.protocolError.with(error.message)
         }
     }
 

@@ -58,6 +58,21 @@ struct StreamFollower {
         var failedAttempts = 0
         var downSince = clock.now
         let opened = Mutex(false)
+        // Pauses before the next attempt (`reason` goes to the JSON line, `said` to stderr unless
+        // --quiet); false, once it said why, when --give-up-after ran out first.
+        func pauseOrGiveUp(reason: String, said: String) async throws -> Bool {
+            let inTime = try await pause(
+                reconnect, floor: retryFloor, reason: reason, dropped: unsendable, output: output, json: json,
+                until: giveUpAfter.map { downSince + $0 }, routes: routes,
+                announce: { wait in
+                    if !quiet { Diagnostics.error("\(said); \(wait)") }
+                })
+            guard !inTime, let giveUpAfter else { return true }
+            Diagnostics.error(
+                "giving up: the stream has not been open for \(giveUpAfter.components.seconds) s "
+                    + "(--give-up-after \(giveUpAfter.components.seconds)); the last attempt: \(said)")
+            return false
+        }
         // With no route to the server at the start, no attempt is made until one appears
         // (`--once` attempts at once, and fails offline).
         if !once, case .noRoute(let why) = reconnect.verdict() {
@@ -151,17 +166,7 @@ struct StreamFollower {
                 }
                 reconnect.failed(failure)
                 say(unsendable, of: lastEventID, saidFor: &saidUnsendable)
-                let deadline = giveUpAfter.map { downSince + $0 }
-                let inTime = try await pause(
-                    reconnect, floor: retryFloor, reason: failure.message, dropped: unsendable, output: output,
-                    json: json, until: deadline, routes: routes,
-                    announce: { wait in
-                        if !quiet { Diagnostics.error("\(failed); \(wait)") }
-                    })
-                if !inTime, let giveUpAfter {
-                    Diagnostics.error(
-                        "giving up: the stream has not been open for \(giveUpAfter.components.seconds) s "
-                            + "(--give-up-after \(giveUpAfter.components.seconds)); the last attempt: \(failed)")
+                guard try await pauseOrGiveUp(reason: failure.message, said: failed) else {
                     return HTTPToolExit.status(for: failure)
                 }
                 continue
@@ -175,18 +180,7 @@ struct StreamFollower {
             }
             say(unsendable, of: lastEventID, saidFor: &saidUnsendable)
             // --give-up-after bounds this wait too: a server's long `retry:` cannot outlast it.
-            let inTime = try await pause(
-                reconnect, floor: retryFloor, reason: reason, dropped: unsendable, output: output, json: json,
-                until: giveUpAfter.map { downSince + $0 }, routes: routes,
-                announce: { wait in
-                    if !quiet { Diagnostics.error("\(reason); \(wait)") }
-                })
-            if !inTime, let giveUpAfter {
-                Diagnostics.error(
-                    "giving up: the stream has not been open for \(giveUpAfter.components.seconds) s "
-                        + "(--give-up-after \(giveUpAfter.components.seconds)); the last attempt: \(reason)")
-                return .transient
-            }
+            guard try await pauseOrGiveUp(reason: reason, said: reason) else { return .transient }
         }
     }
 
