@@ -69,7 +69,7 @@ let package = Package(
         // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
         .target(name: "Timekeeping", path: "Sources/Core/Timekeeping"),
         .target(name: "SystemKit", dependencies: ["ByteText", "Timekeeping"], path: "Sources/Platform/SystemKit"),
-        .target(name: "ThreadSupport", dependencies: ["SystemKit"], path: "Sources/Platform/ThreadSupport"),
+        .target(name: "ThreadSupport", dependencies: ["SystemKit", "Timekeeping"], path: "Sources/Platform/ThreadSupport"),
 
         // MARK: Swift wrappers: the only code that imports each C module
         .target(name: "OpenSSLKit", dependencies: ["CodedError", "COpenSSL", "ByteText", "SystemKit", "Timekeeping"], path: "Sources/Platform/OpenSSLKit"),

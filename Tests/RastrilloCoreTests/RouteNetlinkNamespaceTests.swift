@@ -24,6 +24,14 @@ extension NetworkNamespace {
         try ip("link", "set", "vb", "up")
         if address { try ip("address", "add", "192.0.2.1/24", "dev", "va") }
     }
+
+    /// Waits until the kernel reports `va`'s operational state as up (or not): a carrier change
+    /// on the peer reaches it a moment after `ip link set vb` returns.
+    func awaitCarrier(up: Bool) async throws {
+        try await eventually("va \(up ? "up" : "down")") {
+            try ipOutput("-o", "link", "show", "va").contains(" state UP ") == up
+        }
+    }
 }
 
 @Suite(.serialized) struct RouteNetlinkNamespaceTests {
@@ -46,8 +54,10 @@ extension NetworkNamespace {
 
         // Without carrier (the peer is down) the link is not usable.
         try namespace.ip("link", "set", "vb", "down")
+        try await namespace.awaitCarrier(up: false)
         #expect(try await namespace.dumpedPath().summary == .loopbackOnly)
         try namespace.ip("link", "set", "vb", "up")
+        try await namespace.awaitCarrier(up: true)
         #expect(try await namespace.dumpedPath().summary == .satisfied)
     }
 

@@ -62,7 +62,10 @@ import Testing
         let started = ContinuousClock.now
         let error = await caught { _ = try await client(server).request("/") }
         #expect(error as? NativeClientError == .tooLarge)
-        #expect(ContinuousClock.now - started < .seconds(10) + schedulingSlack)
+        // The server never ends the body and the client has no stall timeout: a client that
+        // waited for the end would never return, so the bound only has to hold on a loaded
+        // two-core machine (26.7 s measured there for the 4 MiB).
+        #expect(ContinuousClock.now - started < .seconds(45) + schedulingSlack)
     }
 
     @Test func anExplicitBoundAtItsEdge() async throws {

@@ -2,7 +2,13 @@ import Foundation
 import Glibc
 import LoopbackHTTPServer
 import Testing
+import TestSupport
 import ToolTestSupport
+
+/// How soon a tool run below must end: long before its server would let it end, and room for
+/// what a loaded two-core machine adds to a tool's start and run (26.7 s measured in a parallel
+/// `swift test`). Each server keeps its transfer going for at least twice this.
+private let quickly: Duration = .seconds(45) + schedulingSlack
 
 /// A chunked `ok`, its last chunk, and then `trailers` and the blank line that ends them.
 private func chunkedOK(trailers: [UInt8], end: Bool = true) -> [UInt8] {
@@ -62,12 +68,12 @@ private func trailerFields(_ size: Int) -> [UInt8] {
     /// 40 s) and crash at the limit; now each ends at 16 KiB, quickly, with exit 6.
     @Test func endlessTrailersEndQuicklyUnderAMemoryLimit() async throws {
         let home = try Home()
-        // 1 MiB of 1 KiB trailer lines, sent 4096 times: 4 GiB, far past the limit below (one
-        // buffer shared by every step).
+        // 1 MiB of 1 KiB trailer lines, sent 65,536 times: 64 GiB, far past the limit below and
+        // more than a tool reads in `quickly` (one buffer shared by every step).
         let mebibyte = (0..<1024).flatMap { _ in bytes("X-Endless: " + String(repeating: "e", count: 1011) + "\r\n") }
         let head = chunkedOK(trailers: [], end: false)
         let server = try LoopbackHTTPServer { _ in
-            LoopbackHTTPResponse(steps: [.send(head)] + Array(repeating: .send(mebibyte), count: 4096))
+            LoopbackHTTPResponse(steps: [.send(head)] + Array(repeating: .send(mebibyte), count: 65_536))
         }
         for tool in ["rastrillo-fetch", "rastrillo-download", "rastrillo-stream"] {
             var arguments = [ToolProcess.path(of: tool), server.url("/")]
@@ -96,7 +102,7 @@ private func trailerFields(_ size: Int) -> [UInt8] {
                 #expect(result.status == 6, "\(tool): \(result.stderr)")
                 #expect(result.stderr.contains("trailer"), "\(tool): \(result.stderr)")
             }
-            #expect(elapsed < .seconds(20), "\(tool) took \(elapsed)")
+            #expect(elapsed < quickly, "\(tool) took \(elapsed)")
         }
         #expect(!FileManager.default.fileExists(atPath: home.file("endless")))
     }
@@ -109,7 +115,7 @@ private func trailerFields(_ size: Int) -> [UInt8] {
         let server = try LoopbackHTTPServer { _ in
             LoopbackHTTPResponse(
                 steps: [.send(chunkedOK(trailers: [], end: false))]
-                    + Array(repeating: [.pause(.milliseconds(300)), .send(field)], count: 100).flatMap { $0 })
+                    + Array(repeating: [.pause(.milliseconds(300)), .send(field)], count: 400).flatMap { $0 })
         }
         let clock = ContinuousClock()
         let start = clock.now
@@ -118,7 +124,7 @@ private func trailerFields(_ size: Int) -> [UInt8] {
         let elapsed = clock.now - start
         #expect(result.status == 4, "\(result.stderr)")
         #expect(result.stderr.contains("stalled"))
-        // 100 × 0.3 s of trickle would take 30 s; the stall ends it after 2.
-        #expect(elapsed < .seconds(20), "took \(elapsed)")
+        // 400 × 0.3 s of trickle would take 120 s; the stall ends it after 2.
+        #expect(elapsed < quickly, "took \(elapsed)")
     }
 }

@@ -13,12 +13,14 @@ import ToolTestSupport
 
 /// The hello deadline (issue 27, finding 2): a session that sends no RVT1 frame within
 /// `helloTimeout` of its start is closed with `rivet.hello-timeout`; one that says hello in time
-/// is served past the deadline. The daemon runs in this process, with a short deadline, the
-/// test backend, and real TLS on loopback.
+/// is served past the deadline. The daemon runs in this process on a manual clock (the test
+/// moves its time past the deadline, so a loaded machine cannot make a session late), with the
+/// test backend and real TLS on loopback.
 @Suite(.serialized) struct HelloDeadlineTests {
-    /// Starts a daemon in `home` with `helloTimeout`, runs `body`, then stops it.
+    /// Starts a daemon in `home` on `clock` with `helloTimeout`, runs `body`, then stops it.
     func withInProcessDaemon(
-        helloTimeout: Duration, _ body: (_ port: UInt16, _ pair: () throws -> RivetCompanionCredential, _ log: Shared<[String]>) async throws -> Void
+        clock: ManualClock, helloTimeout: Duration,
+        _ body: (_ port: UInt16, _ pair: () throws -> RivetCompanionCredential, _ log: Shared<[String]>) async throws -> Void
     ) async throws {
         let home = try Home()
         defer { home.remove() }
@@ -32,6 +34,7 @@ import ToolTestSupport
             applicationID: try RivetApplicationID(testApplication), stateDirectory: home.stateDirectory, registryPath: home.registry,
             controlSocketPath: home.socket)
         configuration.advertise = false
+        configuration.clock = clock
         configuration.sessionLimits = RivetSessionLimits(helloTimeout: helloTimeout)
         let lines = Shared<[String]>([])
         let log = RivetDaemonLog(level: .debug, journal: false) { line in lines.withLock { $0.append(line) } }
@@ -61,17 +64,23 @@ import ToolTestSupport
 
     @Test("a session without a hello is closed with rivet.hello-timeout; one that says hello in time is served")
     func noHelloIsClosed() async throws {
-        try await withInProcessDaemon(helloTimeout: .seconds(1)) { port, pair, log in
+        let clock = ManualClock()
+        try await withInProcessDaemon(clock: clock, helloTimeout: .seconds(1)) { port, pair, log in
             let credential = try pair()
             let silent = try await RawSession.open(credential, port: port, hello: false)
             let polite = try await RawSession.open(credential, port: port, hello: true)
-            // Well past the deadline (generous for a loaded machine), the silent one is told why.
+            // Both sessions have started (their deadlines are set), and the gateway has read the
+            // polite one's hello (it answers a call sent after it), all before the deadline.
+            try await eventually("both sessions opened") { log.withLock { $0.count { $0.contains(" opened: device ") } } == 2 }
+            #expect(try await polite.call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
+            // Past the deadline, the silent one is told why.
+            clock.advance(by: .seconds(1))
             let farewell = try #require(try await silent.next(timeout: .seconds(20)))
             #expect(farewell.kind == .error && farewell.requestID == .none && farewell.name == "rivet.hello-timeout")
             #expect(try await silent.next() == nil)
             // The one that said hello in time is still served after the deadline.
-            try await Task.sleep(for: .seconds(2))
-            #expect(try await polite.call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
+            clock.advance(by: .seconds(2))
+            #expect(try await polite.call(2, "current-score", #"{"game-id":"a"}"#).kind == .result)
             #expect(log.withLock { $0.contains { $0.contains("rivet.hello-timeout") } })
             silent.close()
             polite.close()

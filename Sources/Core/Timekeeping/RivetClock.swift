@@ -50,3 +50,15 @@ extension RivetClock {
     /// The time elapsed since `instant` on this clock.
     public func elapsed(since instant: Instant) -> Duration { instant.duration(to: now) }
 }
+
+/// A `RivetClock` whose time moves only in steps its owner makes (a test's `ManualClock`), not
+/// with real time. A thread blocked until one of its instants cannot wait for the remaining
+/// duration in real time (the instant comes at the next step, or never): it waits until the
+/// clock steps, then reads it again. `Monitor.wait(until:on:)` (ThreadSupport) waits so.
+public protocol SteppedClock: RivetClock {
+    /// Calls `observer` after each step of the clock (on the thread that made the step, holding
+    /// no lock of the clock's), until `removeStepObserver` is given the key this returns.
+    func addStepObserver(_ observer: @escaping @Sendable () -> Void) -> UInt64
+    /// Stops calling the observer whose key `addStepObserver` returned.
+    func removeStepObserver(_ key: UInt64)
+}

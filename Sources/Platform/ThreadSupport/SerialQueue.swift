@@ -52,7 +52,7 @@ package final class SerialQueue: @unchecked Sendable {
             lastTicket += 1
             let mine = lastTicket
             queued.append(.turn(mine))
-            while granted != mine { monitor.wait(until: nil) }
+            while granted != mine { monitor.wait() }
             owner = pthread_self()
             return mine
         }
@@ -103,7 +103,7 @@ package final class SerialQueue: @unchecked Sendable {
                     owner = nil
                     granted = ticket
                     monitor.broadcast()
-                    while released < ticket { monitor.wait(until: nil) }
+                    while released < ticket { monitor.wait() }
                 }
             }
         }

@@ -63,7 +63,7 @@ final class EventReceiver: @unchecked Sendable {
                 started = true
             }
             while failure == nil, !cancelled, !stopped, incoming.count > 0, incoming.count + piece.count > Self.capacity {
-                monitor.wait(until: nil)
+                monitor.wait()
             }
             if let failure { return failure }
             if cancelled || stopped { return CancellationError() }
@@ -135,7 +135,7 @@ final class EventReceiver: @unchecked Sendable {
             let next = monitor.withLock { () -> Next in
                 while incoming.count == 0, !ended, !cancelled {
                     if idlePending { return .idle }
-                    monitor.wait(until: nil)
+                    monitor.wait()
                 }
                 if cancelled || incoming.count == 0 { return .end }
                 swap(&incoming, &working)

@@ -420,7 +420,7 @@ final class ListenerCore: @unchecked Sendable {
         for stream in sessions { stream.abort("the listener stopped") }
         acceptWake?.wake()
         let loop: StreamEventLoop? = monitor.withLock {
-            while acceptThreadRunning || connectionThreads > 0 || loopSessions > 0 { monitor.wait(until: nil) }
+            while acceptThreadRunning || connectionThreads > 0 || loopSessions > 0 { monitor.wait() }
             if runState == .stopping { runState = .stopped }
             defer { sessionLoop = nil }
             return sessionLoop

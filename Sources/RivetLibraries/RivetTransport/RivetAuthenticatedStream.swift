@@ -201,7 +201,7 @@ package final class StreamCore: @unchecked Sendable {
                 if peerFinished { return .success([]) }
                 if let failure { return .failure(failure) }
                 if finished { return .failure(.closed) }
-                if !monitor.wait(until: deadline) {
+                if !monitor.wait(until: deadline, on: clock) {
                     if !incoming.isEmpty || peerFinished || failure != nil || finished { continue }
                     return .failure(.timedOut.with("nothing arrived on the stream before the deadline"))
                 }
@@ -234,7 +234,7 @@ package final class StreamCore: @unchecked Sendable {
                     waker.wake()
                     continue
                 }
-                if !monitor.wait(until: deadline) {
+                if !monitor.wait(until: deadline, on: clock) {
                     let room = configuration.outgoingLimit - outgoing.count
                     if atomic ? room < remaining : room <= 0 {
                         return .failure(.timedOut.with(
@@ -270,7 +270,7 @@ package final class StreamCore: @unchecked Sendable {
             while !outgoing.isEmpty {
                 if let failure { return .failure(failure) }
                 if finished || aborted { return .failure(.closed) }
-                if !monitor.wait(until: deadline) && !outgoing.isEmpty {
+                if !monitor.wait(until: deadline, on: clock) && !outgoing.isEmpty {
                     return .failure(.timedOut.with("\(outgoing.count) bytes were still queued at the deadline"))
                 }
             }
@@ -300,7 +300,7 @@ package final class StreamCore: @unchecked Sendable {
     func waitUntilFinished(deadline: ContinuousClock.Instant) -> Bool {
         monitor.withLock {
             while !finished {
-                if !monitor.wait(until: deadline) { return finished }
+                if !monitor.wait(until: deadline, on: clock) { return finished }
             }
             return true
         }

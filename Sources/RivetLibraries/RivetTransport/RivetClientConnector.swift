@@ -523,7 +523,7 @@ public final class RivetReconnectingClient: Sendable {
             case .wait(let until):
                 monitor.withLock {
                     while !control.withLock({ $0.stopRequested }) && now() < until {
-                        monitor.wait(until: origin + until)
+                        monitor.wait(until: origin + until, on: clock)
                     }
                 }
                 pending += machine.handle(.delayElapsed, at: now())

@@ -5,8 +5,10 @@ import Timekeeping
 /// The `RivetClock` a test moves by hand, so time rules are tested without sleeping: its
 /// instants are `origin` plus an offset that only `advance` moves, and its wall clock reads
 /// `wallClockStart` plus the offset. Sleepers wake when `advance` reaches their deadline; a
-/// cancelled sleeper throws `CancellationError` at once.
-public final class ManualClock: RivetClock, Sendable {
+/// cancelled sleeper throws `CancellationError` at once. A `SteppedClock`: each `advance` calls
+/// the step observers, so a thread blocked until a deadline on it (`Monitor.wait(until:on:)`)
+/// reads it again.
+public final class ManualClock: SteppedClock, Sendable {
     public typealias Instant = ContinuousClock.Instant
 
     private enum Sleeper {
@@ -19,6 +21,7 @@ public final class ManualClock: RivetClock, Sendable {
         var offset = Duration.zero
         var nextID: UInt64 = 0
         var sleepers: [UInt64: Sleeper] = [:]
+        var stepObservers: [UInt64: @Sendable () -> Void] = [:]
     }
 
     private let state = Mutex(State())
@@ -96,9 +99,10 @@ public final class ManualClock: RivetClock, Sendable {
         }
     }
 
-    /// Moves time forward and wakes every sleeper whose deadline it reaches.
+    /// Moves time forward, wakes every sleeper whose deadline it reaches and calls the step
+    /// observers.
     public func advance(by duration: Duration) {
-        let woken = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+        let (woken, observers) = state.withLock { state -> ([CheckedContinuation<Void, any Error>], [@Sendable () -> Void]) in
             state.offset += duration
             let now = origin.advanced(by: state.offset)
             var woken: [CheckedContinuation<Void, any Error>] = []
@@ -113,9 +117,23 @@ public final class ManualClock: RivetClock, Sendable {
                     break
                 }
             }
-            return woken
+            return (woken, Array(state.stepObservers.values))
         }
         for continuation in woken { continuation.resume() }
+        for observer in observers { observer() }
+    }
+
+    public func addStepObserver(_ observer: @escaping @Sendable () -> Void) -> UInt64 {
+        state.withLock { state in
+            let key = state.nextID
+            state.nextID += 1
+            state.stepObservers[key] = observer
+            return key
+        }
+    }
+
+    public func removeStepObserver(_ key: UInt64) {
+        _ = state.withLock { $0.stepObservers.removeValue(forKey: key) }
     }
 
     // MARK: Wall clock

@@ -276,7 +276,7 @@ final class BackendProcess: @unchecked Sendable {
     private func writeLoop() {
         while true {
             let next: [UInt8]? = monitor.withLock {
-                while outbox.isEmpty && !closingInput { monitor.wait(until: nil) }
+                while outbox.isEmpty && !closingInput { monitor.wait() }
                 return outbox.first
             }
             guard let bytes = next else { break }

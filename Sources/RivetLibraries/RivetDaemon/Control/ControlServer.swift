@@ -138,7 +138,7 @@ final class ControlServer: @unchecked Sendable {
             _ = write(wakeWrite, &byte, 1)
         }
         monitor.withLock {
-            while threads > 0 { monitor.wait(until: nil) }
+            while threads > 0 { monitor.wait() }
             if wake.read >= 0 {
                 close(wake.read)
                 close(wake.write)

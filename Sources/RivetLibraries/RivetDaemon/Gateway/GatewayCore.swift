@@ -395,10 +395,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                 process.closeInput()
                 escalate(process)
             }
-            while backend != nil && monitor.wait(until: deadline) {}
+            while backend != nil && monitor.wait(until: deadline, on: clock) {}
             timerStop = true
             monitor.broadcast()
-            while timerRunning && monitor.wait(until: deadline) {}
+            while timerRunning && monitor.wait(until: deadline, on: clock) {}
         }
     }
 
@@ -442,8 +442,8 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                     }
                     let stallDue = backend?.stalledSince.map { $0 + backendLimits.stallTimeout }
                     let callDue = deadlinesHead < deadlines.count ? deadlines[deadlinesHead].at : nil
-                    let times = [nextTick, restartAt, escalation?.at, stallDue, callDue, helloDeadlines.values.min()].compactMap { $0 }
-                    monitor.wait(until: times.min())
+                    let times = [restartAt, escalation?.at, stallDue, callDue, helloDeadlines.values.min()].compactMap { $0 }
+                    monitor.wait(until: times.reduce(nextTick, min), on: clock)
                 }
                 timerRunning = false
                 monitor.broadcast()

@@ -290,7 +290,7 @@ private final class DeskState: @unchecked Sendable {
     func waitForChange(after count: Int64, until deadline: ContinuousClock.Instant) {
         monitor.withLock {
             while changes <= count {
-                if !monitor.wait(until: deadline) { break }
+                if !monitor.wait(until: deadline, on: clock) { break }
             }
         }
     }
@@ -371,7 +371,7 @@ private final class DeskState: @unchecked Sendable {
     func waitForOutcome(after count: Int, until deadline: ContinuousClock.Instant) -> Outcome? {
         monitor.withLock {
             while history.count <= count {
-                if !monitor.wait(until: deadline) { break }
+                if !monitor.wait(until: deadline, on: clock) { break }
             }
             return history.count > count ? history[count] : nil
         }
