@@ -100,9 +100,11 @@ import ToolTestSupport
             // stream's write timeout never fires), and the companion never had to resume again.
             #expect(driver.sessions == 1, "the companion resumed \(driver.sessions) times")
             // Every call made returned: answered or failed with a reason, none hung past its
-            // timeout by more than the slack a loaded machine needs.
+            // timeout by more than the slack a loaded machine needs: 10 s (a parallel run on two
+            // cores took more than 5 s once), still 5 s short of `hangBound`, where a call counts as
+            // hung, so this check keeps failing on its own for a call that overstays its timeout.
             #expect(driver.issued == calls.count, "calls issued \(driver.issued), returned \(calls.count)")
-            #expect(calls.allSatisfy { $0.ended - $0.started < Self.callTimeout + .seconds(5) })
+            #expect(calls.allSatisfy { $0.ended - $0.started < Self.callTimeout + .seconds(10) }, "\(calls)")
             #expect(!calls.contains { $0.failure == CallingCompanion.hung }, "a call hung: \(calls)")
             // Calls made while the link was down failed (timed out) rather than waiting for it.
             #expect(failedDuringOutage > 0, "no call failed while the link was down: \(calls)")
