@@ -56,16 +56,17 @@ build:
 	done
 
 # The tests include installing the release build into a temporary prefix, so build first.
-# They run in parallel (plain `swift test`): deadlines run on the injected clock (ManualClock in
-# tests), and what needs real time has bounds that hold on a loaded two-core machine.
+# They run one at a time: plain `swift test` runs them in parallel in about 90 s, but on two
+# cores a run still misses a bound on a real tool's or server's pace now and then (README.md,
+# "Running the tests in parallel"), and CI must not depend on that.
 # A failed run ends with its failing tests listed again, so the tail of a long log names them.
 check: build
 	@log="$${TMPDIR:-/tmp}/rivet-check.$$$$.log"; \
-	( $(SWIFT) test; echo "$$?" > "$$log.status" ) 2>&1 | tee "$$log"; \
+	( $(SWIFT) test --no-parallel; echo "$$?" > "$$log.status" ) 2>&1 | tee "$$log"; \
 	status=$$(cat "$$log.status"); \
 	if [ "$$status" != 0 ]; then \
 		echo "== make check: the test run failed (status $$status); its failures:"; \
-		grep -a -E '✘|error:|fatal error|Fatal error|Crash|signal [0-9]+' "$$log" | grep -a -v '✘ Test run with' | head -60; \
+		grep -a -E '✘|error:|fatal error|Fatal error|Crash|signal [0-9]+' "$$log" | grep -a -v -E '✘ Test run with|^◇' | head -60; \
 	fi; \
 	rm -f "$$log" "$$log.status"; exit "$$status"
 
