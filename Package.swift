@@ -301,7 +301,7 @@ let package = Package(
             name: "RastrilloToolTests",
             dependencies: [
                 "TestSupport", "rastrillo-fetch", "rastrillo-download", "rastrillo-stream", "RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ToolTestSupport",
-                "LoopbackHTTPServer", "OpenSSLKit",
+                "LoopbackHTTPServer", "OpenSSLKit", "ToolSpecs",
             ]),
         .testTarget(
             name: "RastrilloTests",
