@@ -20,6 +20,10 @@ public struct CurlError: CodedError {
     /// The status of the proxy's reply to `CONNECT` (`CURLINFO_HTTP_CONNECTCODE`) when a tunnel
     /// was asked for and the proxy answered; nil when no reply status arrived.
     public internal(set) var proxyConnectStatus: Int?
+    /// How long libcurl had run the transfer when it failed (`CURLINFO_TOTAL_TIME_T`, measured on
+    /// the transfer's thread), for a failure libcurl reported; nil otherwise. Unlike a clock read
+    /// by the awaiting task, it does not include the time that task waited for a thread to resume.
+    public internal(set) var elapsed: Duration?
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {

@@ -527,6 +527,7 @@ public final class CurlTransfer {
                 curlDescription: String(cString: curl_easy_strerror(code)),
                 detail: detail.isEmpty ? nil : detail)
             error.proxyConnectStatus = connectStatus == 0 ? nil : connectStatus
+            error.elapsed = microseconds(CURLINFO_TOTAL_TIME_T)
             return .failure(error)
         }
         guard let head = context.parser.finalHead else {
