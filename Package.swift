@@ -333,7 +333,7 @@ let package = Package(
                 "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "ToolTestSupport", "LoopbackHTTPServer",
             ],
             plugins: ["RivetGeneratorPlugin"]),
-        .testTarget(name: "InstallTests"),
+        .testTarget(name: "InstallTests", dependencies: ["ToolTestSupport"]),
         .testTarget(
             name: "GeneratedConsumerTests", dependencies: ["RivetDevice", "RivetDeviceIO"],
             plugins: ["RivetGeneratorPlugin"]),

@@ -7,14 +7,15 @@ import ToolTestSupport
 
 /// `openssl s_server -www` on 127.0.0.1 with a fresh P-256 certificate for `IP:127.0.0.1` in a
 /// temporary directory: a real TLS server, until LoopbackHTTPServer speaks TLS itself.
-// @unchecked Sendable: every property is set in init and never changes; `process` is touched
-// again only by deinit.
+// @unchecked Sendable: every property is set in init and never changes; `pid` is used again
+// only by deinit.
 final class OpenSSLTestServer: @unchecked Sendable {
     let port: UInt16
     let directory: URL
     /// The `sha256//BASE64` pin of the server's public key.
     let pin: String
-    private let process: Process
+    /// The s_server process, started by `spawnProcess`.
+    private let pid: pid_t
 
     /// Sets a server up on its own thread: key generation and process launches block, and must
     /// not hold one of the few cooperative threads the transfers under test run their tasks on.
@@ -48,35 +49,38 @@ final class OpenSSLTestServer: @unchecked Sendable {
         // here and wait until it accepts connections.
         for _ in 0..<3 {
             let port = try LoopbackHTTPServer.closedPort()
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [
-                "openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", "cert.pem", "-key", "key.pem",
-                "-www", "-quiet",
-            ]
-            process.currentDirectoryURL = directory
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            if Self.waitUntilAccepting(port: port, process: process) {
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            for descriptor: Int32 in [0, 1, 2] {
+                posix_spawn_file_actions_addopen(&actions, descriptor, "/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY, 0)
+            }
+            let pid = try spawnProcess(
+                [
+                    "/usr/bin/openssl", "s_server", "-accept", "127.0.0.1:\(port)",
+                    "-cert", directory.appendingPathComponent("cert.pem").path,
+                    "-key", directory.appendingPathComponent("key.pem").path, "-www", "-quiet",
+                ], environment: ProcessInfo.processInfo.environment, actions: &actions)
+            if Self.waitUntilAccepting(port: port, pid: pid) {
                 self.port = port
-                self.process = process
+                self.pid = pid
                 return
             }
-            Self.kill(process)
+            Self.kill(pid)
         }
         throw LoopbackHTTPServerError("openssl s_server did not start accepting connections")
     }
 
-    /// Sends SIGKILL: the test process blocks SIGTERM and its children inherit the mask.
-    private static func kill(_ process: Process) {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+    /// Sends SIGKILL (the child starts with every signal at its default) and waits until it is
+    /// reaped.
+    private static func kill(_ pid: pid_t) {
+        if ChildExits.status(of: pid) == nil { Glibc.kill(pid, SIGKILL) }
+        _ = ChildExits.wait(for: pid, timeout: .seconds(30))
     }
 
-    private static func waitUntilAccepting(port: UInt16, process: Process) -> Bool {
+    private static func waitUntilAccepting(port: UInt16, pid: pid_t) -> Bool {
         for _ in 0..<250 {
-            guard process.isRunning else { return false }
+            guard ChildExits.status(of: pid) == nil else { return false }
             let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
@@ -95,7 +99,7 @@ final class OpenSSLTestServer: @unchecked Sendable {
     }
 
     deinit {
-        Self.kill(process)
+        Self.kill(pid)
         try? FileManager.default.removeItem(at: directory)
     }
 

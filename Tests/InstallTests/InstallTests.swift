@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import ToolTestSupport
 
 /// `make install` and `make uninstall` into temporary prefixes, with the release binaries.
 ///
@@ -18,33 +19,26 @@ struct InstallFailure: Error, CustomStringConvertible {
 }
 
 /// Runs `argv` with stdin from /dev/null, returning its status and output (stdout and stderr
-/// together), killing it after `timeout`.
+/// together), killing it after `timeout`. Started by `spawnProcess` (every signal unblocked, only
+/// descriptors 0 to 2) and waited for without holding a thread of the cooperative pool.
 func run(_ argv: [String], environment: [String: String] = ProcessInfo.processInfo.environment, timeout: Duration = .seconds(120))
     async throws -> (status: Int32, output: String)
 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: argv[0])
-    process.arguments = Array(argv.dropFirst())
-    process.environment = environment
-    let output = FileManager.default.temporaryDirectory.appendingPathComponent("install-run-\(UUID().uuidString)")
-    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-    defer { try? FileManager.default.removeItem(at: output) }
-    let handle = try FileHandle(forWritingTo: output)
-    process.standardOutput = handle
-    process.standardError = handle
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning {
-        if ContinuousClock.now > deadline {
-            process.terminate()
-            process.waitUntilExit()
-            throw InstallFailure(description: "\(argv.joined(separator: " ")) took longer than \(timeout)")
-        }
-        try await Task.sleep(for: .milliseconds(50))
+    let output = FileManager.default.temporaryDirectory.appendingPathComponent("install-run-\(UUID().uuidString)").path
+    defer { unlink(output) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    posix_spawn_file_actions_adddup2(&actions, 1, 2)
+    let pid = try spawnProcess(argv, environment: environment, actions: &actions)
+    guard let status = await ChildExits.awaitExit(of: pid, timeout: timeout) else {
+        kill(pid, SIGKILL)
+        _ = await ChildExits.awaitExit(of: pid, timeout: .seconds(60))
+        throw InstallFailure(description: "\(argv.joined(separator: " ")) took longer than \(timeout)")
     }
-    try handle.close()
-    return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+    return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
 }
 
 /// The directory holding the seven release binaries, building them once if needed.

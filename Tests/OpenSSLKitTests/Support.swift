@@ -159,31 +159,60 @@ let opensslPath = "/usr/bin/openssl"
 
 
 /// A child process whose stdout we can read line by line under a deadline; killed on `kill()`
-/// and on deinit, so no path leaves it running.
+/// and on deinit, so no path leaves it running. Started by `spawnProcess` (every signal
+/// unblocked, only descriptors 0 to 2), never Foundation's `Process`.
 final class Subprocess: @unchecked Sendable {  // @unchecked Sendable: used by one test thread at a time.
-    private let process = Process()
-    private let output = Pipe()
-    private let errors = Pipe()
-    private let input = Pipe()
+    private let pid: pid_t
+    /// Our ends of the child's stdin, stdout and stderr pipes.
+    private var input: Int32
+    private let output: Int32
+    private let errors: Int32
     private var pending: [UInt8] = []
 
     init(_ executable: String, _ arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
+        var pipes: [[Int32]] = []
+        for _ in 0..<3 {
+            var ends: [Int32] = [-1, -1]
+            // Plain pipe(2): every child of the tests starts through spawnProcess, which closes
+            // all but descriptors 0 to 2 in the child, so none inherits these.
+            guard pipe(&ends) == 0 else {
+                let code = errno
+                pipes.joined().forEach { _ = close($0) }
+                throw POSIXFailure("pipe", code)
+            }
+            pipes.append(ends)
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipes[0][0], 0)
+        posix_spawn_file_actions_adddup2(&actions, pipes[1][1], 1)
+        posix_spawn_file_actions_adddup2(&actions, pipes[2][1], 2)
+        do {
+            pid = try spawnProcess([executable] + arguments, environment: ProcessInfo.processInfo.environment, actions: &actions)
+        } catch {
+            pipes.joined().forEach { _ = close($0) }
+            throw error
+        }
+        // The child's ends are its own now.
+        _ = close(pipes[0][0])
+        _ = close(pipes[1][1])
+        _ = close(pipes[2][1])
+        input = pipes[0][1]
+        output = pipes[1][0]
+        errors = pipes[2][0]
     }
 
     /// Closes the child's stdin (it reads end-of-file). Until then stdin stays open and empty,
     /// which `openssl s_server` needs: it quits on end-of-file.
-    func closeInput() { try? input.fileHandleForWriting.close() }
+    func closeInput() {
+        if input >= 0 { _ = close(input) }
+        input = -1
+    }
 
     /// Reads stdout until a line satisfies `match`, or throws after `timeout`.
     func waitForLine(timeout: Duration, _ match: (String) -> Bool) throws -> String {
         let end = ContinuousClock.now + timeout
-        let fd = output.fileHandleForReading.fileDescriptor
         while true {
             if let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                 let line = String(decoding: pending[..<newline], as: UTF8.self)
@@ -193,12 +222,12 @@ final class Subprocess: @unchecked Sendable {  // @unchecked Sendable: used by o
             }
             let remaining = ContinuousClock.now.duration(to: end)
             guard remaining > .zero else { throw POSIXFailure("no matching output line within \(timeout)") }
-            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            var descriptor = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000 + 1)
             guard poll(&descriptor, 1, milliseconds) >= 0 else { throw POSIXFailure("poll", errno) }
             guard descriptor.revents != 0 else { continue }
             var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(output, $0.baseAddress, $0.count) }
             guard count > 0 else { throw POSIXFailure("process output ended without a matching line") }
             pending += buffer[..<count]
         }
@@ -206,24 +235,40 @@ final class Subprocess: @unchecked Sendable {  // @unchecked Sendable: used by o
 
     /// Waits for exit, returning the exit status (128 + signal if killed); throws after `timeout`.
     func wait(timeout: Duration) throws -> Int32 {
-        let end = ContinuousClock.now + timeout
-        while process.isRunning {
-            guard ContinuousClock.now < end else { throw POSIXFailure("process still running after \(timeout)") }
-            usleep(5_000)
+        guard let status = ChildExits.wait(for: pid, timeout: timeout) else {
+            throw POSIXFailure("process still running after \(timeout)")
         }
-        return process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        return status
     }
 
-    func readAllOutput() -> String { String(decoding: pending + output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
-    func readAllErrors() -> String { String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) }
+    func readAllOutput() -> String { String(decoding: pending + Self.readToEnd(output), as: UTF8.self) }
+    func readAllErrors() -> String { String(decoding: Self.readToEnd(errors), as: UTF8.self) }
+
+    private static func readToEnd(_ descriptor: Int32) -> [UInt8] {
+        var all: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                all += buffer[..<count]
+            } else if count == 0 || errno != EINTR {
+                return all
+            }
+        }
+    }
 
     /// Kills the process (SIGKILL) if it is still running and waits for it to be reaped.
     func kill() {
-        if process.isRunning {
-            Glibc.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        if ChildExits.status(of: pid) == nil {
+            Glibc.kill(pid, SIGKILL)
+            _ = ChildExits.wait(for: pid)
         }
     }
 
-    deinit { kill() }
+    deinit {
+        kill()
+        closeInput()
+        _ = close(output)
+        _ = close(errors)
+    }
 }

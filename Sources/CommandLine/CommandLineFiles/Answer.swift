@@ -15,7 +15,7 @@ public let maximumAnswerBytes = 256
 /// longer than that (with one line saying so). The read runs on a thread of its own, so a
 /// signal ends the wait at once (``Interruptible``).
 public func answeredYes(to question: String) async throws -> Bool {
-    try await Interruptible.run { answeredYesBlocking(to: question) }
+    try await Interruptible.run(name: "answer") { answeredYesBlocking(to: question) }
 }
 
 /// ``answeredYes(to:)`` on the calling thread (for a question asked from a blocking callback
@@ -80,13 +80,14 @@ public enum BoundedLine {
 /// caller's wait ends as soon as its task is cancelled (ToolRunner cancels it at the first
 /// SIGINT, SIGTERM or SIGHUP), after `interrupt` has been called to stop the work (a socket
 /// shut down). The work's thread may still be running then; the process exits right after
-/// (128+N), which closes every connection it held, and nothing it would have stored is stored,
-/// because rivet-pair stores only after its waits, just before exit 0.
+/// (128+N), which closes every connection it held; a tool that stores only after its waits,
+/// just before exit 0 (as rivet-pair does), stores nothing then.
 public enum Interruptible {
-    /// Runs `body` off Swift's cooperative threads and returns what it returns or throws, or
-    /// throws `CancellationError` the moment the task is cancelled.
+    /// Runs `body` off Swift's cooperative threads, on a thread called `name` (what the wait is
+    /// for, as `ps -L` and a debugger show it), and returns what it returns or throws, or throws
+    /// `CancellationError` the moment the task is cancelled.
     public static func run<T: Sendable>(
-        name: String = "rivet-pair", interrupt: @escaping @Sendable () -> Void = {}, _ body: @escaping @Sendable () throws -> T
+        name: String, interrupt: @escaping @Sendable () -> Void = {}, _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
         let gate = Gate<T>()
         return try await withTaskCancellationHandler {

@@ -63,18 +63,20 @@ public enum CompanionCommand {
         let credential: RivetCompanionCredential
         switch target {
         case .address:
-            credential = try await Interruptible.run {
+            credential = try await Interruptible.run(name: "pair") {
                 try pair(server, application: application, name: name, existingDeviceID: existing)
             }
         case .link(let link):
             Diagnostics.note(
                 "pairing by link with \(link.endpoints.map(\.description).joined(separator: " or ")), pinned to fingerprint \(link.serverFingerprint.grouped)")
-            credential = try await Interruptible.run { try pair(link, name: name, existingDeviceID: existing) }
+            credential = try await Interruptible.run(name: "pair-by-link") {
+                try pair(link, name: name, existingDeviceID: existing)
+            }
         }
         // Resume where pairing connected (for a link, the address that answered first), with
         // the credential still in memory: one pinned resume shows it works before it is kept.
         let reached = HostPort(parsing: credential.serverAddress) ?? server
-        try await Interruptible.run { try verify(credential, reached) }
+        try await Interruptible.run(name: "verify") { try verify(credential, reached) }
         try Task.checkCancellation()
         do {
             try store.save(credential)
