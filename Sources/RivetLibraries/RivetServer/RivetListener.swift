@@ -87,18 +87,35 @@ public final class RivetListener: Sendable {
         /// handshake, or in the preface), all addresses together (default 32). When a bound on
         /// pending connections is full, the oldest pending connection it covers is evicted,
         /// whatever it has sent, to make room for the new one.
-        public var maximumPendingConnections: Int = 32
+        public var maximumPendingConnections: Int {
+            get { admission.total }
+            set { admission.total = newValue }
+        }
         /// Pending connections from one source address (default 4).
-        public var maximumPendingConnectionsPerAddress: Int = 4
+        public var maximumPendingConnectionsPerAddress: Int {
+            get { admission.perAddress }
+            set { admission.perAddress = newValue }
+        }
         /// Pending connections from one source network: an IPv6 /64, an IPv4 address (default 8).
-        public var maximumPendingConnectionsPerNetwork: Int = 8
+        public var maximumPendingConnectionsPerNetwork: Int {
+            get { admission.perNetwork }
+            set { admission.perNetwork = newValue }
+        }
         /// Pending slots only networks that completed a resume within `recentResumeWindow` may
         /// use (default 8; at most `maximumPendingConnections - 1`): a flood from elsewhere
         /// never takes them.
-        public var reservedPendingConnections: Int = 8
+        public var reservedPendingConnections: Int {
+            get { admission.reserved }
+            set { admission.reserved = newValue }
+        }
         /// How long a network counts as recent after one of its devices completed a resume
         /// (default 10 minutes).
-        public var recentResumeWindow: Duration = .seconds(600)
+        public var recentResumeWindow: Duration {
+            get { admission.recentWindow }
+            set { admission.recentWindow = newValue }
+        }
+        /// The five bounds above, as admission takes them; their defaults are its own.
+        var admission = PendingAdmission.Limits()
         /// From TCP accept to a completed TLS handshake (default 5 s).
         public var handshakeTimeout: Duration = .seconds(5)
         /// From the handshake to the client's complete first message; also bounds `PairReveal`
@@ -316,12 +333,8 @@ final class ListenerCore: @unchecked Sendable {
     ) {
         self.givenLoop = sessionLoop
         self.configuration = configuration
-        var limits = PendingAdmission.Limits()
-        limits.total = configuration.maximumPendingConnections
-        limits.perAddress = configuration.maximumPendingConnectionsPerAddress
-        limits.perNetwork = configuration.maximumPendingConnectionsPerNetwork
-        limits.reserved = min(configuration.reservedPendingConnections, configuration.maximumPendingConnections - 1)
-        limits.recentWindow = configuration.recentResumeWindow
+        var limits = configuration.admission
+        limits.reserved = min(limits.reserved, limits.total - 1)
         self.admission = PendingAdmission(limits: limits)
         self.identity = identity
         self.pairing = pairing
