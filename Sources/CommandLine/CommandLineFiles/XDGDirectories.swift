@@ -245,9 +245,9 @@ public struct XDGError: CodedError, Hashable {
     public static let inaccessible = XDGError(code: .inaccessible, message: "cannot be inspected")
 
     static func inaccessible(_ path: String, errno code: Int32) -> XDGError {
-        XDGError(
-            code: .inaccessible,
-            message: "refusing to use \(path): it cannot be inspected (\(String(cString: strerror(code)))); it or a directory above it belongs to another user")
+        refusing(
+            path, .inaccessible,
+            "cannot be inspected (\(describe(errno: code))); it or a directory above it belongs to another user")
     }
 
     static func missing(_ path: String) -> XDGError {
@@ -267,31 +267,32 @@ public struct XDGError: CodedError, Hashable {
     }
 
     static func cannotCreate(_ path: String, errno code: Int32) -> XDGError {
-        XDGError(
-            code: .cannotCreate,
-            message: "cannot create directory \(path): \(String(cString: strerror(code)))")
+        XDGError(code: .cannotCreate, message: "cannot create directory \(path): \(describe(errno: code))")
     }
 
     static func notADirectory(_ path: String) -> XDGError {
-        XDGError(code: .notADirectory, message: "refusing to use \(path): it is not a directory")
+        refusing(path, .notADirectory, "is not a directory")
     }
 
     static func symbolicLink(_ path: String) -> XDGError {
-        XDGError(
-            code: .symbolicLink,
-            message: "refusing to use \(path): it is a symbolic link; a private directory must be a real directory")
+        refusing(path, .symbolicLink, "is a symbolic link; a private directory must be a real directory")
     }
 
     static func wrongOwner(_ path: String, owner: UInt32, expected: UInt32) -> XDGError {
-        XDGError(
-            code: .wrongOwner,
-            message: "refusing to use \(path): it is owned by uid \(owner), not by uid \(expected)")
+        refusing(path, .wrongOwner, "is owned by uid \(owner), not by uid \(expected)")
     }
 
     static func insecurePermissions(_ path: String, mode: mode_t) -> XDGError {
-        let octal = String(mode, radix: 8)
-        return XDGError(
-            code: .insecurePermissions,
-            message: "refusing to use \(path): it is writable by group or others (mode \(octal)); run 'chmod 700 \(path)'")
+        refusing(
+            path, .insecurePermissions,
+            "is writable by group or others (mode \(String(mode, radix: 8))); run 'chmod 700 \(path)'")
     }
+
+    /// The refusal of a directory that exists but is not safe to use:
+    /// `refusing to use PATH: it REASON`.
+    private static func refusing(_ path: String, _ code: Code, _ reason: String) -> XDGError {
+        XDGError(code: code, message: "refusing to use \(path): it \(reason)")
+    }
+
+    private static func describe(errno code: Int32) -> String { String(cString: strerror(code)) }
 }

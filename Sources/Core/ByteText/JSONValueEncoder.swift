@@ -78,8 +78,19 @@ enum JSONSlot {
     }
 }
 
+/// An array or an object that nested containers write into by reference.
+protocol JSONContainerBox: AnyObject {
+    /// An empty box.
+    init()
+    /// The slot that holds this box open.
+    var slot: JSONSlot { get }
+    /// The box `slot` holds open, or a new one holding the value `slot` finished as, when it is
+    /// of this kind; nil when it is of another.
+    static func reopening(_ slot: JSONSlot) -> Self?
+}
+
 /// An array that containers append to by reference.
-final class JSONArrayBox {
+final class JSONArrayBox: JSONContainerBox {
     var slots: [JSONSlot] = []
 
     init() {}
@@ -89,10 +100,20 @@ final class JSONArrayBox {
     }
 
     var finished: JSONValue { .array(slots.map(\.finished)) }
+
+    var slot: JSONSlot { .array(self) }
+
+    static func reopening(_ slot: JSONSlot) -> JSONArrayBox? {
+        switch slot {
+        case .array(let open): open
+        case .value(.array(let elements)): JSONArrayBox(elements)
+        default: nil
+        }
+    }
 }
 
 /// An object that containers write to by reference; writing a key again replaces its value.
-final class JSONObjectBox {
+final class JSONObjectBox: JSONContainerBox {
     var slots: [String: JSONSlot] = [:]
 
     init() {}
@@ -102,6 +123,16 @@ final class JSONObjectBox {
     }
 
     var finished: JSONValue { .object(slots.mapValues(\.finished)) }
+
+    var slot: JSONSlot { .object(self) }
+
+    static func reopening(_ slot: JSONSlot) -> JSONObjectBox? {
+        switch slot {
+        case .object(let open): open
+        case .value(.object(let members)): JSONObjectBox(members)
+        default: nil
+        }
+    }
 }
 
 // MARK: - Coding keys
@@ -335,42 +366,35 @@ struct JSONKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
-        let name = key.stringValue
-        let nested: JSONObjectBox
-        switch box.slots[name] {
-        case .object(let existing):
-            nested = existing
-        case .value(.object(let members)):
-            nested = JSONObjectBox(members)
-            box.slots[name] = .object(nested)
-        case .none:
-            nested = JSONObjectBox()
-            box.slots[name] = .object(nested)
-        case .some:
-            preconditionFailure(
-                "Attempt to re-encode into nested KeyedEncodingContainer<\(Key.self)> for key \"\(name)\" is invalid: non-keyed container already encoded for this key")
-        }
+        let nested = nestedBox(
+            JSONObjectBox.self, forKey: key,
+            misuse: "Attempt to re-encode into nested KeyedEncodingContainer<\(Key.self)> for key \"\(key.stringValue)\" is invalid: non-keyed container already encoded for this key")
         return KeyedEncodingContainer(
             JSONKeyedContainer<NestedKey>(encoder: encoder, box: nested, path: path + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let name = key.stringValue
-        let nested: JSONArrayBox
-        switch box.slots[name] {
-        case .array(let existing):
-            nested = existing
-        case .value(.array(let elements)):
-            nested = JSONArrayBox(elements)
-            box.slots[name] = .array(nested)
-        case .none:
-            nested = JSONArrayBox()
-            box.slots[name] = .array(nested)
-        case .some:
-            preconditionFailure(
-                "Attempt to re-encode into nested UnkeyedEncodingContainer for key \"\(name)\" is invalid: keyed container/single value already encoded for this key")
-        }
+        let nested = nestedBox(
+            JSONArrayBox.self, forKey: key,
+            misuse: "Attempt to re-encode into nested UnkeyedEncodingContainer for key \"\(key.stringValue)\" is invalid: keyed container/single value already encoded for this key")
         return JSONUnkeyedContainer(encoder: encoder, box: nested, path: path + [key])
+    }
+
+    /// The box of kind `Box` at `key`: the one open there, one reopened from a finished value of
+    /// its kind, or a new one; traps with `misuse` when `key` holds something else.
+    private func nestedBox<Box: JSONContainerBox>(
+        _ kind: Box.Type, forKey key: Key, misuse: @autoclosure () -> String
+    ) -> Box {
+        let name = key.stringValue
+        let nested: Box
+        if let slot = box.slots[name] {
+            guard let reopened = Box.reopening(slot) else { preconditionFailure(misuse()) }
+            nested = reopened
+        } else {
+            nested = Box()
+        }
+        box.slots[name] = nested.slot
+        return nested
     }
 
     mutating func superEncoder() -> any Encoder {

@@ -131,25 +131,8 @@ public struct NativeHTTP: NativeTransport {
 
     // MARK: The exchange primitive
 
-    /// The status line and headers of a response, with the time they arrived.
-    package struct ResponseHead: Sendable {
-        /// The status code.
-        package let status: Int
-        /// The header fields.
-        package let headers: NativeHeaders
-        /// When the head arrived, by the client's clock.
-        package let receivedAt: Date
-
-        /// A head; `ScriptedTransport` builds these for its scripted responses.
-        package init(status: Int, headers: NativeHeaders, receivedAt: Date) {
-            self.status = status
-            self.headers = headers
-            self.receivedAt = receivedAt
-        }
-    }
-
     /// Runs one exchange with the origin, streaming the response: `onHead` sees the final status
-    /// and headers before any body byte, `onBody` each piece of the body as it arrives (valid
+    /// and headers (a response whose body has not arrived) before any body byte, `onBody` each piece of the body as it arrives (valid
     /// only during the call). Either returns nil to go on, or an error to stop the transfer at
     /// once; that error is what this throws. Both run on the transfer's thread. Responses,
     /// downloads and streams are all built on this.
@@ -162,9 +145,9 @@ public struct NativeHTTP: NativeTransport {
     ///   its quiet time instead of the stall timeout, and TCP keepalive watches the peer.
     func exchange(
         _ request: NativeRequest, receiveBufferSize: Int? = nil, isStream: Bool = false,
-        onHead: @escaping (ResponseHead) -> (any Error)?,
+        onHead: @escaping (NativeResponse) -> (any Error)?,
         onBody: @escaping (UnsafeRawBufferPointer) -> (any Error)?
-    ) async throws -> ResponseHead {
+    ) async throws -> NativeResponse {
         let transfer = try makeTransfer(for: request)
         transfer.receiveBufferSize = receiveBufferSize
         if isStream {
@@ -184,9 +167,9 @@ public struct NativeHTTP: NativeTransport {
                 state.stopError = ProxyFailure.authenticationRequired(proxy)
                 return .abort(reason: "the proxy refused its credential")
             }
-            let response = ResponseHead(
+            let response = NativeResponse(
                 status: head.status,
-                headers: NativeHeaders(head.headers.map { NativeHeaderField(received: $0.name, value: $0.value) }),
+                headers: NativeHeaders(head.headers.map(NativeHeaderField.init(received:))),
                 receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
             state.head = response
             observer?(.response(origin, status: head.status))
@@ -254,9 +237,7 @@ public struct NativeHTTP: NativeTransport {
                 }
             }
             transfer.method = try CurlMethod(request.method)
-            var headers = try request.headers.map { (field) throws(CurlError) in
-                try CurlHeader(name: field.name, value: field.value)
-            }
+            var headers = request.headers.map(\.field)
             if let credential {
                 headers.append(try CurlHeader(name: credential.headerName, value: credential.headerValue))
             }
@@ -285,7 +266,7 @@ public struct NativeHTTP: NativeTransport {
 /// What an exchange's callbacks learn on the transfer's thread, read after `perform` returned:
 /// the response head, and the error a callback stopped the transfer with.
 private final class ExchangeState {
-    var head: NativeHTTP.ResponseHead?
+    var head: NativeResponse?
     var stopError: (any Error)?
 }
 
@@ -305,7 +286,7 @@ package final class BodyCollector {
     }
 
     /// Refuses a body whose announced length is over the bound before reading any of it.
-    package func begin(_ head: NativeHTTP.ResponseHead) -> NativeClientError? {
+    package func begin(_ head: NativeResponse) -> NativeClientError? {
         status = head.status
         guard !isHead, head.status != 204, head.status != 304,
             let announced = head.headers["Content-Length"].flatMap({ Int64($0) })

@@ -1,12 +1,16 @@
 import CurlKit
 import RastrilloCore
 
-/// One header field, name case preserved.
+/// One header field, name case preserved: a `CurlHeader` whose refusal is a
+/// `NativeClientError`.
 public struct NativeHeaderField: Sendable, Hashable, CustomStringConvertible {
+    /// The field as libcurl sends it or received it.
+    let field: CurlHeader
+
     /// The field name.
-    public let name: String
+    public var name: String { field.name }
     /// The field value.
-    public let value: String
+    public var value: String { field.value }
 
     /// A request header: the name is an RFC 9110 token of 1 to 256 characters, the value at most
     /// 65 536 bytes with no control character but horizontal tab (no CR, LF or NUL: no header
@@ -14,21 +18,19 @@ public struct NativeHeaderField: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: `NativeClientError.invalidRequest` naming the field, never quoting its value.
     public init(name: String, value: String) throws(NativeClientError) {
         do {
-            _ = try CurlHeader(name: name, value: value)
+            field = try CurlHeader(name: name, value: value)
         } catch {
             throw NativeClientError.invalidRequest.with(error.message)
         }
-        self.name = name
-        self.value = value
     }
 
-    init(received name: String, value: String) {
-        self.name = name
-        self.value = value
+    /// A response header as received.
+    init(received field: CurlHeader) {
+        self.field = field
     }
 
     /// `name: value`.
-    public var description: String { "\(name): \(value)" }
+    public var description: String { field.description }
 }
 
 /// Response header fields in received order, looked up case-insensitively.

@@ -154,8 +154,7 @@ extension NativeHTTP {
                 streamRequest, receiveBufferSize: StreamReceiver.receiveBufferSize, isStream: true,
                 onHead: { head in
                     if let refusal = StreamReceiver.refusal(of: head, credentialSent: credentialSent) { return refusal }
-                    return opener.runBlocking(
-                        NativeResponse(status: head.status, headers: head.headers, receivedAt: head.receivedAt))
+                    return opener.runBlocking(head)
                 },
                 onBody: append)
         } onCancel: {
@@ -249,12 +248,12 @@ package final class StreamReceiver {
     }
 
     /// The refusal of a head that does not open an event stream, or nil.
-    package func validate(_ head: NativeHTTP.ResponseHead) -> NativeClientError? {
+    package func validate(_ head: NativeResponse) -> NativeClientError? {
         Self.refusal(of: head)
     }
 
     /// The refusal of a head that does not open an event stream, or nil.
-    package static func refusal(of head: NativeHTTP.ResponseHead, credentialSent: Bool = true) -> NativeClientError? {
+    package static func refusal(of head: NativeResponse, credentialSent: Bool = true) -> NativeClientError? {
         let response = NativeResponse(
             status: head.status, headers: head.headers, receivedAt: head.receivedAt, credentialSent: credentialSent)
         if let error = response.error { return error }

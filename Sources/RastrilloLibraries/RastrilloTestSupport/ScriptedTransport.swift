@@ -123,11 +123,11 @@ public final class ScriptedTransport: NativeTransport {
         _ = try origin.target(for: request.target)
         try Task.checkCancellation()
         let (status, responseHeaders, chunks, end) = try await nextAnswer(for: request)
-        let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(responseHeaders), receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
+        let head = NativeResponse(status: status, headers: NativeHeaders(responseHeaders), receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
         observer?(.response(origin, status: status))
         let receiver = StreamReceiver(limits: limits, onLine: onLine, onIdle: onIdle)
         if let refusal = receiver.validate(head) { throw refusal }
-        try await onOpen?(NativeResponse(status: status, headers: head.headers, receivedAt: head.receivedAt))
+        try await onOpen?(head)
         for chunk in chunks {
             try Task.checkCancellation()
             if let error = chunk.withUnsafeBytes({ receiver.append($0) }) { throw error }
@@ -198,7 +198,7 @@ public final class ScriptedTransport: NativeTransport {
     private func deliver(status: Int, headers: [NativeHeaderField], body: [UInt8], request: NativeRequest) throws
         -> NativeResponse
     {
-        let head = NativeHTTP.ResponseHead(status: status, headers: NativeHeaders(headers), receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
+        let head = NativeResponse(status: status, headers: NativeHeaders(headers), receivedAt: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
         observer?(.response(origin, status: status))
         let collector = BodyCollector(limit: request.maxBytes, isHead: request.method == "HEAD")
         if let error = collector.begin(head) { throw error }

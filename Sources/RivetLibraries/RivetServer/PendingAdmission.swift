@@ -12,49 +12,41 @@ import Glibc
 /// bound is full, the oldest pending connection of the group at its bound is evicted, whatever
 /// it has sent, so a client that drips bytes cannot hold a slot longer than one that sends
 /// nothing.
-package struct PendingAdmission: Sendable {
+struct PendingAdmission: Sendable {
     /// The bounds.
-    package struct Limits: Sendable, Equatable {
+    struct Limits: Sendable, Equatable {
         /// Pending connections from all sources together (default 32).
-        package var total: Int = 32
+        var total: Int = 32
         /// Pending connections from one source address (default 4).
-        package var perAddress: Int = 4
+        var perAddress: Int = 4
         /// Pending connections from one source network, an IPv6 /64 (default 8).
-        package var perNetwork: Int = 8
+        var perNetwork: Int = 8
         /// Slots of `total` that only networks with a recent resume may use (default 8).
-        package var reserved: Int = 8
+        var reserved: Int = 8
         /// How long a network counts as recent after a completed resume (default 10 minutes).
-        package var recentWindow: Duration = .seconds(600)
-
-        package init() {}
+        var recentWindow: Duration = .seconds(600)
     }
 
     /// A pending connection as admission sees it.
-    package struct Pending: Sendable, Equatable {
+    struct Pending: Sendable, Equatable {
         /// The listener's number for the connection.
-        package let id: UInt64
+        let id: UInt64
         /// The numeric source address.
-        package let address: String
+        let address: String
         /// Whether its network had completed a resume recently when it was accepted.
-        package let recent: Bool
-
-        package init(id: UInt64, address: String, recent: Bool) {
-            self.id = id
-            self.address = address
-            self.recent = recent
-        }
+        let recent: Bool
 
         var network: String { PendingAdmission.network(of: address) }
     }
 
     /// The bounds in force.
-    package let limits: Limits
+    let limits: Limits
     /// Networks with a completed resume, and when (at most `maximumRecentNetworks`).
     private var recentNetworks: [String: ContinuousClock.Instant] = [:]
     /// How many recent networks are remembered; beyond it the oldest are forgotten.
-    package static let maximumRecentNetworks = 4096
+    static let maximumRecentNetworks = 4096
 
-    package init(limits: Limits) {
+    init(limits: Limits) {
         precondition(limits.total > 0 && limits.perAddress > 0 && limits.perNetwork > 0)
         precondition(limits.reserved >= 0 && limits.reserved < limits.total)
         self.limits = limits
@@ -62,7 +54,7 @@ package struct PendingAdmission: Sendable {
 
     /// The network an address belongs to: the /64 prefix of an IPv6 address (`2001:db8:0:1::/64`),
     /// the address itself for IPv4 (an IPv4-mapped IPv6 address counts as its IPv4 address).
-    package static func network(of address: String) -> String {
+    static func network(of address: String) -> String {
         var bytes = [UInt8](repeating: 0, count: 16)
         let parsed = bytes.withUnsafeMutableBytes { inet_pton(AF_INET6, address, $0.baseAddress) == 1 }
         guard parsed else { return address }
@@ -73,7 +65,7 @@ package struct PendingAdmission: Sendable {
     }
 
     /// Notes that a device completed a resume from `address` at `now`.
-    package mutating func resumed(from address: String, at now: ContinuousClock.Instant) {
+    mutating func resumed(from address: String, at now: ContinuousClock.Instant) {
         let network = Self.network(of: address)
         if recentNetworks[network] == nil && recentNetworks.count >= Self.maximumRecentNetworks {
             recentNetworks = recentNetworks.filter { now - $0.value < limits.recentWindow }
@@ -87,17 +79,17 @@ package struct PendingAdmission: Sendable {
     }
 
     /// How many networks are remembered as recent.
-    package var recentCount: Int { recentNetworks.count }
+    var recentCount: Int { recentNetworks.count }
 
     /// Whether `address`'s network completed a resume within the recent window before `now`.
-    package func isRecent(_ address: String, at now: ContinuousClock.Instant) -> Bool {
+    func isRecent(_ address: String, at now: ContinuousClock.Instant) -> Bool {
         guard let at = recentNetworks[Self.network(of: address)] else { return false }
         return now - at < limits.recentWindow
     }
 
     /// The pending connections to evict, oldest first, so that `newcomer` fits every bound.
     /// `pending` holds the connections pending now, oldest first.
-    package func victims(admitting newcomer: Pending, pending: [Pending]) -> [UInt64] {
+    func victims(admitting newcomer: Pending, pending: [Pending]) -> [UInt64] {
         var left = pending
         var victims: [UInt64] = []
         func evictOldest(_ matching: (Pending) -> Bool) -> Bool {

@@ -87,18 +87,18 @@ public final class RivetListener: Sendable {
         /// handshake, or in the preface), all addresses together (default 32). When a bound on
         /// pending connections is full, the oldest pending connection it covers is evicted,
         /// whatever it has sent, to make room for the new one.
-        public var maximumPendingConnections: Int = 32
+        public var maximumPendingConnections = admissionDefaults.total
         /// Pending connections from one source address (default 4).
-        public var maximumPendingConnectionsPerAddress: Int = 4
+        public var maximumPendingConnectionsPerAddress = admissionDefaults.perAddress
         /// Pending connections from one source network: an IPv6 /64, an IPv4 address (default 8).
-        public var maximumPendingConnectionsPerNetwork: Int = 8
+        public var maximumPendingConnectionsPerNetwork = admissionDefaults.perNetwork
         /// Pending slots only networks that completed a resume within `recentResumeWindow` may
         /// use (default 8; at most `maximumPendingConnections - 1`): a flood from elsewhere
         /// never takes them.
-        public var reservedPendingConnections: Int = 8
+        public var reservedPendingConnections = admissionDefaults.reserved
         /// How long a network counts as recent after one of its devices completed a resume
         /// (default 10 minutes).
-        public var recentResumeWindow: Duration = .seconds(600)
+        public var recentResumeWindow = admissionDefaults.recentWindow
         /// From TCP accept to a completed TLS handshake (default 5 s).
         public var handshakeTimeout: Duration = .seconds(5)
         /// From the handshake to the client's complete first message; also bounds `PairReveal`
@@ -123,6 +123,18 @@ public final class RivetListener: Sendable {
 
         /// The defaults.
         public init() {}
+
+        /// Where the five admission bounds above take their defaults: admission's own.
+        private static let admissionDefaults = PendingAdmission.Limits()
+
+        /// The five admission bounds, `reservedPendingConnections` kept below the total.
+        var admission: PendingAdmission.Limits {
+            PendingAdmission.Limits(
+                total: maximumPendingConnections, perAddress: maximumPendingConnectionsPerAddress,
+                perNetwork: maximumPendingConnectionsPerNetwork,
+                reserved: min(reservedPendingConnections, maximumPendingConnections - 1),
+                recentWindow: recentResumeWindow)
+        }
     }
 
     /// What happened to a connection, for logs and tests.
@@ -316,13 +328,7 @@ final class ListenerCore: @unchecked Sendable {
     ) {
         self.givenLoop = sessionLoop
         self.configuration = configuration
-        var limits = PendingAdmission.Limits()
-        limits.total = configuration.maximumPendingConnections
-        limits.perAddress = configuration.maximumPendingConnectionsPerAddress
-        limits.perNetwork = configuration.maximumPendingConnectionsPerNetwork
-        limits.reserved = min(configuration.reservedPendingConnections, configuration.maximumPendingConnections - 1)
-        limits.recentWindow = configuration.recentResumeWindow
-        self.admission = PendingAdmission(limits: limits)
+        self.admission = PendingAdmission(limits: configuration.admission)
         self.identity = identity
         self.pairing = pairing
         self.authenticator = authenticator

@@ -64,8 +64,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     private let backendLimits: RivetBackendLimits
     /// Requests forwarded to the backend and when each is due, in forwarding order (one
     /// deadline for all, so that is deadline order too).
-    private var deadlines: [(host: RVT1RequestID, at: ContinuousClock.Instant)] = []
-    private var deadlinesHead = 0
+    private var deadlines = FIFOQueue<(host: RVT1RequestID, at: ContinuousClock.Instant)>(compactionThreshold: 1024)
     /// The session whose device frame is being handled: what it makes rivetd send to the
     /// backend is charged to its queue bound.
     private var sendingFor: RivetDeviceGatewaySession.ID?
@@ -441,7 +440,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                         continue
                     }
                     let stallDue = backend?.stalledSince.map { $0 + backendLimits.stallTimeout }
-                    let callDue = deadlinesHead < deadlines.count ? deadlines[deadlinesHead].at : nil
+                    let callDue = deadlines.first?.at
                     let times = [restartAt, escalation?.at, stallDue, callDue, helloDeadlines.values.min()].compactMap { $0 }
                     monitor.wait(until: times.reduce(nextTick, min), on: clock)
                 }
@@ -459,9 +458,9 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     /// backend gets a cancel); true when one was due. Call under the lock.
     private func expireCalls(now: ContinuousClock.Instant) -> Bool {
         var expired = false
-        while deadlinesHead < deadlines.count, deadlines[deadlinesHead].at <= now {
-            let host = deadlines[deadlinesHead].host
-            popDeadline()
+        while let due = deadlines.first, due.at <= now {
+            let host = due.host
+            deadlines.removeFirst()
             expired = true
             guard gateway.isPending(host: host) else { continue }
             let seconds = backendLimits.callDeadline.components.seconds
@@ -476,20 +475,9 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     /// Notes a request forwarded to the backend, and forgets the oldest ones already answered.
     /// Call under the lock.
     private func addDeadline(_ host: RVT1RequestID) {
-        while deadlinesHead < deadlines.count, !gateway.isPending(host: deadlines[deadlinesHead].host) { popDeadline() }
+        while let oldest = deadlines.first, !gateway.isPending(host: oldest.host) { deadlines.removeFirst() }
         deadlines.append((host: host, at: clock.now + backendLimits.callDeadline))
-        if deadlines.count == deadlinesHead + 1 { monitor.broadcast() }
-    }
-
-    private func popDeadline() {
-        deadlinesHead += 1
-        if deadlinesHead == deadlines.count {
-            deadlines.removeAll(keepingCapacity: deadlines.capacity <= 1024)
-            deadlinesHead = 0
-        } else if deadlinesHead >= 1024 && deadlinesHead * 2 >= deadlines.count {
-            deadlines.removeFirst(deadlinesHead)
-            deadlinesHead = 0
-        }
+        if deadlines.count == 1 { monitor.broadcast() }
     }
 
     /// The backend left bytes queued for its stdin unread for the stall timeout: its pending

@@ -9,20 +9,19 @@ struct FrameQueue {
         var owner: UInt64 = 0
     }
 
-    private var entries: [Entry] = []
-    private var head = 0
+    private var entries = FIFOQueue<Entry>(compactionThreshold: 64)
     /// Bytes of every queued frame.
     private(set) var byteCount = 0
 
-    var isEmpty: Bool { head == entries.count }
-    var count: Int { entries.count - head }
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
 
     /// The oldest frame's bytes.
-    var first: [UInt8]? { isEmpty ? nil : entries[head].bytes }
+    var first: [UInt8]? { entries.first?.bytes }
     /// The oldest frame.
-    var firstEntry: Entry? { isEmpty ? nil : entries[head] }
+    var firstEntry: Entry? { entries.first }
     /// Every queued frame, oldest first.
-    var queued: ArraySlice<Entry> { entries[head...] }
+    var queued: some Collection<Entry> { entries.elements }
 
     mutating func append(_ bytes: [UInt8], counted: Bool = false, owner: UInt64 = 0) {
         entries.append(Entry(bytes: bytes, counted: counted, owner: owner))
@@ -30,22 +29,12 @@ struct FrameQueue {
     }
 
     mutating func removeFirst() {
-        guard !isEmpty else { return }
-        byteCount -= entries[head].bytes.count
-        entries[head].bytes = []
-        head += 1
-        if head == entries.count {
-            entries.removeAll(keepingCapacity: entries.capacity <= 64)
-            head = 0
-        } else if head >= 64 && head * 2 >= entries.count {
-            entries.removeFirst(head)
-            head = 0
-        }
+        guard let removed = entries.removeFirst() else { return }
+        byteCount -= removed.bytes.count
     }
 
     mutating func removeAll() {
         entries.removeAll()
-        head = 0
         byteCount = 0
     }
 }
