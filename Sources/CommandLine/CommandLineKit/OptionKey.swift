@@ -1,29 +1,33 @@
-/// A typed option: its declaration (``spec``, which a ``CommandSpec`` lists) and how its value
-/// is read from a parsed command line. A default is written once, in the key, and the key's
-/// help text is made from it, so `--help`, the man-page check, the completions and the code
-/// cannot disagree. Tools read their options only through keys (`arguments[key]`), so a
-/// misspelt option name does not compile.
-public struct OptionKey<Value: Sendable>: Sendable {
-    /// The option's declaration: name, value name, help, completion.
-    public let spec: OptionSpec
-    private let read: @Sendable (ParsedArguments) -> Value
+/// A typed argument: its declaration (``spec``, which a ``CommandSpec`` lists: an
+/// ``OptionSpec`` or a ``PositionalSpec``) and how its value is read from a parsed command line.
+/// Tools read their arguments only through keys (`arguments[key]`), so a misspelt name does not
+/// compile.
+public struct ArgumentKey<Spec: Sendable, Value: Sendable>: Sendable {
+    /// The argument's declaration: name, value name, help, completion.
+    public let spec: Spec
+    fileprivate let read: @Sendable (ParsedArguments) -> Value
 
-    private init(_ spec: OptionSpec, read: @escaping @Sendable (ParsedArguments) -> Value) {
+    private init(_ spec: Spec, read: @escaping @Sendable (ParsedArguments) -> Value) {
         self.spec = spec
         self.read = read
     }
-
-    fileprivate func value(in arguments: ParsedArguments) -> Value { read(arguments) }
 }
 
-extension OptionKey where Value == Bool {
+/// A typed option. A default is written once, in the key, and the key's help text is made from
+/// it, so `--help`, the man-page check, the completions and the code cannot disagree.
+public typealias OptionKey<Value: Sendable> = ArgumentKey<OptionSpec, Value>
+
+/// A typed positional argument.
+public typealias PositionalKey<Value: Sendable> = ArgumentKey<PositionalSpec, Value>
+
+extension ArgumentKey where Spec == OptionSpec, Value == Bool {
     /// A flag: true when given.
     public static func flag(_ long: String, short: Character? = nil, help: String, hidden: Bool = false) -> Self {
         Self(.flag(long, short: short, help: help, hidden: hidden)) { $0.flag(long) }
     }
 }
 
-extension OptionKey where Value == String? {
+extension ArgumentKey where Spec == OptionSpec, Value == String? {
     /// An option that takes one value (the last one given), nil when absent.
     public static func value(
         _ long: String, short: Character? = nil, valueName: String? = nil, kind: ValueKind = .none, help: String,
@@ -35,7 +39,7 @@ extension OptionKey where Value == String? {
     }
 }
 
-extension OptionKey where Value == String {
+extension ArgumentKey where Spec == OptionSpec, Value == String {
     /// An option that takes one value, with `defaultValue` when absent; `help` receives the
     /// default to say it.
     public static func value(
@@ -48,7 +52,7 @@ extension OptionKey where Value == String {
     }
 }
 
-extension OptionKey where Value == [String] {
+extension ArgumentKey where Spec == OptionSpec, Value == [String] {
     /// A repeatable option: every value in command-line order.
     public static func repeated(
         _ long: String, short: Character? = nil, valueName: String? = nil, kind: ValueKind = .none, help: String
@@ -59,14 +63,14 @@ extension OptionKey where Value == [String] {
     }
 }
 
-extension OptionKey where Value == Int? {
+extension ArgumentKey where Spec == OptionSpec, Value == Int? {
     /// A decimal integer in `range` (checked when parsing), nil when absent.
     public static func integer(_ long: String, valueName: String? = nil, range: ClosedRange<Int>, help: String) -> Self {
         Self(.value(long, valueName: valueName, kind: .integer(range), help: help)) { $0.integer(long) }
     }
 }
 
-extension OptionKey where Value == Int {
+extension ArgumentKey where Spec == OptionSpec, Value == Int {
     /// A decimal integer in `range` (checked when parsing), with `defaultValue` when absent;
     /// `help` receives the default to say it.
     public static func integer(
@@ -80,14 +84,14 @@ extension OptionKey where Value == Int {
     }
 }
 
-extension OptionKey where Value == HostPort? {
+extension ArgumentKey where Spec == OptionSpec, Value == HostPort? {
     /// A `HOST:PORT` value (checked when parsing), nil when absent.
     public static func hostPort(_ long: String, valueName: String? = nil, help: String) -> Self {
         Self(.value(long, valueName: valueName, kind: .hostPort, help: help)) { $0.hostPort(long) }
     }
 }
 
-extension OptionKey where Value == [String]? {
+extension ArgumentKey where Spec == OptionSpec, Value == [String]? {
     /// An option that takes every remaining argument (``OptionSpec/Arity/rest``): the command
     /// and its arguments, nil when absent.
     public static func rest(
@@ -97,21 +101,7 @@ extension OptionKey where Value == [String]? {
     }
 }
 
-/// A typed positional argument: its declaration and how its words are read.
-public struct PositionalKey<Value: Sendable>: Sendable {
-    /// The argument's declaration.
-    public let spec: PositionalSpec
-    private let read: @Sendable (ParsedArguments) -> Value
-
-    private init(_ spec: PositionalSpec, read: @escaping @Sendable (ParsedArguments) -> Value) {
-        self.spec = spec
-        self.read = read
-    }
-
-    fileprivate func value(in arguments: ParsedArguments) -> Value { read(arguments) }
-}
-
-extension PositionalKey where Value == String {
+extension ArgumentKey where Spec == PositionalSpec, Value == String {
     /// A positional argument that must be given (the parser refuses a command line without it).
     public static func required(_ name: String, help: String, kind: ValueKind = .none) -> Self {
         Self(PositionalSpec(name, help: help, kind: kind)) { arguments in
@@ -123,7 +113,7 @@ extension PositionalKey where Value == String {
     }
 }
 
-extension PositionalKey where Value == String? {
+extension ArgumentKey where Spec == PositionalSpec, Value == String? {
     /// A positional argument that may be left out.
     public static func optional(_ name: String, help: String, kind: ValueKind = .none) -> Self {
         Self(PositionalSpec(name, help: help, kind: kind, optional: true)) { $0.positional(name) }
@@ -131,11 +121,9 @@ extension PositionalKey where Value == String? {
 }
 
 extension ParsedArguments {
-    /// The value of `option` on this command line (its default when it has one and is absent).
-    public subscript<Value>(_ option: OptionKey<Value>) -> Value { option.value(in: self) }
-
-    /// The words of positional `argument`.
-    public subscript<Value>(_ argument: PositionalKey<Value>) -> Value { argument.value(in: self) }
+    /// The value of `argument` on this command line: an option's (its default when it has one
+    /// and is absent), or a positional argument's words.
+    public subscript<Spec, Value>(_ argument: ArgumentKey<Spec, Value>) -> Value { argument.read(self) }
 
     /// Whether `option` was given at all (whatever its kind).
     public func isGiven(_ option: OptionSpec) -> Bool { count(option.long) > 0 }
