@@ -65,6 +65,10 @@ let package = Package(
         // use, a message, a retry class where it matters
         .target(name: "CodedError", path: "Sources/Core/CodedError"),
 
+        // MARK: Pure collections (the standard library alone): the FIFO queue with cheap removal
+        // from the front
+        .target(name: "Queueing", path: "Sources/Core/Queueing"),
+
         // MARK: The system layer: descriptors, EINTR, pipes, private files (Glibc only, no
         // Foundation), and the only way to start a thread (ThreadSupport: threads, a monitor)
         .target(name: "Timekeeping", path: "Sources/Core/Timekeeping"),
@@ -147,12 +151,12 @@ let package = Package(
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
         .target(name: "RivetWire", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetWire"),
-        .target(name: "RivetDevice", dependencies: ["CodedError", "ByteText", "RivetWire"], path: "Sources/Core/RivetDevice"),
+        .target(name: "RivetDevice", dependencies: ["CodedError", "ByteText", "Queueing", "RivetWire"], path: "Sources/Core/RivetDevice"),
         .target(
             name: "RivetDeviceIO", dependencies: ["RivetDevice", "SystemKit", "ThreadSupport"],
             path: "Sources/RivetLibraries/RivetDeviceIO"),
         .target(name: "RivetSchema", path: "Sources/Core/RivetSchema"),
-        .target(name: "RivetGateway", dependencies: ["CodedError", "RivetWire", "RivetSchema", "RivetIdentity"],
+        .target(name: "RivetGateway", dependencies: ["CodedError", "Queueing", "RivetWire", "RivetSchema", "RivetIdentity"],
             path: "Sources/Core/RivetGateway"),
         .executableTarget(name: "rivet-generate", dependencies: ["RivetSchema", "CommandLineKit", "ToolSpecs"],
             path: "Sources/Tools/rivet-generate"),
@@ -229,7 +233,7 @@ let package = Package(
             dependencies: [
                 "CodedError", "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
                 "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
-                "ThreadSupport", "CommandLineKit", "Timekeeping",
+                "ThreadSupport", "CommandLineKit", "Timekeeping", "Queueing",
             ], path: "Sources/RivetLibraries/RivetDaemon"),
         .executableTarget(
             name: "rivetd",
@@ -285,6 +289,7 @@ let package = Package(
         .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "ThreadSupport", "TestSupport", "Timekeeping"]),
         .testTarget(name: "ByteTextTests", dependencies: ["ByteText", "ToolTestSupport", "fuzz-json"]),
         .testTarget(name: "CodedErrorTests", dependencies: ["CodedError"]),
+        .testTarget(name: "QueueingTests", dependencies: ["Queueing"]),
         .testTarget(name: "QRCodeKitTests", dependencies: ["QRCodeKit", "ToolTestSupport"]),
         .target(name: "LoopbackHTTPServer", dependencies: ["OpenSSLKit", "ToolTestSupport"], path: "Tests/Support/LoopbackHTTPServer"),
         .target(name: "AvahiTestSupport", dependencies: ["AvahiKit", "ToolTestSupport"], path: "Tests/Support/AvahiTestSupport"),

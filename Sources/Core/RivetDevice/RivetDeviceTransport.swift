@@ -1,3 +1,4 @@
+import Queueing
 import Synchronization
 
 /// A bidirectional, message-oriented channel for envelopes. Implementations: the in-memory
@@ -77,8 +78,7 @@ public final class RivetDeviceMemoryTransport: RivetDeviceTransport {
 /// A FIFO with one asynchronous consumer. `pop` returns `nil` once finished and drained.
 final class AsyncQueue<Element: Sendable>: Sendable {
     private struct State {
-        var items: [Element] = []
-        var head = 0
+        var items = FIFOQueue<Element>(compactionThreshold: 64)
         var finished = false
         var waiter: CheckedContinuation<Element?, any Error>?
         var waiterToken: WaitToken?
@@ -133,15 +133,7 @@ final class AsyncQueue<Element: Sendable>: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let outcome = state.withLock { state -> PopOutcome in
-                    if state.head < state.items.count {
-                        let item = state.items[state.head]
-                        state.head += 1
-                        if state.head == state.items.count {
-                            state.items.removeAll(keepingCapacity: true)
-                            state.head = 0
-                        }
-                        return .value(item)
-                    }
+                    if let item = state.items.removeFirst() { return .value(item) }
                     if state.finished { return .value(nil) }
                     if Task.isCancelled { return .cancelled }
                     if state.waiter != nil { return .busy }

@@ -1,9 +1,10 @@
+import Queueing
+
 /// The accounting of one session's outgoing frames: the encoded size of every frame handed to
 /// the daemon and not yet reported written, oldest first. A frame counts in full until all its
 /// bytes are reported, so the count bounds what the daemon may hold in memory.
 struct OutgoingQueue: Sendable {
-    private var sizes: [Int] = []
-    private var head = 0
+    private var sizes = FIFOQueue<Int>(compactionThreshold: 64)
     /// Bytes reported written of the frame at the head (always less than its size).
     private var written = 0
 
@@ -11,7 +12,7 @@ struct OutgoingQueue: Sendable {
     private(set) var byteCount = 0
 
     /// Queued frames.
-    var frameCount: Int { sizes.count - head }
+    var frameCount: Int { sizes.count }
 
     /// Records a frame of `size` bytes handed to the daemon.
     mutating func append(_ size: Int) {
@@ -23,18 +24,10 @@ struct OutgoingQueue: Sendable {
     mutating func drain(_ bytes: Int) {
         guard bytes > 0 else { return }
         written += min(bytes, byteCount - written)
-        while head < sizes.count, written >= sizes[head] {
-            written -= sizes[head]
-            byteCount -= sizes[head]
-            head += 1
-        }
-        if head == sizes.count {
-            sizes.removeAll(keepingCapacity: true)
-            head = 0
-            written = 0
-        } else if head >= 64 {
-            sizes.removeFirst(head)
-            head = 0
+        while let size = sizes.first, written >= size {
+            written -= size
+            byteCount -= size
+            sizes.removeFirst()
         }
     }
 }

@@ -1,5 +1,6 @@
 import Backoff
 import Foundation
+import Queueing
 import RivetControl
 import RivetGateway
 import RivetPairing

@@ -1,3 +1,5 @@
+import Queueing
+
 /// A FIFO of encoded frames with cheap removal from the front and a running byte count.
 struct FrameQueue {
     /// One queued frame: its bytes, and whether the gateway counts it in the session's

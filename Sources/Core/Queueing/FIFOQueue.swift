@@ -2,34 +2,37 @@
 /// moving a head index, and compacts the array only once the removed front is at least
 /// `compactionThreshold` elements and half the storage, so each removal is amortized O(1).
 /// A removed element is released at once (its slot is emptied), not at the next compaction.
-struct FIFOQueue<Element> {
+public struct FIFOQueue<Element> {
     private var slots: [Element?] = []
     private var head = 0
     /// How many removed slots may sit at the front before the storage is compacted; also the
     /// largest capacity kept when the queue empties.
-    let compactionThreshold: Int
+    public let compactionThreshold: Int
 
     /// An empty queue that compacts after `compactionThreshold` removals.
-    init(compactionThreshold: Int) {
+    public init(compactionThreshold: Int) {
         self.compactionThreshold = compactionThreshold
     }
 
-    var isEmpty: Bool { head == slots.count }
-    var count: Int { slots.count - head }
+    /// Whether nothing is queued.
+    public var isEmpty: Bool { head == slots.count }
+    /// How many elements are queued.
+    public var count: Int { slots.count - head }
 
     /// The oldest element.
-    var first: Element? { isEmpty ? nil : slots[head] }
+    public var first: Element? { isEmpty ? nil : slots[head] }
 
     /// Every queued element, oldest first.
-    var elements: some Collection<Element> { slots[head...].lazy.compactMap { $0 } }
+    public var elements: some Collection<Element> { slots[head...].lazy.compactMap { $0 } }
 
-    mutating func append(_ element: Element) {
+    /// Queues `element` behind every other.
+    public mutating func append(_ element: Element) {
         slots.append(element)
     }
 
     /// Removes and returns the oldest element; nil when the queue is empty.
     @discardableResult
-    mutating func removeFirst() -> Element? {
+    public mutating func removeFirst() -> Element? {
         guard !isEmpty else { return nil }
         let element = slots[head]
         slots[head] = nil
@@ -44,8 +47,11 @@ struct FIFOQueue<Element> {
         return element
     }
 
-    mutating func removeAll() {
+    /// Removes every element and releases the storage.
+    public mutating func removeAll() {
         slots.removeAll()
         head = 0
     }
 }
+
+extension FIFOQueue: Sendable where Element: Sendable {}
