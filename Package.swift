@@ -89,14 +89,14 @@ let package = Package(
         // MARK: Identity (pure): device IDs and scope names, what the gateway needs of pairing
         .target(name: "RivetIdentity", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetIdentity"),
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "RivetIdentity", "SystemKit", "Timekeeping"], path: "Sources/Core/RivetPairing"),
+        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "RivetIdentity", "Timekeeping"], path: "Sources/Core/RivetPairing"),
         // MARK: Pairing state on this host: the state paths (from the environment), the companion's
         // credential file, the system's randomness
         .target(
             name: "RivetState", dependencies: ["CodedError", "RivetIdentity", "RivetPairing", "OpenSSLKit", "SystemKit"],
             path: "Sources/RivetLibraries/RivetState"),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
-        .target(name: "RivetRegistry", dependencies: ["CodedError", "RivetPairing", "RivetState", "SQLiteKit", "OpenSSLKit", "SystemKit"],
+        .target(name: "RivetRegistry", dependencies: ["CodedError", "RivetPairing", "RivetState", "SQLiteKit", "OpenSSLKit", "SystemKit", "Timekeeping"],
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
@@ -190,7 +190,7 @@ let package = Package(
             name: "fuzz-json", dependencies: ["ByteText", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-json"),
         .executableTarget(
             name: "rivet-bench-handshake",
-            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit"],
+            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SystemKit"],
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
@@ -216,7 +216,7 @@ let package = Package(
             name: "RivetPairDesktop",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "RivetControl", "RivetPairing", "RivetRegistry", "QRCodeKit", "ThreadSupport",
-                "ByteText", "SystemKit",
+                "ByteText", "SystemKit", "Timekeeping",
             ], path: "Sources/RivetLibraries/RivetPairDesktop"),
         .target(
             name: "RivetPairCompanion",
@@ -242,6 +242,7 @@ let package = Package(
             name: "rivet-bench-rpc",
             dependencies: [
                 "RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "RivetWire", "OpenSSLKit",
+                "SystemKit",
             ],
             path: "bench/rpc/Sources"),
 
