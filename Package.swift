@@ -109,7 +109,7 @@ let package = Package(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"],
                 path: "Sources/Tools/rivet-browse"),
 
-        // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, its tools
+        // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, the rtnetlink observer, its tools
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
@@ -194,7 +194,7 @@ let package = Package(
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloCore", dependencies: ["CodedError", "Backoff", "ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
+        .target(name: "RastrilloCore", dependencies: ["CodedError", "Backoff", "ByteText", "Timekeeping"],
             path: "Sources/Core/RastrilloCore"),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
@@ -325,7 +325,9 @@ let package = Package(
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
-        .testTarget(name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "Backoff", "fuzz-sse", "ToolTestSupport"]),
+        // RouteNetlinkNamespaceTests observes rtnetlink through RastrilloHTTP's `NativeConnectivity.shared`.
+        .testTarget(
+            name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "RastrilloHTTP", "Backoff", "fuzz-sse", "ToolTestSupport"]),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [

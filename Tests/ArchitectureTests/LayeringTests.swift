@@ -220,19 +220,12 @@ enum Layering {
     /// (`coreViolations(coreFolders:)`).
     static let pureByImports: Set<String> = [
         "ByteText", "CodedError", "Timekeeping", "Backoff", "RivetWire", "RivetSchema", "RivetIdentity", "RivetGateway", "RivetDevice",
-        "RivetPairing", "RivetSession",
+        "RivetPairing", "RivetSession", "RastrilloCore",
     ]
 
     /// What a pure module may import beyond the standard library and the pure modules: digests
     /// and HMAC are computation, not I/O (randomness stays injected).
     static let allowedInPure: Set<String> = ["OpenSSLKit"]
-
-    /// The modules under Sources/Core that still import something impure, and what: each is
-    /// listed until that import moves out, and `notYetPureViolations(in:)` reports one that no
-    /// longer needs its entry, so this list only shrinks.
-    static let notYetPure: [String: String] = [
-        "RastrilloCore": "Glibc (the netlink observer, getaddrinfo, inet_pton, memchr), SystemKit, ThreadSupport",
-    ]
 
     /// The standard library's own modules, Synchronization included.
     static let standardLibrary: Set<String> = ["Swift", "_Concurrency", "Synchronization"]
@@ -277,26 +270,14 @@ enum Layering {
         return found
     }
 
-    /// A line for each module of `notYetPure` whose files import nothing impure any more: it
-    /// belongs in `pureByImports` now.
-    static func notYetPureViolations(in files: [(path: String, text: String)]) -> [String] {
-        notYetPure.keys.sorted().compactMap { module in
-            let own = files.filter { $0.path.hasPrefix(module + "/") }
-            let impure = own.contains { !impureImports(in: $0.text).isEmpty }
-            return own.isEmpty || impure
-                ? nil : "\(module) imports only pure modules now: move it from Layering.notYetPure to pureByImports"
-        }
-    }
-
-    /// A line for each folder under Sources/Core (`coreFolders`) that is neither in
-    /// `pureByImports` nor in `notYetPure`, and for each module of those two lists that is not
-    /// under Sources/Core: the Core layer folder holds the pure modules and nothing else.
+    /// A line for each folder under Sources/Core (`coreFolders`) that is not in `pureByImports`,
+    /// and for each module of that list that is not under Sources/Core: the Core layer folder
+    /// holds the pure modules and nothing else.
     static func coreViolations(coreFolders: Set<String>) -> [String] {
-        let listed = pureByImports.union(notYetPure.keys)
-        return coreFolders.subtracting(listed).sorted().map {
+        return coreFolders.subtracting(pureByImports).sorted().map {
             "Sources/Core/\($0) is not in Layering.pureByImports: a module in Core imports only pure modules"
         }
-            + listed.subtracting(coreFolders).sorted().map {
+            + pureByImports.subtracting(coreFolders).sorted().map {
                 "pure module \($0) is not under Sources/Core: move its folder there"
             }
     }
@@ -381,7 +362,7 @@ func swiftExecutable() throws -> String {
     @Test func pureModulesImportOnlyTheStandardLibrary() throws {
         let files = try SystemLayer.sources()
         #expect(files.contains { $0.path.hasPrefix("ByteText/") })
-        let violations = Layering.importViolations(in: files) + Layering.notYetPureViolations(in: files)
+        let violations = Layering.importViolations(in: files)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
     }
 
@@ -396,7 +377,7 @@ func swiftExecutable() throws -> String {
 
     /// Planted: a stray module folder in Core, and a pure module whose folder left Core.
     @Test func aCoreFolderOutsideThePureListAndAPureModuleOutsideCoreAreReported() {
-        let folders = Layering.pureByImports.union(Layering.notYetPure.keys).subtracting(["RivetWire"]).union(["RivetStray"])
+        let folders = Layering.pureByImports.subtracting(["RivetWire"]).union(["RivetStray"])
         #expect(
             Layering.coreViolations(coreFolders: folders) == [
                 "Sources/Core/RivetStray is not in Layering.pureByImports: a module in Core imports only pure modules",
@@ -405,8 +386,8 @@ func swiftExecutable() throws -> String {
     }
 
     /// Planted: the gateway depending on the pairing registry, an identity file importing
-    /// SystemKit and a pairing file importing Foundation; OpenSSLKit is allowed, and a not-yet-pure module that imports only
-    /// pure modules is reported so that it joins the list.
+    /// SystemKit, a pairing file importing Foundation and the netlink observer back in
+    /// RastrilloCore (Glibc, ThreadSupport); OpenSSLKit and other pure modules are allowed.
     @Test func aPureModuleDependingOnOrImportingAnImpureOneIsReported() {
         let graph = ModuleGraph(
             Layering.pureByImports.map { ModuleGraph.Module(name: $0, kind: "library", dependencies: []) }
@@ -420,15 +401,14 @@ func swiftExecutable() throws -> String {
                 ("RivetIdentity/DeviceID.swift", "import ByteText\nimport OpenSSLKit\nimport SystemKit"),
                 ("RivetPairing/Link.swift", "import RivetIdentity\nimport Foundation"),
                 ("RastrilloCore/NativeOrigin.swift", "import ByteText\nimport Backoff"),
+                ("RastrilloCore/RouteNetlinkObserver.swift", "import Glibc\nimport Synchronization\nimport ThreadSupport"),
             ]
         #expect(
             Layering.importViolations(in: files) == [
+                "RastrilloCore/RouteNetlinkObserver.swift:1: pure module RastrilloCore imports Glibc",
+                "RastrilloCore/RouteNetlinkObserver.swift:3: pure module RastrilloCore imports ThreadSupport",
                 "RivetIdentity/DeviceID.swift:3: pure module RivetIdentity imports SystemKit",
                 "RivetPairing/Link.swift:2: pure module RivetPairing imports Foundation",
-            ])
-        #expect(
-            Layering.notYetPureViolations(in: files) == [
-                "RastrilloCore imports only pure modules now: move it from Layering.notYetPure to pureByImports"
             ])
     }
 
