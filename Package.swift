@@ -93,14 +93,14 @@ let package = Package(
         // MARK: Identity (pure): device IDs and scope names, what the gateway needs of pairing
         .target(name: "RivetIdentity", dependencies: ["CodedError", "ByteText"], path: "Sources/Core/RivetIdentity"),
         // MARK: Pairing: values, transcript, coordinator, device client, companion credential (no SQLite)
-        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "RivetIdentity", "SystemKit", "Timekeeping"], path: "Sources/Core/RivetPairing"),
+        .target(name: "RivetPairing", dependencies: ["CodedError", "ByteText", "OpenSSLKit", "RivetIdentity", "Timekeeping"], path: "Sources/Core/RivetPairing"),
         // MARK: Pairing state on this host: the state paths (from the environment), the companion's
         // credential file, the system's randomness
         .target(
             name: "RivetState", dependencies: ["CodedError", "RivetIdentity", "RivetPairing", "OpenSSLKit", "SystemKit"],
             path: "Sources/RivetLibraries/RivetState"),
         // MARK: The pairing registry: the SQLite store of paired devices, the authenticator over it
-        .target(name: "RivetRegistry", dependencies: ["CodedError", "RivetPairing", "RivetState", "SQLiteKit", "OpenSSLKit", "SystemKit"],
+        .target(name: "RivetRegistry", dependencies: ["CodedError", "RivetPairing", "RivetState", "SQLiteKit", "OpenSSLKit", "SystemKit", "Timekeeping"],
             path: "Sources/RivetLibraries/RivetRegistry"),
 
         // MARK: Discovery: privacy-bounded advertisement, canonical TXT record, browsing
@@ -113,7 +113,7 @@ let package = Package(
             name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"],
                 path: "Sources/Tools/rivet-browse"),
 
-        // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, its tools
+        // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, the rtnetlink observer, its tools
         // RastrilloHTTP uses nothing of Foundation but `Date`, whose few inlined pieces link
         // none of the rest, so the tools start without Foundation (bench/fetch); Rastrillo
         // re-exports it with the Foundation-facing conformances.
@@ -194,11 +194,11 @@ let package = Package(
             name: "fuzz-json", dependencies: ["ByteText", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-json"),
         .executableTarget(
             name: "rivet-bench-handshake",
-            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit"],
+            dependencies: ["RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SystemKit"],
             path: "bench/handshake/Sources"),
 
         // MARK: Rastrillo core (pure): origins, client errors, event-stream parser, coalesced runner, connectivity, reconnect
-        .target(name: "RastrilloCore", dependencies: ["CodedError", "Backoff", "ByteText", "SystemKit", "ThreadSupport", "Timekeeping"],
+        .target(name: "RastrilloCore", dependencies: ["CodedError", "Backoff", "ByteText", "Timekeeping"],
             path: "Sources/Core/RastrilloCore"),
         .executableTarget(
             name: "fuzz-sse", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-sse"),
@@ -220,7 +220,7 @@ let package = Package(
             name: "RivetPairDesktop",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "RivetControl", "RivetPairing", "RivetRegistry", "QRCodeKit", "ThreadSupport",
-                "ByteText", "SystemKit",
+                "ByteText", "SystemKit", "Timekeeping",
             ], path: "Sources/RivetLibraries/RivetPairDesktop"),
         .target(
             name: "RivetPairCompanion",
@@ -246,6 +246,7 @@ let package = Package(
             name: "rivet-bench-rpc",
             dependencies: [
                 "RivetTransport", "RivetServer", "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "RivetWire", "OpenSSLKit",
+                "SystemKit",
             ],
             path: "bench/rpc/Sources"),
 
@@ -329,7 +330,9 @@ let package = Package(
         .testTarget(name: "RivetGatewayTests", dependencies: ["RivetGateway", "RivetWire", "RivetSchema", "RivetPairing", "RivetDevice"]),
         .testTarget(
             name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
-        .testTarget(name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "Backoff", "fuzz-sse", "ToolTestSupport"]),
+        // RouteNetlinkNamespaceTests observes rtnetlink through RastrilloHTTP's `NativeConnectivity.shared`.
+        .testTarget(
+            name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "RastrilloHTTP", "Backoff", "fuzz-sse", "ToolTestSupport"]),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [

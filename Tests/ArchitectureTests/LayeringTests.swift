@@ -222,21 +222,13 @@ enum Layering {
     /// dependency, so the graph alone cannot show it. Each lives under Sources/Core
     /// (`coreViolations(coreFolders:)`).
     static let pureByImports: Set<String> = [
-        "ByteText", "CodedError", "Timekeeping", "Queueing", "Backoff", "RivetWire", "RivetSchema", "RivetIdentity", "RivetGateway", "RivetDevice",
+        "ByteText", "CodedError", "Timekeeping", "Queueing", "Backoff", "RivetWire", "RivetSchema", "RivetIdentity", "RivetGateway",
+        "RivetDevice", "RivetPairing", "RivetSession", "RastrilloCore",
     ]
 
     /// What a pure module may import beyond the standard library and the pure modules: digests
     /// and HMAC are computation, not I/O (randomness stays injected).
     static let allowedInPure: Set<String> = ["OpenSSLKit"]
-
-    /// The modules under Sources/Core that still import something impure, and what: each is
-    /// listed until that import moves out, and `notYetPureViolations(in:)` reports one that no
-    /// longer needs its entry, so this list only shrinks.
-    static let notYetPure: [String: String] = [
-        "RastrilloCore": "Glibc (the netlink observer, getaddrinfo, inet_pton, memchr), SystemKit, ThreadSupport",
-        "RivetPairing": "Foundation (Date), SystemKit (wiping, the default SystemClock)",
-        "RivetSession": "RivetPairing, which is not pure yet",
-    ]
 
     /// The standard library's own modules, Synchronization included.
     static let standardLibrary: Set<String> = ["Swift", "_Concurrency", "Synchronization"]
@@ -281,26 +273,14 @@ enum Layering {
         return found
     }
 
-    /// A line for each module of `notYetPure` whose files import nothing impure any more: it
-    /// belongs in `pureByImports` now.
-    static func notYetPureViolations(in files: [(path: String, text: String)]) -> [String] {
-        notYetPure.keys.sorted().compactMap { module in
-            let own = files.filter { $0.path.hasPrefix(module + "/") }
-            let impure = own.contains { !impureImports(in: $0.text).isEmpty }
-            return own.isEmpty || impure
-                ? nil : "\(module) imports only pure modules now: move it from Layering.notYetPure to pureByImports"
-        }
-    }
-
-    /// A line for each folder under Sources/Core (`coreFolders`) that is neither in
-    /// `pureByImports` nor in `notYetPure`, and for each module of those two lists that is not
-    /// under Sources/Core: the Core layer folder holds the pure modules and nothing else.
+    /// A line for each folder under Sources/Core (`coreFolders`) that is not in `pureByImports`,
+    /// and for each module of that list that is not under Sources/Core: the Core layer folder
+    /// holds the pure modules and nothing else.
     static func coreViolations(coreFolders: Set<String>) -> [String] {
-        let listed = pureByImports.union(notYetPure.keys)
-        return coreFolders.subtracting(listed).sorted().map {
+        return coreFolders.subtracting(pureByImports).sorted().map {
             "Sources/Core/\($0) is not in Layering.pureByImports: a module in Core imports only pure modules"
         }
-            + listed.subtracting(coreFolders).sorted().map {
+            + pureByImports.subtracting(coreFolders).sorted().map {
                 "pure module \($0) is not under Sources/Core: move its folder there"
             }
     }
@@ -385,7 +365,7 @@ func swiftExecutable() throws -> String {
     @Test func pureModulesImportOnlyTheStandardLibrary() throws {
         let files = try SystemLayer.sources()
         #expect(files.contains { $0.path.hasPrefix("ByteText/") })
-        let violations = Layering.importViolations(in: files) + Layering.notYetPureViolations(in: files)
+        let violations = Layering.importViolations(in: files)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
     }
 
@@ -400,7 +380,7 @@ func swiftExecutable() throws -> String {
 
     /// Planted: a stray module folder in Core, and a pure module whose folder left Core.
     @Test func aCoreFolderOutsideThePureListAndAPureModuleOutsideCoreAreReported() {
-        let folders = Layering.pureByImports.union(Layering.notYetPure.keys).subtracting(["RivetWire"]).union(["RivetStray"])
+        let folders = Layering.pureByImports.subtracting(["RivetWire"]).union(["RivetStray"])
         #expect(
             Layering.coreViolations(coreFolders: folders) == [
                 "Sources/Core/RivetStray is not in Layering.pureByImports: a module in Core imports only pure modules",
@@ -408,27 +388,30 @@ func swiftExecutable() throws -> String {
             ])
     }
 
-    /// Planted: the gateway depending on the pairing library again, and an identity file
-    /// importing SystemKit; OpenSSLKit is allowed, and a not-yet-pure module that imports only
-    /// pure modules is reported so that it joins the list.
+    /// Planted: the gateway depending on the pairing registry, an identity file importing
+    /// SystemKit, a pairing file importing Foundation and the netlink observer back in
+    /// RastrilloCore (Glibc, ThreadSupport); OpenSSLKit and other pure modules are allowed.
     @Test func aPureModuleDependingOnOrImportingAnImpureOneIsReported() {
         let graph = ModuleGraph(
             Layering.pureByImports.map { ModuleGraph.Module(name: $0, kind: "library", dependencies: []) }
                 .filter { $0.name != "RivetGateway" && $0.name != "RivetIdentity" } + [
-                    .init(name: "RivetGateway", kind: "library", dependencies: ["RivetWire", "RivetPairing"]),
+                    .init(name: "RivetGateway", kind: "library", dependencies: ["RivetWire", "RivetPairing", "RivetRegistry"]),
                     .init(name: "RivetIdentity", kind: "library", dependencies: ["ByteText", "OpenSSLKit"]),
                 ])
-        #expect(Layering.pureDependencyViolations(in: graph) == ["pure module RivetGateway depends on RivetPairing, which is not pure"])
+        #expect(Layering.pureDependencyViolations(in: graph) == ["pure module RivetGateway depends on RivetRegistry, which is not pure"])
         let files: [(path: String, text: String)] =
             Layering.pureByImports.map { (path: "\($0)/A.swift", text: "import ByteText") } + [
                 ("RivetIdentity/DeviceID.swift", "import ByteText\nimport OpenSSLKit\nimport SystemKit"),
-                ("RivetSession/RVD1.swift", "import RivetIdentity\nimport OpenSSLKit"),
                 ("RivetPairing/Link.swift", "import RivetIdentity\nimport Foundation"),
+                ("RastrilloCore/NativeOrigin.swift", "import ByteText\nimport Backoff"),
+                ("RastrilloCore/RouteNetlinkObserver.swift", "import Glibc\nimport Synchronization\nimport ThreadSupport"),
             ]
-        #expect(Layering.importViolations(in: files) == ["RivetIdentity/DeviceID.swift:3: pure module RivetIdentity imports SystemKit"])
         #expect(
-            Layering.notYetPureViolations(in: files) == [
-                "RivetSession imports only pure modules now: move it from Layering.notYetPure to pureByImports"
+            Layering.importViolations(in: files) == [
+                "RastrilloCore/RouteNetlinkObserver.swift:1: pure module RastrilloCore imports Glibc",
+                "RastrilloCore/RouteNetlinkObserver.swift:3: pure module RastrilloCore imports ThreadSupport",
+                "RivetIdentity/DeviceID.swift:3: pure module RivetIdentity imports SystemKit",
+                "RivetPairing/Link.swift:2: pure module RivetPairing imports Foundation",
             ])
     }
 

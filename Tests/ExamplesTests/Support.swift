@@ -6,6 +6,7 @@ import RivetRegistry
 import RivetState
 import Synchronization
 import TestSupport
+import SystemKit
 import Testing
 import ToolTestSupport
 
@@ -230,7 +231,7 @@ final class Gateway: Sendable {
         let device = RivetDevicePairedDevice(
             deviceID: DeviceID(bytes: try SecureRandom.bytes(16))!, displayName: try RivetDeviceName("Example phone"),
             applicationID: try RivetApplicationID(exampleApplication), serverFingerprint: fingerprint,
-            scopes: Set(try scopes.map { try RivetDeviceScope($0) }), created: Date(), lastSeen: nil)
+            scopes: Set(try scopes.map { try RivetDeviceScope($0) }), created: SystemClock().wallClockNow, lastSeen: nil)
         try store.insertPaired(device, verifier: credential.verifier)
         let path = home + "/companion/credential.json"
         try RivetCompanionCredentialStore(path: path).save(

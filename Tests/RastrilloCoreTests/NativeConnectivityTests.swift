@@ -29,7 +29,7 @@ func awaitChange(
     let local = origin("http://127.0.0.1:8080")
 
     @Test func theLoopbackPathServesLoopbackOrigins() {
-        let connectivity = NativeConnectivity(path: .loopbackOnly)
+        let connectivity = NativeConnectivity(path: .loopbackOnly, clock: ManualClock())
         #expect(connectivity.isOffline(remote))
         #expect(!connectivity.isOffline(local))
         connectivity.update(path: .unsatisfied)
@@ -40,7 +40,7 @@ func awaitChange(
     }
 
     @Test func aServerThatFailedIsOfflineUntilItAnswers() async throws {
-        let connectivity = NativeConnectivity(path: .satisfied)
+        let connectivity = NativeConnectivity(path: .satisfied, clock: ManualClock())
         let changes = connectivity.changes
         #expect(connectivity.serverReachable(remote) == nil)
         #expect(!connectivity.isOffline(remote))
@@ -56,7 +56,7 @@ func awaitChange(
     }
 
     @Test func onlyAServerThatHadFailedFiresAChangeWhenItAnswers() async throws {
-        let connectivity = NativeConnectivity(path: .satisfied)
+        let connectivity = NativeConnectivity(path: .satisfied, clock: ManualClock())
         let changes = connectivity.changes
         connectivity.report(response: remote)
         connectivity.report(response: remote)
@@ -67,7 +67,7 @@ func awaitChange(
     }
 
     @Test func thePathIsDownWhateverTrafficProved() {
-        let connectivity = NativeConnectivity(path: .satisfied)
+        let connectivity = NativeConnectivity(path: .satisfied, clock: ManualClock())
         connectivity.report(response: remote)
         connectivity.update(path: .loopbackOnly)
         #expect(connectivity.isOffline(remote))
@@ -76,7 +76,7 @@ func awaitChange(
     }
 
     @Test func aPathChangeForgetsWhatTrafficProvedAndFiresAChange() async throws {
-        let connectivity = NativeConnectivity(path: .satisfied)
+        let connectivity = NativeConnectivity(path: .satisfied, clock: ManualClock())
         let changes = connectivity.changes
         connectivity.report(offlineFailure: remote)
         connectivity.update(path: .satisfied)
@@ -93,7 +93,7 @@ func awaitChange(
     }
 
     @Test func everySubscriberSeesEveryChange() async throws {
-        let connectivity = NativeConnectivity(path: .satisfied)
+        let connectivity = NativeConnectivity(path: .satisfied, clock: ManualClock())
         let first = connectivity.changes
         let second = connectivity.changes
         connectivity.update(path: .unsatisfied)
@@ -102,7 +102,7 @@ func awaitChange(
     }
 
     @Test func changesEndWhenTheInstanceIsReleased() async {
-        var connectivity: NativeConnectivity? = NativeConnectivity(path: .satisfied)
+        var connectivity: NativeConnectivity? = NativeConnectivity(path: .satisfied, clock: ManualClock())
         let changes = connectivity!.changes
         connectivity = nil
         var count = 0

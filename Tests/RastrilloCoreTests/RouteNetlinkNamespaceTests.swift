@@ -1,5 +1,6 @@
 import Foundation
 import RastrilloCore
+import RastrilloHTTP
 import Synchronization
 import Testing
 import TestSupport

@@ -4,6 +4,7 @@ import LoopbackHTTPServer
 import Rastrillo
 import RastrilloCore
 import Synchronization
+import SystemKit
 import Testing
 
 /// A head that opens an event stream, with Connection: close and no length (the body runs to EOF).
@@ -135,7 +136,7 @@ final class StreamLog: Sendable {
     }
 
     @Test func connectivityLearnsFromTrafficWithoutProbes() async throws {
-        let connectivity = NativeConnectivity(path: .satisfied)
+        let connectivity = NativeConnectivity(path: .satisfied, clock: SystemClock())
         let server = try server(LoopbackHTTPResponse(steps: [.send(eventStreamHead())]))
         let origin = try NativeOrigin(server.baseURL)
         #expect(connectivity.serverReachable(origin) == nil)

@@ -4,6 +4,7 @@ import RivetPairing
 import RivetRegistry
 import SQLiteKit
 import Testing
+import Timekeeping
 import ToolTestSupport
 
 /// End-to-end tests of the built `rivet-pair` binary against real registry files.
@@ -31,7 +32,7 @@ import ToolTestSupport
                     applicationID: try RivetApplicationID("net.example.scoreboard"),
                     serverFingerprint: try P256PrivateKey.generate().fingerprint,
                     scopes: [try RivetDeviceScope("score.read")],
-                    created: Date(timeIntervalSince1970: 1_790_000_000 + Double(index)), lastSeen: nil)
+                    created: WallClockTime(sinceEpoch: .seconds(1_790_000_000 + index)), lastSeen: nil)
                 try store.insertPaired(device, verifier: credential.verifier)
                 credentials.append(credential)
                 devices.append(device)

@@ -1,6 +1,8 @@
 import Foundation
 import OpenSSLKit
 import RivetState
+import SystemKit
+import Timekeeping
 import SQLiteKit
 import Synchronization
 import Testing
@@ -22,7 +24,7 @@ private struct PairedRegistry {
         directory = try TemporaryDirectory()
         store = try RivetDevicePairingStore(path: directory.file("pairing.sqlite3"))
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
         let (completion, stored) = try pairDevice(&coordinator)
         try store.save(completion)
         device = completion.record
@@ -145,7 +147,7 @@ private struct PairedRegistry {
         let registry = try PairedRegistry()
         let other = (randomID(), randomCredential())
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
         _ = coordinator.handle(.open)
         let connection = RivetPairingConnectionID(9)
         var (client, code) = try runToCodes(
@@ -172,7 +174,7 @@ private struct PairedRegistry {
     @Test func aRejectedRePairingLeavesTheOldCredentialValid() throws {
         let registry = try PairedRegistry()
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
         _ = coordinator.handle(.open)
         _ = try runToCodes(
             &coordinator, connection: .init(3), client: makeClient(existing: registry.device.deviceID), known: registry.device)
@@ -184,10 +186,10 @@ private struct PairedRegistry {
         let registry = try PairedRegistry()
         let device = try registry.authenticate(nil, other: (randomID(), randomCredential())).get()
         #expect(device.lastSeen == nil)
-        let now = Date()
+        let now = SystemClock().wallClockNow
         try registry.store.touchLastSeen(device.deviceID, at: now)
         let again = try registry.authenticate(nil, other: (randomID(), randomCredential())).get()
-        #expect(again.lastSeen == Date(unixMilliseconds: now.unixMilliseconds))
+        #expect(again.lastSeen == WallClockTime(unixMilliseconds: now.unixMilliseconds))
     }
 }
 
@@ -221,7 +223,7 @@ private struct PairedRegistry {
     @Test func rePairingPendingDuringRevocationIsRefused() async throws {
         let registry = try PairedRegistry()
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
         let (completion, credential) = try pairDevice(
             &coordinator, existing: registry.device.deviceID, known: registry.device)
         #expect(completion.isRepair)

@@ -1,6 +1,7 @@
 import Foundation
 import OpenSSLKit
 import RivetState
+import SystemKit
 import Testing
 
 @testable import RivetPairing
@@ -10,7 +11,7 @@ private let c1 = RivetPairingConnectionID(1)
 @Suite struct ClientTests {
     @Test func bothMachinesPairInMemory() throws {
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
         let (completion, credential) = try pairDevice(&coordinator, granting: scopes("events"))
         #expect(credential.deviceID == completion.record.deviceID)
         #expect(credential.credential == completion.accepted.credential)
@@ -124,7 +125,7 @@ private let c1 = RivetPairingConnectionID(1)
 
     @Test func deviceRejectReachesTheCoordinator() throws {
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
         _ = coordinator.handle(.open)
         var (client, _) = try runToCodes(&coordinator, connection: c1)
         try client.reject()

@@ -4,6 +4,7 @@ import Glibc
 import OpenSSLKit
 import RivetRegistry
 import RivetState
+import SystemKit
 import Testing
 
 @testable import RivetPairing
@@ -229,7 +230,7 @@ private func entries(_ directory: String) throws -> [String] {
         let dir = try TemporaryDirectory()
         let registry = try RivetDevicePairingStore(path: dir.file("server/pairing.sqlite3"))
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
         let (completion, credential) = try pairDevice(&coordinator)
         try registry.save(completion)
         let companion = RivetCompanionCredentialStore(path: dir.file("device/companion-credential.json"))

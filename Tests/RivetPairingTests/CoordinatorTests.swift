@@ -295,7 +295,7 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, Manual
         #expect(done.record.serverFingerprint == serverFingerprint)
         #expect(done.record.created == RivetDevicePairedDevice(
             deviceID: done.record.deviceID, displayName: name("x"), applicationID: appID,
-            serverFingerprint: serverFingerprint, scopes: [], created: Date(timeIntervalSince1970: clock.wallClockNow.seconds), lastSeen: nil).created)
+            serverFingerprint: serverFingerprint, scopes: [], created: clock.wallClockNow, lastSeen: nil).created)
         #expect(done.record.lastSeen == nil)
         #expect(!done.isRepair)
         #expect(!"\(done)".contains(Hex.encode(done.accepted.credential.bytes)))

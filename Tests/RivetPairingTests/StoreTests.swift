@@ -6,6 +6,7 @@ import RivetRegistry
 import RivetState
 import SQLiteKit
 import SystemKit
+import Timekeeping
 import Testing
 
 @testable import RivetPairing
@@ -262,8 +263,8 @@ import Testing
         let dir = try TemporaryDirectory()
         let store = try RivetDevicePairingStore(path: dir.file("pairing.sqlite3"))
         #expect(try store.list().isEmpty)
-        let early = record(randomID(), name: "Early", granted: scopes("events", "state.read"), created: Date(timeIntervalSince1970: 100))
-        let late = record(randomID(), name: "Late", granted: [], created: Date(timeIntervalSince1970: 200))
+        let early = record(randomID(), name: "Early", granted: scopes("events", "state.read"), created: WallClockTime(sinceEpoch: .seconds(100)))
+        let late = record(randomID(), name: "Late", granted: [], created: WallClockTime(sinceEpoch: .seconds(200)))
         try store.insertPaired(late, verifier: randomCredential().verifier)
         try store.insertPaired(early, verifier: randomCredential().verifier)
         #expect(try store.list() == [early, late])
@@ -275,9 +276,9 @@ import Testing
         }
         #expect(error?.message.contains(early.deviceID.hex) == true)
 
-        let seen = Date(timeIntervalSince1970: 1_760_000_000.123)
+        let seen = WallClockTime(sinceEpoch: .seconds(1_760_000_000.123))
         try store.touchLastSeen(late.deviceID, at: seen)
-        #expect(try store.device(late.deviceID)?.lastSeen == Date(unixMilliseconds: 1_760_000_000_123))
+        #expect(try store.device(late.deviceID)?.lastSeen == WallClockTime(unixMilliseconds: 1_760_000_000_123))
 
         let removed = try store.revoke(early.deviceID)
         #expect(removed == early)
@@ -292,7 +293,7 @@ import Testing
         let id = randomID()
         let revoke = #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try store.revoke(id) }
         #expect(revoke?.message == "no paired device has ID \(id) in \(store.path)")
-        #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try store.touchLastSeen(id, at: Date()) }
+        #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try store.touchLastSeen(id, at: SystemClock().wallClockNow) }
         #expect(throws: RivetDevicePairingStoreError.unknownDevice) {
             try store.replaceVerifierOnRepair(record(id), verifier: randomCredential().verifier)
         }
@@ -332,7 +333,7 @@ import Testing
         let path = dir.file("pairing.sqlite3")
         let store = try RivetDevicePairingStore(path: path)
         var coordinator = RivetDevicePairingCoordinator(
-            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, randomness: RivetSystemRandomness())
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
         var credentials: [PairingCredential] = []
         var verifiers: [PairingVerifier] = []
         for index in 0..<12 {
@@ -413,7 +414,7 @@ import Testing
             for index in 0..<100 {
                 let device = record(
                     randomID(), name: "\(writer)-\(index)", granted: scopes("writer-\(writer)", "events"),
-                    created: Date(timeIntervalSince1970: Double(index)))
+                    created: WallClockTime(sinceEpoch: .seconds(index)))
                 try store.insertPaired(device, verifier: randomCredential().verifier)
             }
         }
@@ -438,7 +439,7 @@ import Testing
                     record(id, name: "d\(index)", granted: scopes("one", "two", "three")), verifier: randomCredential().verifier)
                 try store.replaceVerifierOnRepair(
                     record(id, name: "r\(index)", granted: scopes("four", "five", "six")), verifier: randomCredential().verifier)
-                try store.touchLastSeen(id, at: Date())
+                try store.touchLastSeen(id, at: SystemClock().wallClockNow)
                 if index % 3 == 0 { try store.revoke(id) }
                 index += 1
             }

@@ -5,6 +5,7 @@ import RivetState
 import Synchronization
 import TestSupport
 import Testing
+import Timekeeping
 
 @testable import RivetPairing
 
@@ -186,7 +187,7 @@ func writeFile(_ path: String, _ text: String, mode: mode_t = 0o600) throws {
 /// A record for store tests.
 func record(
     _ id: DeviceID, name deviceName: String = "Phone", granted: Set<RivetDeviceScope> = scopes("events"),
-    fingerprint: SPKIFingerprint = serverFingerprint, created: Date = Date(timeIntervalSince1970: 1_750_000_000)
+    fingerprint: SPKIFingerprint = serverFingerprint, created: WallClockTime = WallClockTime(sinceEpoch: .seconds(1_750_000_000))
 ) -> RivetDevicePairedDevice {
     RivetDevicePairedDevice(
         deviceID: id, displayName: name(deviceName), applicationID: appID, serverFingerprint: fingerprint,

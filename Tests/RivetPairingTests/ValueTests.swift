@@ -4,6 +4,7 @@ import OpenSSLKit
 import RivetRegistry
 import RivetState
 import Testing
+import Timekeeping
 
 @testable import RivetPairing
 
@@ -129,9 +130,9 @@ import Testing
     @Test func recordDatesAreWholeMilliseconds() {
         let record = RivetDevicePairedDevice(
             deviceID: randomID(), displayName: name("P"), applicationID: appID, serverFingerprint: serverFingerprint,
-            scopes: [], created: Date(timeIntervalSince1970: 1.0004), lastSeen: Date(timeIntervalSince1970: 2.0006))
-        #expect(record.created == Date(timeIntervalSince1970: 1.0))
-        #expect(record.lastSeen == Date(timeIntervalSince1970: 2.001))
+            scopes: [], created: WallClockTime(sinceEpoch: .seconds(1.0004)), lastSeen: WallClockTime(sinceEpoch: .seconds(2.0006)))
+        #expect(record.created == WallClockTime(sinceEpoch: .seconds(1)))
+        #expect(record.lastSeen == WallClockTime(sinceEpoch: .milliseconds(2001)))
     }
 
     @Test func statePathsFollowXDG() throws {

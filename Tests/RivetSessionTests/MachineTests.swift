@@ -4,10 +4,11 @@ import OpenSSLKit
 import RivetPairing
 import RivetSession
 import Testing
+import Timekeeping
 
 let pairedDevice = RivetDevicePairedDevice(
     deviceID: testDeviceID, displayName: try! RivetDeviceName("phone"), applicationID: testApplication,
-    serverFingerprint: SPKIFingerprint(bytes: counting(from: 0, 32))!, scopes: [], created: Date(timeIntervalSince1970: 0),
+    serverFingerprint: SPKIFingerprint(bytes: counting(from: 0, 32))!, scopes: [], created: WallClockTime(sinceEpoch: .zero),
     lastSeen: nil)
 let resumeMessage = RVD1Resume(applicationID: testApplication, deviceID: testDeviceID, credential: testCredential)
 let beginMessage = RivetDevicePairBegin(

@@ -7,6 +7,7 @@ import RivetSession
 import RivetState
 import RivetTransport
 import TestSupport
+import SystemKit
 import Testing
 import ToolTestSupport
 
@@ -133,7 +134,7 @@ final class TestServer: Sendable {
         let credential = try PairingCredential.random(using: RivetSystemRandomness())
         let record = RivetDevicePairedDevice(
             deviceID: id, displayName: try RivetDeviceName(name), applicationID: application,
-            serverFingerprint: fingerprint ?? identity.fingerprint, scopes: [], created: Date(), lastSeen: nil)
+            serverFingerprint: fingerprint ?? identity.fingerprint, scopes: [], created: SystemClock().wallClockNow, lastSeen: nil)
         try store.insertPaired(record, verifier: credential.verifier)
         return try RivetCompanionCredential(
             deviceID: id, credential: credential, serverFingerprint: identity.fingerprint, applicationID: application,

@@ -7,6 +7,7 @@ import RivetPairing
 import RivetRegistry
 import RivetWire
 import TestSupport
+import SystemKit
 import Testing
 import ToolTestSupport
 
@@ -135,7 +136,7 @@ import ToolTestSupport
             let device = RivetDevicePairedDevice(
                 deviceID: DeviceID(bytes: try SecureRandom.bytes(16))!, displayName: try RivetDeviceName(name),
                 applicationID: try RivetApplicationID(testApplication), serverFingerprint: started.fingerprint,
-                scopes: [try RivetDeviceScope("viewer")], created: Date(), lastSeen: nil)
+                scopes: [try RivetDeviceScope("viewer")], created: SystemClock().wallClockNow, lastSeen: nil)
             try store.insertPaired(device, verifier: credential.verifier)
             return try RivetCompanionCredential(
                 deviceID: device.deviceID, credential: credential, serverFingerprint: started.fingerprint,

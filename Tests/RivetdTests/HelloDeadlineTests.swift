@@ -8,6 +8,7 @@ import RivetRegistry
 import RivetTransport
 import RivetWire
 import TestSupport
+import SystemKit
 import Testing
 import ToolTestSupport
 
@@ -47,7 +48,7 @@ import ToolTestSupport
             let device = RivetDevicePairedDevice(
                 deviceID: DeviceID(bytes: try SecureRandom.bytes(16))!, displayName: try RivetDeviceName("Slow"),
                 applicationID: try RivetApplicationID(testApplication), serverFingerprint: started.fingerprint,
-                scopes: [try RivetDeviceScope("viewer")], created: Date(), lastSeen: nil)
+                scopes: [try RivetDeviceScope("viewer")], created: SystemClock().wallClockNow, lastSeen: nil)
             try store.insertPaired(device, verifier: credential.verifier)
             return try RivetCompanionCredential(
                 deviceID: device.deviceID, credential: credential, serverFingerprint: started.fingerprint,

@@ -5,6 +5,7 @@ import RivetPairing
 import RivetRegistry
 import TestSupport
 import Testing
+import Timekeeping
 import ToolTestSupport
 
 /// rivet-pair(1)'s EXAMPLES, each run as printed (through sh, the tools found on PATH) against
@@ -139,7 +140,7 @@ import ToolTestSupport
         let store = try RivetDevicePairingStore(path: home.registry)
         defer { store.close() }
         let id = DeviceID(bytes: try SecureRandom.bytes(16))!
-        let long = Date(timeIntervalSince1970: 1_580_000_000)
+        let long = WallClockTime(sinceEpoch: .seconds(1_580_000_000))
         try store.insertPaired(
             RivetDevicePairedDevice(
                 deviceID: id, displayName: try RivetDeviceName("Old Tablet"), applicationID: try RivetApplicationID(testApplication),

@@ -5,6 +5,7 @@ import RivetCompanion
 import RivetPairing
 import RivetRegistry
 import SQLiteKit
+import SystemKit
 import Testing
 import ToolTestSupport
 
@@ -20,7 +21,7 @@ import ToolTestSupport
                 deviceID: DeviceID(bytes: (0..<16).map { _ in UInt8.random(in: 0...255) })!,
                 displayName: try RivetDeviceName("Phone \(index)"), applicationID: try RivetApplicationID(testApplication),
                 serverFingerprint: SPKIFingerprint(bytes: [UInt8](repeating: 7, count: 32))!,
-                scopes: [try RivetDeviceScope("viewer")], created: Date(), lastSeen: nil)
+                scopes: [try RivetDeviceScope("viewer")], created: SystemClock().wallClockNow, lastSeen: nil)
             try store.insertPaired(device, verifier: PairingCredential(bytes: [UInt8](repeating: UInt8(index % 256), count: 32))!.verifier)
         }
     }

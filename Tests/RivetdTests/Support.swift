@@ -11,6 +11,7 @@ import RivetTransport
 import RivetWire
 import Synchronization
 import TestSupport
+import SystemKit
 import Testing
 import ToolTestSupport
 
@@ -254,7 +255,7 @@ final class Daemon: Sendable {
         let device = RivetDevicePairedDevice(
             deviceID: DeviceID(bytes: try SecureRandom.bytes(16))!, displayName: try RivetDeviceName(name),
             applicationID: try RivetApplicationID(testApplication), serverFingerprint: fingerprint,
-            scopes: Set(try scopes.map { try RivetDeviceScope($0) }), created: Date(), lastSeen: nil)
+            scopes: Set(try scopes.map { try RivetDeviceScope($0) }), created: SystemClock().wallClockNow, lastSeen: nil)
         try store.insertPaired(device, verifier: credential.verifier)
         return try RivetCompanionCredential(
             deviceID: device.deviceID, credential: credential, serverFingerprint: fingerprint,

@@ -1,5 +1,4 @@
 import CodedError
-import Glibc
 
 /// Why the rtnetlink observer could not start.
 ///
@@ -13,11 +12,8 @@ public struct ConnectivityError: IdentifiedCodedError, Hashable {
     /// The rtnetlink socket could not be opened, bound or read.
     public static let netlinkUnavailable = ConnectivityError(code: .netlinkUnavailable, message: "rtnetlink is unavailable")
 
-    static func netlink(_ step: String, errno: Int32) -> ConnectivityError {
-        ConnectivityError(code: .netlinkUnavailable, message: "rtnetlink \(step) failed: \(describeErrno(errno))")
-    }
-
-    static func netlink(_ step: String, _ reason: String) -> ConnectivityError {
+    /// The observer's failure at `step` (`socket`, `bind`, `dump`…), for `reason`.
+    package static func netlink(_ step: String, _ reason: String) -> ConnectivityError {
         ConnectivityError(code: .netlinkUnavailable, message: "rtnetlink \(step) failed: \(reason)")
     }
 
@@ -25,9 +21,4 @@ public struct ConnectivityError: IdentifiedCodedError, Hashable {
     public enum Code: String, Sendable {
         case netlinkUnavailable = "connectivity.netlink-unavailable"
     }
-}
-
-/// `strerror` text and number, e.g. `Permission denied (errno 13)`.
-func describeErrno(_ code: Int32) -> String {
-    "\(String(cString: strerror(code))) (errno \(code))"
 }

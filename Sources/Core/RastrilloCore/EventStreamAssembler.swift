@@ -1,5 +1,3 @@
-import Glibc
-
 /// One event dispatched from an event stream.
 public struct ServerSentEvent: Sendable, Hashable, CustomStringConvertible {
     /// The event type: the last `event` field's value, or `message` when there was none or it
@@ -365,7 +363,9 @@ public struct EventStreamAssembler: Sendable {
 
     @inline(__always)
     private static func name(_ bytes: UnsafePointer<UInt8>, is name: StaticString) -> Bool {
-        memcmp(bytes, name.utf8Start, name.utf8CodeUnitCount) == 0
+        let expected = name.utf8Start
+        for offset in 0..<name.utf8CodeUnitCount where bytes[offset] != expected[offset] { return false }
+        return true
     }
 
     private static func milliseconds(_ digits: UnsafeBufferPointer<UInt8>) -> Int64? {

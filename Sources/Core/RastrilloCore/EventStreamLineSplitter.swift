@@ -1,4 +1,4 @@
-import Glibc
+import ByteText
 
 /// Splits the bytes of one event stream into lines, incrementally: feed it chunks of any size
 /// as they arrive and it hands out every complete line.
@@ -138,7 +138,7 @@ public struct EventStreamLineSplitter: Sendable {
         var index = 0
         let count = bytes.count
         // The first CR at or after `index` (or `count`): found once and reused while `index`
-        // stays before it, so lines are located with memchr's vector search.
+        // stays before it, so lines are located with a word-at-a-time search.
         var nextCR = firstCR
         while index < count {
             if afterCR {
@@ -194,7 +194,7 @@ public struct EventStreamLineSplitter: Sendable {
 
     /// The index of the first LF in `bytes[start..<end]`, or `end`. Short lines (blank lines
     /// above all) are common, so the first 16 bytes are searched inline, a word at a time, before
-    /// handing the rest to memchr.
+    /// handing the rest to `find`.
     @inline(__always)
     static func findLF(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
         guard let base = bytes.baseAddress else { return end }
@@ -215,11 +215,10 @@ public struct EventStreamLineSplitter: Sendable {
         return find(lf, in: bytes, from: index, to: end)
     }
 
-    /// The index of the first `byte` in `bytes[start..<end]`, or `end`.
+    /// The index of the first `byte` in `bytes[start..<end]`, or `end` (ByteText's word-at-a-time
+    /// search).
     static func find(_ byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
-        guard start < end, let base = bytes.baseAddress else { return end }
-        guard let found = memchr(base + start, Int32(byte), end - start) else { return end }
-        return UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
+        ByteSearch.firstIndex(of: byte, in: bytes, from: start, to: end)
     }
 
     /// Checks that `count` more bytes fit the current line under both bounds. The error names

@@ -1,5 +1,4 @@
 import Synchronization
-import SystemKit
 import Timekeeping
 
 /// Whether servers can be reached: the route the kernel would take to each server (from
@@ -16,16 +15,10 @@ import Timekeeping
 /// - ``changes`` fires on every path change and when a server that had failed answers again
 ///   (a command-line process has no return to the foreground to report).
 ///
-/// One instance per process observes the system: ``shared``. Tests and tools that supply
-/// their own path make instances with ``init(path:clock:)`` and drive them with
-/// ``update(path:)``.
+/// One instance per process observes the system: `shared` (RastrilloHTTP, over rtnetlink).
+/// Tests and tools that supply their own path make instances with ``init(path:clock:routes:)``
+/// and drive them with ``update(path:)``.
 public final class NativeConnectivity: Sendable {
-    /// The process-wide instance, observing rtnetlink of the process's network namespace from
-    /// first use. When rtnetlink cannot be opened (a sandbox without netlink), it starts from a
-    /// satisfied path and learns only from traffic.
-    public static let shared: NativeConnectivity =
-        (try? observingRouteNetlink()) ?? NativeConnectivity(path: .satisfied)
-
     private struct State {
         var path: NetworkPath
         var reachable: [NativeOrigin: Bool] = [:]
@@ -41,14 +34,14 @@ public final class NativeConnectivity: Sendable {
 
     private let state: Mutex<State>
     private let time: TimeSource
-    private let observer: RouteNetlinkObserver?
+    private let observer: (any NetworkPathObserver)?
     private let router: @Sendable (NativeOrigin, NetworkPath) -> RouteVerdict
 
     /// An instance whose path is `path` until ``update(path:)`` changes it; `clock` times
     /// ``wait(upTo:)``. With no routing table behind it, the verdict for a server is the path's
     /// (``NetworkPath/verdict(for:)``), unless `routes` gives one for the origin and the path.
     public convenience init(
-        path: NetworkPath, clock: any RivetClock = SystemClock(),
+        path: NetworkPath, clock: any RivetClock,
         routes: (@Sendable (NativeOrigin, NetworkPath) -> RouteVerdict)? = nil
     ) {
         self.init(
@@ -56,32 +49,24 @@ public final class NativeConnectivity: Sendable {
             router: routes ?? { origin, path in path.verdict(for: origin) })
     }
 
+    /// An instance whose path starts as `path` and that `observer` (the I/O layer's, which
+    /// calls ``update(path:)`` on every change) feeds; `router` gives the verdict for an origin
+    /// on a path. The observer is stopped when the instance is released.
+    package convenience init(
+        path: NetworkPath, clock: any RivetClock, observer: any NetworkPathObserver,
+        router: @escaping @Sendable (NativeOrigin, NetworkPath) -> RouteVerdict
+    ) {
+        self.init(path: path, time: TimeSource(clock), observer: observer, router: router)
+    }
+
     private init(
-        path: NetworkPath, time: TimeSource, observer: RouteNetlinkObserver?,
+        path: NetworkPath, time: TimeSource, observer: (any NetworkPathObserver)?,
         router: @escaping @Sendable (NativeOrigin, NetworkPath) -> RouteVerdict
     ) {
         self.state = Mutex(State(path: path))
         self.time = time
         self.observer = observer
         self.router = router
-    }
-
-    /// An instance observing rtnetlink in the network namespace of the calling thread: it dumps
-    /// links, addresses and routes before returning, then follows every change on a thread of
-    /// its own until it is released.
-    /// - Throws: ``ConnectivityError/netlinkUnavailable`` when the socket cannot be opened,
-    ///   bound or dumped.
-    public static func observingRouteNetlink(clock: any RivetClock = SystemClock()) throws(ConnectivityError)
-        -> NativeConnectivity
-    {
-        let observer = try RouteNetlinkObserver()
-        let connectivity = NativeConnectivity(
-            path: observer.initialPath, time: TimeSource(clock), observer: observer,
-            router: { [observer] origin, path in
-                RouteLookup.verdict(for: origin, path: path) { observer.route(to: $0.bytes, interface: $0.scope) }
-            })
-        try observer.start { [weak connectivity] path in connectivity?.update(path: path) }
-        return connectivity
     }
 
     deinit {
@@ -245,4 +230,12 @@ public final class NativeConnectivity: Sendable {
         for continuation in waiters { continuation.resume(returning: true) }
         for subscriber in subscribers { subscriber.yield(change) }
     }
+}
+
+/// What follows the system's network path for a ``NativeConnectivity`` and reports each change
+/// to its ``NativeConnectivity/update(path:)`` (RastrilloHTTP's rtnetlink observer, with its
+/// socket and thread): stopped when that instance is released.
+package protocol NetworkPathObserver: AnyObject, Sendable {
+    /// Stops observing; returns once no more changes will be reported. Idempotent.
+    func stop()
 }

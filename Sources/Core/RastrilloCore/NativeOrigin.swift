@@ -1,4 +1,4 @@
-import Glibc
+import ByteText
 
 /// The one server a client talks to: scheme, host and port. Every request a `NativeHTTP` sends
 /// is bound to its origin; a URL or path outside it is refused before any I/O.
@@ -93,9 +93,7 @@ public struct NativeOrigin: Hashable, Sendable, CustomStringConvertible {
     public var isLoopback: Bool {
         if host == "localhost" { return true }
         if host.contains(":") {
-            var address = in6_addr()
-            guard inet_pton(AF_INET6, host, &address) == 1 else { return false }
-            let bytes = withUnsafeBytes(of: address) { Array($0) }
+            guard let bytes = IPAddressText.ipv6(host) else { return false }
             if bytes == [UInt8](repeating: 0, count: 15) + [1] { return true }
             return bytes.prefix(12) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF] && bytes[12] == 127
         }

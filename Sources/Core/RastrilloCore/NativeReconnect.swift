@@ -1,6 +1,5 @@
 import Backoff
 import Synchronization
-import SystemKit
 import Timekeeping
 
 /// An error that may carry a server's `Retry-After`: a typed HTTP error conforms so that
@@ -61,8 +60,8 @@ public final class NativeReconnect: Sendable {
     ///   - policy: the backoff bounds.
     ///   - randomness: the jitter source.
     public init(
-        connectivity: NativeConnectivity = .shared, origin: NativeOrigin? = nil,
-        clock: any RivetClock = SystemClock(), policy: Backoff.Policy = .standard,
+        connectivity: NativeConnectivity, origin: NativeOrigin? = nil,
+        clock: any RivetClock, policy: Backoff.Policy = .standard,
         randomness: any BackoffRandomness = SystemBackoffRandomness()
     ) {
         self.connectivity = connectivity

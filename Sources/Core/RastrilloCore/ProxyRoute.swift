@@ -1,5 +1,4 @@
 import ByteText
-import Glibc
 
 /// The forward HTTP proxy a client reaches its origin through: an `http://` proxy, its host and
 /// port, and the Basic credential from its URL, if any.
@@ -118,7 +117,7 @@ public enum ProxyURL {
         if rest.hasPrefix("[") {
             guard let close = rest.firstIndex(of: "]") else { throw refuse("its IPv6 address has no closing ]") }
             host = rest[rest.index(after: rest.startIndex)..<close].lowercased()
-            guard IPAddress.bytes(host)?.count == 16 else { throw refuse("[\(host)] is not an IPv6 address") }
+            guard IPAddressText.bytes(host)?.count == 16 else { throw refuse("[\(host)] is not an IPv6 address") }
             let after = rest[rest.index(after: close)...]
             if !after.isEmpty {
                 guard after.hasPrefix(":") else { throw refuse("only :PORT may follow the IPv6 address") }
@@ -223,23 +222,6 @@ enum HostName {
     }
 }
 
-/// IP address text as bytes.
-enum IPAddress {
-    /// The 4 or 16 bytes of an IPv4 (dotted quad) or IPv6 address, or nil.
-    static func bytes(_ text: String) -> [UInt8]? {
-        guard !text.utf8.contains(0) else { return nil }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            return withUnsafeBytes(of: &v4) { Array($0) }
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) }
-        }
-        return nil
-    }
-}
-
 /// The hosts reached directly, never through the proxy: a `no_proxy` list as curl reads it.
 ///
 /// Entries are separated by commas (spaces and tabs around them are dropped, and also separate):
@@ -295,7 +277,7 @@ public struct NoProxyList: Sendable, Hashable {
             if let slash = entry.firstIndex(of: "/") {
                 let addressText = unbracketed(entry[..<slash])
                 let prefixText = entry[entry.index(after: slash)...]
-                guard let address = IPAddress.bytes(addressText) else {
+                guard let address = IPAddressText.bytes(addressText) else {
                     throw refuse("is not a CIDR range: \(String(reflecting: addressText)) is not an IP address")
                 }
                 let bits = address.count * 8
@@ -306,7 +288,7 @@ public struct NoProxyList: Sendable, Hashable {
                 continue
             }
             let plain = unbracketed(Substring(entry))
-            if let address = IPAddress.bytes(plain) {
+            if let address = IPAddressText.bytes(plain) {
                 entries.append(.network(address, prefix: address.count * 8))
                 continue
             }
@@ -334,7 +316,7 @@ public struct NoProxyList: Sendable, Hashable {
         var name = Substring(host.lowercased())
         if name.hasPrefix("[") && name.hasSuffix("]") { name = name.dropFirst().dropLast() }
         if name.hasSuffix(".") { name = name.dropLast() }
-        let address = IPAddress.bytes(String(name))
+        let address = IPAddressText.bytes(String(name))
         for entry in entries {
             switch entry {
             case .everything:

@@ -1,5 +1,4 @@
 import CodedError
-import Foundation
 
 /// Where the pairing machines get random bytes: nonces, credentials and device IDs.
 ///

@@ -1,6 +1,5 @@
 import ByteText
 import CodedError
-import Foundation
 import OpenSSLKit
 
 /// The one-time secret of a pairing link: 256 random bits drawn when the desktop opens a window
@@ -124,20 +123,10 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     /// zone); `nil` for anything else.
     static func addressBytes(_ text: String) -> [UInt8]? {
         if text.contains(":") {
-            var address = in6_addr()
-            guard text.utf8.count <= 45, inet_pton(AF_INET6, text, &address) == 1 else { return nil }
-            return withUnsafeBytes(of: &address) { Array($0) }
+            guard text.utf8.count <= 45 else { return nil }
+            return IPAddressText.ipv6(text)
         }
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
-        var out: [UInt8] = []
-        for part in parts {
-            guard (1...3).contains(part.utf8.count), part.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-                part.utf8.count == 1 || part.first != "0", let value = UInt8(part)
-            else { return nil }
-            out.append(value)
-        }
-        return out
+        return IPAddressText.ipv4(text)
     }
 
     /// The link's one canonical text: host as given (an IPv6 address in brackets), the port in
@@ -279,8 +268,7 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     /// address, or an IPv6 address (as `inet_pton` reads it).
     public static func isValidHost(_ host: String) -> Bool {
         if host.contains(":") {
-            var address = in6_addr()
-            return host.utf8.count <= 45 && inet_pton(AF_INET6, host, &address) == 1
+            return host.utf8.count <= 45 && IPAddressText.ipv6(host) != nil
         }
         let bytes = Array(host.utf8)
         return !bytes.isEmpty && bytes.count <= 253

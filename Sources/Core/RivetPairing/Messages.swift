@@ -1,5 +1,5 @@
-import Foundation
 import OpenSSLKit
+import Timekeeping
 
 /// `PairBegin`, the device's first pairing message: who it is and its commitment to `Nc`.
 public struct RivetDevicePairBegin: Sendable, Equatable {
@@ -80,41 +80,29 @@ public struct RivetDevicePairedDevice: Sendable, Equatable {
     /// The scopes the desktop's person granted.
     public let scopes: Set<RivetDeviceScope>
     /// When the device was first paired (whole milliseconds).
-    public let created: Date
+    public let created: WallClockTime
     /// When the device last authenticated (whole milliseconds), or `nil` if never since pairing.
-    public let lastSeen: Date?
+    public let lastSeen: WallClockTime?
 
     /// Assembles a record. Dates are rounded to whole milliseconds, the registry's precision,
     /// so a record reads back equal to what was written.
     public init(
         deviceID: DeviceID, displayName: RivetDeviceName, applicationID: RivetApplicationID,
-        serverFingerprint: SPKIFingerprint, scopes: Set<RivetDeviceScope>, created: Date, lastSeen: Date?
+        serverFingerprint: SPKIFingerprint, scopes: Set<RivetDeviceScope>, created: WallClockTime, lastSeen: WallClockTime?
     ) {
         self.deviceID = deviceID
         self.displayName = displayName
         self.applicationID = applicationID
         self.serverFingerprint = serverFingerprint
         self.scopes = scopes
-        self.created = Date(unixMilliseconds: created.unixMilliseconds)
-        self.lastSeen = lastSeen.map { Date(unixMilliseconds: $0.unixMilliseconds) }
+        self.created = WallClockTime(unixMilliseconds: created.unixMilliseconds)
+        self.lastSeen = lastSeen.map { WallClockTime(unixMilliseconds: $0.unixMilliseconds) }
     }
 
     /// The same record with another `lastSeen`.
-    func seen(at date: Date?) -> RivetDevicePairedDevice {
+    func seen(at date: WallClockTime?) -> RivetDevicePairedDevice {
         RivetDevicePairedDevice(
             deviceID: deviceID, displayName: displayName, applicationID: applicationID,
             serverFingerprint: serverFingerprint, scopes: scopes, created: created, lastSeen: date)
-    }
-}
-
-extension Date {
-    /// Milliseconds since 1970-01-01T00:00:00Z, rounded to the nearest.
-    package var unixMilliseconds: Int64 {
-        Int64((timeIntervalSince1970 * 1000).rounded())
-    }
-
-    /// The date `milliseconds` after 1970-01-01T00:00:00Z.
-    package init(unixMilliseconds milliseconds: Int64) {
-        self.init(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 }

@@ -1,6 +1,4 @@
-import Foundation
 import OpenSSLKit
-import SystemKit
 import Timekeeping
 
 /// The desktop side of pairing as a pure state machine: no I/O, `Sendable`, clock and randomness
@@ -175,7 +173,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
     /// whose discovery secret (sent in `PairAccepted`) is `discoverySecret`.
     public init(
         serverFingerprint: SPKIFingerprint, discoverySecret: RivetDiscoverySecret,
-        clock: any RivetClock = SystemClock(),
+        clock: any RivetClock,
         randomness: any RivetPairingRandomness
     ) {
         self.serverFingerprint = serverFingerprint
@@ -512,7 +510,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
         let record = RivetDevicePairedDevice(
             deviceID: deviceID, displayName: attempt.deviceName, applicationID: attempt.applicationID,
             serverFingerprint: serverFingerprint, scopes: scopes,
-            created: attempt.replacing?.created ?? Date(timeIntervalSince1970: clock.wallClockNow.seconds), lastSeen: attempt.replacing?.lastSeen)
+            created: attempt.replacing?.created ?? clock.wallClockNow, lastSeen: attempt.replacing?.lastSeen)
         let completion = RivetDevicePairingCompletion(
             connection: attempt.connection,
             accepted: RivetDevicePairAccepted(deviceID: deviceID, credential: credential, discoverySecret: discoverySecret),

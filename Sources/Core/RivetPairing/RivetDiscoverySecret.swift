@@ -1,5 +1,4 @@
 import OpenSSLKit
-import SystemKit
 
 /// The gateway's random 256-bit discovery secret `S`: one type for the daemon that keeps it, the
 /// advertisement that derives its hint from it, and the pairing that hands it to a device.

@@ -1,6 +1,5 @@
 import ByteText
 import OpenSSLKit
-import SystemKit
 
 /// A pairing value that is exactly `byteCount` bytes (`DeviceID`, `Nonce`, `PairingCredential`,
 /// `RivetDiscoverySecret`). Each type checks the count in its `init?(bytes:)`; parsing hex and
@@ -26,7 +25,7 @@ extension RivetFixedSizeBytes {
     ///   returns the wrong number of bytes.
     public static func random(using randomness: some RivetPairingRandomness) throws -> Self {
         var bytes = try randomness.bytes(byteCount)
-        defer { PrivateFile.wipe(&bytes) }
+        defer { SecretBytes.wipe(&bytes) }
         guard let value = Self(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
         return value
     }

@@ -24,6 +24,19 @@ public struct WallClockTime: Comparable, Hashable, Sendable {
     public func duration(to other: WallClockTime) -> Duration { other.sinceEpoch - sinceEpoch }
 
     public static func < (lhs: WallClockTime, rhs: WallClockTime) -> Bool { lhs.sinceEpoch < rhs.sinceEpoch }
+
+    /// Whole milliseconds since the epoch, rounded to the nearest (a half away from zero).
+    public var unixMilliseconds: Int64 {
+        let (seconds, attoseconds) = sinceEpoch.components
+        let perMillisecond: Int64 = 1_000_000_000_000_000
+        var milliseconds = attoseconds / perMillisecond
+        let rest = attoseconds % perMillisecond
+        if rest.magnitude * 2 >= perMillisecond.magnitude { milliseconds += rest < 0 ? -1 : 1 }
+        return seconds * 1000 + milliseconds
+    }
+
+    /// The time `milliseconds` after the epoch.
+    public init(unixMilliseconds milliseconds: Int64) { self.init(sinceEpoch: .milliseconds(milliseconds)) }
 }
 
 /// Where every Rivet and Rastrillo module reads the time: the one clock.

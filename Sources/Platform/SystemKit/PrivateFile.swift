@@ -94,7 +94,7 @@ public enum PrivateFile {
         try check(info)
         guard Int64(info.st_size) <= Int64(limit) else { throw .tooLarge(Int64(info.st_size)) }
         var buffer = [UInt8](repeating: 0, count: limit + 1)
-        defer { wipe(&buffer) }
+        defer { SecretBytes.wipe(&buffer) }
         let count: Result<Int, SystemError> = buffer.withUnsafeMutableBytes { raw in
             Result { () throws(SystemError) in try FileDescriptor.readFully(fd, into: raw) }
         }
@@ -217,11 +217,6 @@ public enum PrivateFile {
         guard let slash = path.lastIndex(of: "/") else { return (".", path) }
         let directory = String(path[..<slash])
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
-    }
-
-    /// Overwrites a buffer that held secret bytes before it is released.
-    public static func wipe(_ bytes: inout [UInt8]) {
-        for index in bytes.indices { bytes[index] = 0 }
     }
 
     /// Checks that `path` names a file and creates its missing directories; returns the

@@ -1,6 +1,7 @@
 import CodedError
 import Foundation
 import RivetPairing
+import Timekeeping
 
 /// A failure of a control request: the stable code that the response's `error` member carries
 /// (scripts branch on it), and a message for people.
@@ -312,5 +313,11 @@ public enum RivetControlShapes {
     /// RFC 3339 in UTC with milliseconds.
     public static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+
+    /// RFC 3339 in UTC with milliseconds, for a time rounded to whole milliseconds (a registry
+    /// record's): the same text as the `Date` of those milliseconds.
+    public static func timestamp(_ time: WallClockTime) -> String {
+        timestamp(Date(timeIntervalSince1970: Double(time.unixMilliseconds) / 1000))
     }
 }

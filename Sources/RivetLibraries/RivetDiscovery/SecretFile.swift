@@ -1,3 +1,4 @@
+import ByteText
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,7 @@ func readSecretFile(_ path: String) throws(RivetDiscoveryError) -> RivetDiscover
     } catch {
         throw secretFileError(error, path)
     }
-    defer { PrivateFile.wipe(&contents) }
+    defer { SecretBytes.wipe(&contents) }
     guard let secret = decodeSecretFile(contents) else {
         throw RivetDiscoveryError.secretFileCorrupt.with(
             "\(path) does not hold a discovery secret (64 lowercase hexadecimal digits and a newline); it is left as it is: move it away to create a new secret, and pair every device again"

@@ -1,6 +1,7 @@
 import Foundation
 import RivetPairing
 import SystemKit
+import Timekeeping
 
 /// The JSON shape of one paired device (documented in rivet-pair(1)). It carries no credential
 /// and no verifier: the registry holds none of the first and never hands out the second.
@@ -45,8 +46,9 @@ struct DeviceJSON: Encodable {
 
 /// RFC 3339 times in UTC with milliseconds, the registry's precision.
 enum Timestamp {
-    static func text(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    static func text(_ time: WallClockTime) -> String {
+        Date(timeIntervalSince1970: Double(time.unixMilliseconds) / 1000)
+            .formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
     }
 }
 

@@ -6,6 +6,7 @@ import RivetState
 import SQLiteKit
 import Synchronization
 import SystemKit
+import Timekeeping
 
 /// The pairing registry: one SQLite file that `rivetd` and `rivet-pair` share (each process
 /// opens its own store; SQLite's locks and the busy timeout arbitrate).
@@ -315,7 +316,7 @@ public final class RivetDevicePairingStore: Sendable {
 
     /// Records that the device authenticated at `date` (whole milliseconds).
     /// - Throws: `.unknownDevice`, `.database`.
-    public func touchLastSeen(_ id: DeviceID, at date: Date) throws(RivetDevicePairingStoreError) {
+    public func touchLastSeen(_ id: DeviceID, at date: WallClockTime) throws(RivetDevicePairingStoreError) {
         try withDatabase("update last seen of device \(id)") { db in
             try db.transaction(.immediate) {
                 let changed = try db.run(
@@ -472,14 +473,14 @@ public final class RivetDevicePairingStore: Sendable {
             throw corrupt(id, "its server fingerprint is not 32 bytes")
         }
         guard let created = row[4].integer else { throw corrupt(id, "its creation time is missing") }
-        let lastSeen: Date?
+        let lastSeen: WallClockTime?
         switch row[5] {
-        case .integer(let milliseconds): lastSeen = Date(unixMilliseconds: milliseconds)
+        case .integer(let milliseconds): lastSeen = WallClockTime(unixMilliseconds: milliseconds)
         case .null: lastSeen = nil
         default: throw corrupt(id, "its last-seen time is not an integer")
         }
         return RivetDevicePairedDevice(
             deviceID: id, displayName: displayName, applicationID: applicationID, serverFingerprint: fingerprint,
-            scopes: scopes, created: Date(unixMilliseconds: created), lastSeen: lastSeen)
+            scopes: scopes, created: WallClockTime(unixMilliseconds: created), lastSeen: lastSeen)
     }
 }

@@ -861,7 +861,7 @@ struct ConnectionSession {
             {
             case .success(let device):
                 if core.lastSeenDue(device.deviceID) {
-                    try? core.authenticator.store.touchLastSeen(device.deviceID, at: Date(timeIntervalSince1970: clock.wallClockNow.seconds))
+                    try? core.authenticator.store.touchLastSeen(device.deviceID, at: clock.wallClockNow)
                 }
                 return .authenticated(device)
             case .failure:

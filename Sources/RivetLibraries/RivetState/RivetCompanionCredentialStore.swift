@@ -54,8 +54,8 @@ public struct RivetCompanionCredentialStore: Sendable {
         // One level of nesting, within every bound: the write cannot fail.
         try? writer.write(.object(members))
         var bytes = writer.bytes + [UInt8(ascii: "\n")]
-        PrivateFile.wipe(&writer.bytes)
-        defer { PrivateFile.wipe(&bytes) }
+        SecretBytes.wipe(&writer.bytes)
+        defer { SecretBytes.wipe(&bytes) }
         do {
             try PrivateFile.replace(path, with: bytes)
         } catch {
@@ -75,7 +75,7 @@ public struct RivetCompanionCredentialStore: Sendable {
         } catch {
             throw RivetCompanionCredentialStoreError(error, path: path)
         }
-        defer { PrivateFile.wipe(&bytes) }
+        defer { SecretBytes.wipe(&bytes) }
         let file = try CredentialFile(parsing: bytes, invalid: invalid)
         guard file.version == Self.formatVersion else {
             throw RivetCompanionCredentialStoreError.unsupportedVersion.with(

@@ -19,6 +19,7 @@ import RivetSession
 import RivetState
 import RivetTransport
 import Synchronization
+import SystemKit
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("rivet-bench-handshake: \(message)\n".utf8))
@@ -63,7 +64,7 @@ func serve(state: String) {
             try store.insertPaired(
                 RivetDevicePairedDevice(
                     deviceID: id, displayName: try RivetDeviceName(name), applicationID: application,
-                    serverFingerprint: identity.fingerprint, scopes: [], created: Date(), lastSeen: nil),
+                    serverFingerprint: identity.fingerprint, scopes: [], created: SystemClock().wallClockNow, lastSeen: nil),
                 verifier: credential.verifier)
             try RivetCompanionCredentialStore(path: credentialPath(state, name)).save(
                 try RivetCompanionCredential(

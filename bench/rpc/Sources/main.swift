@@ -30,6 +30,7 @@ import RivetState
 import RivetTransport
 import RivetWire
 import Synchronization
+import SystemKit
 
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("rivet-bench-rpc: \(message)\n".utf8))
@@ -62,7 +63,7 @@ func provision(state: String) {
             try store.insertPaired(
                 RivetDevicePairedDevice(
                     deviceID: id, displayName: try RivetDeviceName("bench \(index)"), applicationID: application,
-                    serverFingerprint: identity.fingerprint, scopes: [try RivetDeviceScope("viewer")], created: Date(),
+                    serverFingerprint: identity.fingerprint, scopes: [try RivetDeviceScope("viewer")], created: SystemClock().wallClockNow,
                     lastSeen: nil),
                 verifier: credential.verifier)
             try RivetCompanionCredentialStore(path: credentialPath(state, index)).save(

@@ -1,3 +1,5 @@
+import RastrilloCore
+
 /// The rtnetlink wire format (Linux UAPI `linux/netlink.h`, `linux/rtnetlink.h`,
 /// `linux/if_addr.h`, `linux/if.h`): message framing and the fields the path needs. Netlink
 /// integers are in host byte order. Glibc's Swift module does not export these headers, so the

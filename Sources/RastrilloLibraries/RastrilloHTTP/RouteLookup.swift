@@ -1,4 +1,5 @@
 import Glibc
+import RastrilloCore
 
 /// The route verdict for a server on this host, from its addresses and the kernel's routes
 /// (rules in ``NetworkPath``): what ``NativeConnectivity/route(to:)`` uses when it observes

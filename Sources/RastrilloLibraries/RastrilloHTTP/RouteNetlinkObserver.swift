@@ -1,4 +1,5 @@
 import Glibc
+import RastrilloCore
 import Synchronization
 import SystemKit
 import ThreadSupport
@@ -12,7 +13,7 @@ import ThreadSupport
 /// or down it dumps addresses and routes again (the kernel flushes routes through a link that
 /// goes down without always notifying); after lost notifications (`ENOBUFS`) it dumps
 /// everything again. `stop` wakes the thread through a pipe and joins it.
-final class RouteNetlinkObserver: @unchecked Sendable {
+final class RouteNetlinkObserver: NetworkPathObserver, @unchecked Sendable {
     // @unchecked: the socket, tracker and sequence are used by `init`, then only by the one
     // thread `start` creates; `stop` touches only the wake pipe and the Mutex-held handle.
     private let socket: Int32
