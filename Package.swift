@@ -110,7 +110,7 @@ let package = Package(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
         .executableTarget(
-            name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "AvahiKit"],
+            name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery"],
                 path: "Sources/Tools/rivet-browse"),
 
         // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, the rtnetlink observer, its tools

@@ -172,6 +172,47 @@ enum Layering {
         )
     ]
 
+    /// Modules that reach a C wrapper only through the library in front of it, never by a target
+    /// dependency or an import of their own: rivet-browse speaks `RivetDiscovery`'s types
+    /// (`RivetBrowser`, `RivetServiceInstance`, `RivetDiscoveryError`), never AvahiKit's.
+    static let neverDirectly: [String: (banned: Set<String>, through: String)] = [
+        "rivet-browse": (avahi, "RivetDiscovery")
+    ]
+
+    /// A line for each direct dependency of a module of `neverDirectly` on what it must reach
+    /// only through another module.
+    static func directViolations(in graph: ModuleGraph) -> [String] {
+        var found: [String] = []
+        for (name, rule) in neverDirectly.sorted(by: { $0.key < $1.key }) {
+            guard let module = graph.modules[name] else {
+                found.append("\(name) is not a module of the package (renamed? update Layering.neverDirectly)")
+                continue
+            }
+            for dependency in module.dependencies.sorted() where rule.banned.contains(dependency) {
+                found.append("\(name) depends on \(dependency) directly; it reaches it only through \(rule.through)")
+            }
+        }
+        return found
+    }
+
+    /// A line for each import, in a file of a module of `neverDirectly`, of what that module
+    /// must reach only through another (`path:line: … imports X`).
+    static func directImportViolations(in files: [(path: String, text: String)]) -> [String] {
+        var found: [String] = []
+        for (path, text) in files.sorted(by: { $0.path < $1.path }) {
+            guard let (name, rule) = neverDirectly.first(where: { path.hasPrefix($0.key + "/") }) else { continue }
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = String(line)
+                guard let match = importLine.firstMatch(in: code, range: NSRange(code.startIndex..., in: code)),
+                    let imported = Range(match.range(at: 1), in: code).map({ String(code[$0]) }),
+                    rule.banned.contains(imported)
+                else { continue }
+                found.append("\(path):\(number + 1): \(name) imports \(imported); it reaches it only through \(rule.through)")
+            }
+        }
+        return found
+    }
+
     /// Every forbidden edge of `graph`, one line each; empty when the layering holds.
     static func violations(in graph: ModuleGraph) -> [String] {
         var found: [String] = []
@@ -358,7 +399,44 @@ func swiftExecutable() throws -> String {
         let graph = try ModuleGraph(describeJSON: json)
         #expect(graph.modules[Layering.daemonExecutable] != nil)
         let violations = Layering.violations(in: graph) + Layering.pureDependencyViolations(in: graph)
+            + Layering.directViolations(in: graph)
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// rivet-browse's files import no AvahiKit (`Layering.neverDirectly`).
+    @Test func rivetBrowseImportsNoAvahiKit() throws {
+        let files = try SystemLayer.sources()
+        #expect(files.contains { $0.path.hasPrefix("rivet-browse/") })
+        let violations = Layering.directImportViolations(in: files)
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// Planted: rivet-browse depending on AvahiKit and importing it (and CAvahi) again;
+    /// RivetDiscovery's own edge to AvahiKit and rivetd's are allowed.
+    @Test func rivetBrowseReachingAvahiDirectlyIsReported() {
+        let graph = ModuleGraph([
+            .init(name: "rivet-browse", kind: "executable", dependencies: ["CommandLineKit", "RivetDiscovery", "AvahiKit"]),
+            .init(name: "RivetDiscovery", kind: "library", dependencies: ["AvahiKit"]),
+            .init(name: "rivetd", kind: "executable", dependencies: ["AvahiKit"]),
+        ])
+        #expect(
+            Layering.directViolations(in: graph) == [
+                "rivet-browse depends on AvahiKit directly; it reaches it only through RivetDiscovery"
+            ])
+        #expect(Layering.directViolations(in: ModuleGraph([])) == [
+            "rivet-browse is not a module of the package (renamed? update Layering.neverDirectly)"
+        ])
+        let files: [(path: String, text: String)] = [
+            ("rivet-browse/Browse.swift", "import CommandLineKit\nimport AvahiKit\nimport RivetDiscovery"),
+            ("rivet-browse/Lines.swift", "@preconcurrency internal import CAvahi"),
+            ("rivet-browse-extra/A.swift", "import AvahiKit"),
+            ("RivetDiscovery/RivetBrowser.swift", "import AvahiKit"),
+        ]
+        #expect(
+            Layering.directImportViolations(in: files) == [
+                "rivet-browse/Browse.swift:2: rivet-browse imports AvahiKit; it reaches it only through RivetDiscovery",
+                "rivet-browse/Lines.swift:1: rivet-browse imports CAvahi; it reaches it only through RivetDiscovery",
+            ])
     }
 
     /// The pure modules' files import the standard library alone (`Layering.pureByImports`).

@@ -26,7 +26,7 @@ struct BrowseTrackerTests {
     }
 
     func service(port: UInt16 = 7000, txt: RivetDiscoveryTXT = canonical, address: String = "127.0.0.1") -> RivetDiscoveredService {
-        RivetDiscoveredService(instance: Self.instance, hostName: "desk.local", addresses: [address], port: port, txt: txt)
+        RivetDiscoveredService(instance: RivetServiceInstance(Self.instance), hostName: "desk.local", addresses: [address], port: port, txt: txt)
     }
 
     @Test("added once resolved; changed on a new port, address or TXT; nothing for the same values; removed with the last values")
@@ -83,7 +83,7 @@ struct BrowseTrackerTests {
         #expect(tracker.handle(.cacheExhausted) == [])
         #expect(tracker.handle(.allForNow) == [])
         #expect(tracker.handle(resolved()) == [.added(service())])
-        #expect(tracker.handle(.resolveFailed(Self.other, .timeout)) == [.resolveFailed(Self.other, .timeout), .settled])
+        #expect(tracker.handle(.resolveFailed(Self.other, .timeout)) == [.resolveFailed(RivetServiceInstance(Self.other), .timeout), .settled])
         // Once only.
         #expect(tracker.handle(.allForNow) == [])
         #expect(tracker.handle(.added(Self.other)) == [])
@@ -104,5 +104,44 @@ struct BrowseTrackerTests {
     func failure() {
         var tracker = BrowseTracker()
         #expect(tracker.handle(.failed(.disconnected)) == [.failed(.disconnected)])
+    }
+
+    @Test("avahi's errors keep their message under the kind that says the same; others are avahiFailure")
+    func avahiErrors() {
+        let kept: [(AvahiError, RivetDiscoveryError)] = [
+            (.systemBusUnavailable, .systemBusUnavailable), (.daemonNotRunning, .daemonNotRunning),
+            (.disconnected, .disconnected), (.timeout, .timeout), (.closed, .avahiFailure), (.badState, .avahiFailure),
+            (.invalidServiceType, .avahiFailure),
+        ]
+        for (avahi, expected) in kept {
+            let error = RivetDiscoveryError(avahi.with("resolving: it went wrong"))
+            #expect(error == expected, "\(avahi)")
+            #expect(error.message == "resolving: it went wrong")
+        }
+        var tracker = BrowseTracker()
+        guard case .resolveFailed(let instance, let error)? = tracker.handle(.resolveFailed(Self.other, .closed)).first else {
+            Issue.record("no resolveFailed")
+            return
+        }
+        #expect(error == .avahiFailure)
+        #expect(error.message == AvahiError.closed.message)
+        #expect(instance.name == "Rivet ffffffff")
+    }
+
+    @Test("an instance keeps avahi's name, type, domain, interface index and protocol")
+    func instances() {
+        for ipProtocol in [AvahiIPProtocol.unspecified, .ipv4, .ipv6] {
+            let avahi = AvahiServiceInstance(
+                name: "Rivet \"odd\"", type: "_rivet._udp", domain: "example", interface: AvahiInterface(index: 7),
+                ipProtocol: ipProtocol)
+            let instance = RivetServiceInstance(avahi)
+            #expect(instance.name == avahi.name)
+            #expect(instance.type == "_rivet._udp")
+            #expect(instance.domain == "example")
+            #expect(instance.interface == RivetNetworkInterface(index: 7))
+            #expect(instance.ipProtocol.avahi == ipProtocol)
+        }
+        #expect(RivetNetworkInterface.unspecified.name == nil)
+        #expect(RivetNetworkInterface(index: 7).avahi == AvahiInterface(index: 7))
     }
 }

@@ -104,4 +104,42 @@ struct BrowserTests {
         #expect(await events.first { if case .failed = $0 { return true }; return false } != nil, "events: \(events.all)")
         browser.close()
     }
+
+    @Test("a browser that connects itself reports a service with its interface and protocol; close() ends its events")
+    func ownConnection() async throws {
+        let client = try await connectedClient()
+        defer { client.close() }
+        let type = uniqueServiceType()
+        let publisher = try AvahiPublisher(client: client)
+        defer { publisher.close() }
+        try publisher.publish(AvahiServiceDescription(
+            name: "Rivet own", type: type, port: 7602, txt: Self.canonical, interface: try .named("lo"), ipProtocol: .ipv4))
+        _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
+
+        let browser = try await RivetBrowser(serviceType: type, interface: try .named("lo"), ipProtocol: .ipv4)
+        let events = Collector(browser.events)
+        let service = await events.firstAdded("Rivet own")
+        #expect(service?.instance.type == type)
+        #expect(service?.instance.interface.name == "lo")
+        #expect(service?.instance.interface == (try RivetNetworkInterface.named("lo")))
+        #expect(service?.instance.ipProtocol == .ipv4)
+        #expect(service?.port == 7602)
+        browser.close()
+        #expect(await events.waitForEnd())
+        #expect(!events.all.contains { if case .failed = $0 { return true }; return false }, "events: \(events.all)")
+    }
+
+    @Test("a service type avahi refuses is browseRefused with avahi's message; an unknown interface name is refused")
+    func refusals() async throws {
+        let client = try await connectedClient()
+        defer { client.close() }
+        do {
+            _ = try await RivetBrowser(serviceType: "no type at all")
+            Issue.record("a browser for \"no type at all\" was made")
+        } catch {
+            #expect(error == .browseRefused)
+            #expect(error.message.contains("service type"), "\(error.message)")
+        }
+        #expect(throws: RivetDiscoveryError.invalidConfiguration) { try RivetNetworkInterface.named("rvt-none0") }
+    }
 }

@@ -4,7 +4,7 @@ import Synchronization
 /// A resolved service whose TXT record is canonical.
 public struct RivetDiscoveredService: Sendable, Hashable {
     /// Name, type, domain, interface and protocol of the instance.
-    public let instance: AvahiServiceInstance
+    public let instance: RivetServiceInstance
     /// The SRV target host, such as `"desk.local"`.
     public let hostName: String
     /// The host's addresses in text form, as resolved (one per resolution today).
@@ -16,7 +16,7 @@ public struct RivetDiscoveredService: Sendable, Hashable {
 
     /// A service with these fields.
     public init(
-        instance: AvahiServiceInstance, hostName: String, addresses: [String], port: UInt16, txt: RivetDiscoveryTXT
+        instance: RivetServiceInstance, hostName: String, addresses: [String], port: UInt16, txt: RivetDiscoveryTXT
     ) {
         self.instance = instance
         self.hostName = hostName
@@ -29,7 +29,7 @@ public struct RivetDiscoveredService: Sendable, Hashable {
 /// A resolved service whose TXT record is not canonical: never reported as a service.
 public struct RivetRejectedService: Sendable, Hashable {
     /// Name, type, domain, interface and protocol of the instance.
-    public let instance: AvahiServiceInstance
+    public let instance: RivetServiceInstance
     /// The SRV target host.
     public let hostName: String
     /// The host's addresses in text form.
@@ -43,7 +43,7 @@ public struct RivetRejectedService: Sendable, Hashable {
 
     /// A rejected service with these fields.
     public init(
-        instance: AvahiServiceInstance, hostName: String, addresses: [String], port: UInt16, rawTXT: [[UInt8]],
+        instance: RivetServiceInstance, hostName: String, addresses: [String], port: UInt16, rawTXT: [[UInt8]],
         rejection: RivetTXTRejection
     ) {
         self.instance = instance
@@ -67,13 +67,16 @@ public enum RivetBrowserEvent: Sendable, Equatable {
     /// A service's TXT record is not canonical (reported again only when the record or the
     /// endpoint changes).
     case rejected(RivetRejectedService)
-    /// An instance could not be resolved (avahi-daemon gives up after about 5 s).
-    case resolveFailed(AvahiServiceInstance, AvahiError)
+    /// An instance could not be resolved (avahi-daemon gives up after about 5 s); the error
+    /// carries avahi's message.
+    case resolveFailed(RivetServiceInstance, RivetDiscoveryError)
     /// Every instance avahi-daemon knew when browsing began has been reported, rejected or
     /// failed: the point where a one-shot listing is complete. Sent once.
     case settled
-    /// Browsing failed (for example avahi-daemon went away); nothing follows.
-    case failed(AvahiError)
+    /// Browsing failed; nothing follows. `.disconnected`, `.daemonNotRunning` or
+    /// `.systemBusUnavailable` when avahi-daemon (or the bus) went away, else `.avahiFailure`;
+    /// the message is avahi's.
+    case failed(RivetDiscoveryError)
 }
 
 /// Browses a Rivet service type, resolves every instance, follows changes, and reports only
@@ -87,21 +90,69 @@ public final class RivetBrowser: Sendable {
     public let events: AsyncStream<RivetBrowserEvent>
 
     private let browser: AvahiBrowser
+    /// The client the public initializer made, closed with the browser; nil when the caller
+    /// passed its own.
+    private let ownedClient: AvahiClient?
     private let continuation: AsyncStream<RivetBrowserEvent>.Continuation
     private let tasks: Mutex<[Task<Void, Never>]>
 
-    /// Starts browsing `serviceType` on `interface` over `ipProtocol` through `client`, which
-    /// should be running. The browser watches `client` too: when it fails (avahi-daemon went
-    /// away), `.failed` ends the events.
+    /// Connects to avahi-daemon, waits until it runs (at most `startTimeout`), and starts
+    /// browsing `serviceType` on `interface` over `ipProtocol`. The browser owns that connection:
+    /// ``close()`` closes it, and when it fails (avahi-daemon went away) `.failed` ends the
+    /// events.
+    /// Throws `RivetDiscoveryError.systemBusUnavailable` when the D-Bus system bus cannot be
+    /// reached, `.daemonNotRunning` when the bus answers without avahi-daemon, `.timeout` when
+    /// avahi-daemon does not run within `startTimeout` (or the wait is cancelled),
+    /// `.daemonUnavailable` when it fails before it runs, `.browseRefused` when avahi rejects the
+    /// arguments, and `.avahiFailure` for other failures to connect; each message is avahi's.
+    public convenience init(
+        serviceType: String = "_rivet._tcp", interface: RivetNetworkInterface = .unspecified,
+        ipProtocol: RivetIPProtocol = .unspecified, startTimeout: Duration = .seconds(10)
+    ) async throws(RivetDiscoveryError) {
+        let client: AvahiClient
+        do {
+            client = try AvahiClient()
+        } catch {
+            throw RivetDiscoveryError(error)
+        }
+        do {
+            try await client.waitUntilRunning(timeout: startTimeout)
+        } catch where error == .timeout {
+            client.close()
+            throw RivetDiscoveryError.timeout.with(error.message)
+        } catch {
+            client.close()
+            throw RivetDiscoveryError.daemonUnavailable.with(error.message)
+        }
+        do {
+            try self.init(
+                client: client, owned: true, serviceType: serviceType, interface: interface.avahi,
+                ipProtocol: ipProtocol.avahi)
+        } catch {
+            client.close()
+            throw RivetDiscoveryError.browseRefused.with(error.message)
+        }
+    }
+
+    /// Starts browsing through `client`, which should be running and which the caller keeps
+    /// (and closes); for tests that publish through the same client. The browser watches
+    /// `client` too: when it fails or closes, `.failed` ends the events.
     /// Throws `AvahiError.invalidServiceType`, `.invalidInterface`, `.invalidArgument` when
     /// avahi rejects the arguments, and `.closed` when the client is closed.
-    public init(
+    package convenience init(
         client: AvahiClient, serviceType: String = "_rivet._tcp", interface: AvahiInterface = .unspecified,
         ipProtocol: AvahiIPProtocol = .unspecified
+    ) throws(AvahiError) {
+        try self.init(client: client, owned: false, serviceType: serviceType, interface: interface, ipProtocol: ipProtocol)
+    }
+
+    private init(
+        client: AvahiClient, owned: Bool, serviceType: String, interface: AvahiInterface, ipProtocol: AvahiIPProtocol
     ) throws(AvahiError) {
         browser = try AvahiBrowser(
             client: client, type: serviceType, interface: interface, ipProtocol: ipProtocol, resolve: true,
             followChanges: true)
+        ownedClient = owned ? client : nil
         let (events, continuation) = AsyncStream.makeStream(of: RivetBrowserEvent.self, bufferingPolicy: .unbounded)
         self.events = events
         self.continuation = continuation
@@ -122,11 +173,11 @@ public final class RivetBrowser: Sendable {
             for await state in states {
                 switch state {
                 case .failure(let error):
-                    continuation.yield(.failed(error))
+                    continuation.yield(.failed(RivetDiscoveryError(error)))
                     continuation.finish()
                     return
                 case .closed:
-                    continuation.yield(.failed(AvahiError.closed))
+                    continuation.yield(.failed(RivetDiscoveryError(AvahiError.closed)))
                     continuation.finish()
                     return
                 case .connecting, .registering, .running, .collision:
@@ -141,8 +192,8 @@ public final class RivetBrowser: Sendable {
         close()
     }
 
-    /// Stops browsing, frees avahi's browser and resolvers, and ends ``events``; later calls do
-    /// nothing.
+    /// Stops browsing, frees avahi's browser and resolvers (and the connection to avahi-daemon
+    /// the browser made), and ends ``events``; later calls do nothing.
     public func close() {
         let running = tasks.withLock { tasks in
             defer { tasks = [] }
@@ -150,6 +201,7 @@ public final class RivetBrowser: Sendable {
         }
         for task in running { task.cancel() }
         browser.close()
+        ownedClient?.close()
         continuation.finish()
     }
 }
@@ -177,7 +229,7 @@ struct BrowseTracker {
             output = resolved(service)
         case .resolveFailed(let instance, let error):
             if entries[instance] == .pending || entries[instance] == nil { entries[instance] = .failed }
-            output = [.resolveFailed(instance, error)]
+            output = [.resolveFailed(RivetServiceInstance(instance), RivetDiscoveryError(error))]
         case .removed(let instance):
             if case .reported(let last)? = entries[instance] { output = [.removed(last)] }
             entries[instance] = nil
@@ -186,7 +238,7 @@ struct BrowseTracker {
         case .allForNow:
             allForNow = true
         case .failed(let error):
-            return [.failed(error)]
+            return [.failed(RivetDiscoveryError(error))]
         }
         if allForNow, !settled, !entries.values.contains(.pending) {
             settled = true
@@ -197,12 +249,13 @@ struct BrowseTracker {
 
     private mutating func resolved(_ service: AvahiResolvedService) -> [RivetBrowserEvent] {
         let instance = service.instance
+        let seen = RivetServiceInstance(instance)
         let addresses = [service.address]
         let previous = entries[instance]
         do {
             let txt = try RivetDiscoveryTXT.parse(service.txt)
             let found = RivetDiscoveredService(
-                instance: instance, hostName: service.hostName, addresses: addresses, port: service.port, txt: txt)
+                instance: seen, hostName: service.hostName, addresses: addresses, port: service.port, txt: txt)
             entries[instance] = .reported(found)
             if case .reported(let last)? = previous {
                 return last == found ? [] : [.changed(found)]
@@ -210,7 +263,7 @@ struct BrowseTracker {
             return [.added(found)]
         } catch {
             let rejected = RivetRejectedService(
-                instance: instance, hostName: service.hostName, addresses: addresses, port: service.port,
+                instance: seen, hostName: service.hostName, addresses: addresses, port: service.port,
                 rawTXT: service.txt, rejection: error)
             entries[instance] = .rejected(rejected)
             switch previous {

@@ -20,6 +20,12 @@ public struct RivetDiscoveryError: CodedErrorMessage, Hashable {
         case invalidConfiguration
         case notPublished
         case timeout
+        case systemBusUnavailable
+        case daemonNotRunning
+        case daemonUnavailable
+        case disconnected
+        case browseRefused
+        case avahiFailure
     }
 
     /// A discovery secret that is not exactly 32 bytes.
@@ -40,4 +46,17 @@ public struct RivetDiscoveryError: CodedErrorMessage, Hashable {
     public static let notPublished = RivetDiscoveryError(code: .notPublished, message: "nothing is being advertised")
     /// A bounded wait ran out.
     public static let timeout = RivetDiscoveryError(code: .timeout, message: "timed out")
+    /// The D-Bus system bus cannot be reached, so avahi-daemon cannot be asked whether it runs.
+    public static let systemBusUnavailable = RivetDiscoveryError(
+        code: .systemBusUnavailable, message: "the D-Bus system bus is not reachable")
+    /// The system bus answers, but avahi-daemon is not on it.
+    public static let daemonNotRunning = RivetDiscoveryError(code: .daemonNotRunning, message: "avahi-daemon is not running")
+    /// avahi-daemon answered but failed (or the connection closed) before it came to run.
+    public static let daemonUnavailable = RivetDiscoveryError(code: .daemonUnavailable, message: "avahi-daemon is not available")
+    /// The connection to avahi-daemon was lost.
+    public static let disconnected = RivetDiscoveryError(code: .disconnected, message: "disconnected from avahi-daemon")
+    /// avahi-daemon, running, refused to browse the service type on that interface and protocol.
+    public static let browseRefused = RivetDiscoveryError(code: .browseRefused, message: "avahi-daemon refused to browse")
+    /// Any other failure avahi reported; `message` says which, in avahi's words.
+    public static let avahiFailure = RivetDiscoveryError(code: .avahiFailure, message: "avahi failure")
 }

@@ -1,15 +1,13 @@
-import AvahiKit
 import CommandLineKit
 import RivetDiscovery
 
 /// How long `--once` waits for avahi-daemon's cache to settle before printing what it has.
 let settleBound: Duration = .seconds(15)
 
-/// Connects to avahi-daemon and waits (at most 10 s) until it runs.
-func connect() async throws -> AvahiClient {
-    let client: AvahiClient
+/// Connects to avahi-daemon, waits (at most 10 s) until it runs, and starts browsing `type`.
+func browse(_ type: String) async throws -> RivetBrowser {
     do {
-        client = try AvahiClient()
+        return try await RivetBrowser(serviceType: type, startTimeout: .seconds(10))
     } catch where error == .systemBusUnavailable {
         throw BrowseError.unavailable(
             "the D-Bus system bus is not running: \(error.message); start the system bus (and avahi-daemon on it), or point DBUS_SYSTEM_BUS_ADDRESS at the one avahi-daemon uses",
@@ -18,20 +16,16 @@ func connect() async throws -> AvahiClient {
         throw BrowseError.unavailable(
             "avahi-daemon is not running (\(error.message)); the system bus answers: start avahi-daemon, or point DBUS_SYSTEM_BUS_ADDRESS at the bus it uses",
             code: "avahi-unavailable")
+    } catch where error == .timeout {
+        throw BrowseError.unavailable("avahi-daemon did not finish starting within 10 s", code: "avahi-unavailable")
+    } catch where error == .daemonUnavailable {
+        if Task.isCancelled { throw CancellationError() }
+        throw BrowseError.unavailable("avahi-daemon is not available: \(error.message)", code: "avahi-unavailable")
+    } catch where error == .browseRefused {
+        throw BrowseError.failure("cannot browse \(type): \(error.message)")
     } catch {
         throw BrowseError.failure(error.message)
     }
-    do {
-        try await client.waitUntilRunning(timeout: .seconds(10))
-    } catch where error == .timeout {
-        client.close()
-        throw BrowseError.unavailable("avahi-daemon did not finish starting within 10 s", code: "avahi-unavailable")
-    } catch {
-        client.close()
-        if Task.isCancelled { throw CancellationError() }
-        throw BrowseError.unavailable("avahi-daemon is not available: \(error.message)", code: "avahi-unavailable")
-    }
-    return client
 }
 
 /// Prints every event as it comes until the task is cancelled (a signal: status 0) or browsing
@@ -103,8 +97,8 @@ func listOnce(_ browser: RivetBrowser, showRejected: Bool) async throws -> ExitS
 
 /// What `--once` has seen so far.
 struct Snapshot: Sendable {
-    var services: [AvahiServiceInstance: RivetDiscoveredService] = [:]
-    var rejected: [AvahiServiceInstance: RivetRejectedService] = [:]
+    var services: [RivetServiceInstance: RivetDiscoveredService] = [:]
+    var rejected: [RivetServiceInstance: RivetRejectedService] = [:]
 }
 
 /// A rejected service: a JSON line with `--show-rejected`, else one line on standard error.
@@ -118,11 +112,11 @@ func report(_ service: RivetRejectedService, showRejected: Bool, writer: JSONLin
 }
 
 /// `"NAME" (TYPE on INTERFACE, PROTOCOL)`, with the name's odd characters escaped as JSON does.
-func describe(_ instance: AvahiServiceInstance) -> String {
+func describe(_ instance: RivetServiceInstance) -> String {
     "\(quoted(instance.name)) (\(instance.type) on \(interfaceName(instance.interface)), \(protocolName(instance.ipProtocol)))"
 }
 
-func order(_ a: AvahiServiceInstance, _ b: AvahiServiceInstance) -> Bool {
+func order(_ a: RivetServiceInstance, _ b: RivetServiceInstance) -> Bool {
     (a.name, a.type, a.interface.index, protocolName(a.ipProtocol))
         < (b.name, b.type, b.interface.index, protocolName(b.ipProtocol))
 }
@@ -131,7 +125,7 @@ func order(_ a: AvahiServiceInstance, _ b: AvahiServiceInstance) -> Bool {
 enum BrowseError: ToolError {
     case unavailable(String, code: String)
     case failure(String)
-    case lost(AvahiError)
+    case lost(RivetDiscoveryError)
 
     var message: String {
         switch self {

@@ -1,4 +1,3 @@
-import AvahiKit
 import CommandLineKit
 import RivetDiscovery
 
@@ -40,7 +39,7 @@ struct ServiceLine: Encodable {
         txtRaw = service.rawTXT.map { escapedTXT($0) }
     }
 
-    private init(_ event: String, _ instance: AvahiServiceInstance, host: String, addresses: [String], port: UInt16) {
+    private init(_ event: String, _ instance: RivetServiceInstance, host: String, addresses: [String], port: UInt16) {
         self.event = event
         name = instance.name
         type = instance.type
@@ -54,12 +53,12 @@ struct ServiceLine: Encodable {
 }
 
 /// The interface's kernel name (`lo`), or its index in decimal when it has none now.
-func interfaceName(_ interface: AvahiInterface) -> String {
+func interfaceName(_ interface: RivetNetworkInterface) -> String {
     interface.name ?? String(interface.index)
 }
 
 /// `ipv4`, `ipv6` or `unspecified`.
-func protocolName(_ ipProtocol: AvahiIPProtocol) -> String {
+func protocolName(_ ipProtocol: RivetIPProtocol) -> String {
     switch ipProtocol {
     case .ipv4: "ipv4"
     case .ipv6: "ipv6"

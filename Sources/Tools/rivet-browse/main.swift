@@ -1,4 +1,3 @@
-import AvahiKit
 import CommandLineKit
 import RivetDiscovery
 import ToolSpecs
@@ -13,14 +12,7 @@ ToolRunner.main(spec: ToolSpecs.rivetBrowse, jsonFailures: .everyFailure()) { ar
             argument: type)
     }
     let showRejected = arguments[ToolSpecs.Browse.showRejected]
-    let client = try await connect()
-    defer { client.close() }
-    let browser: RivetBrowser
-    do {
-        browser = try RivetBrowser(client: client, serviceType: type)
-    } catch let error as AvahiError {
-        throw BrowseError.failure("cannot browse \(type): \(error.message)")
-    }
+    let browser = try await browse(type)
     defer { browser.close() }
     if arguments[ToolSpecs.Browse.once] {
         return try await listOnce(browser, showRejected: showRejected)

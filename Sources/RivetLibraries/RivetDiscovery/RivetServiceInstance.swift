@@ -1,0 +1,47 @@
+/// A network interface to browse on, or the one a service was seen on.
+public struct RivetNetworkInterface: Sendable, Hashable {
+    /// The kernel interface index, or -1 for every interface.
+    public let index: Int32
+
+    /// An interface by kernel index; indices below -1 are refused when browsing begins.
+    public init(index: Int32) {
+        self.index = index
+    }
+
+    /// Every interface avahi-daemon is allowed to use.
+    public static let unspecified = RivetNetworkInterface(index: -1)
+}
+
+/// The IP protocol to browse over, or the one a service was seen over.
+public enum RivetIPProtocol: Sendable, Hashable {
+    /// Every protocol avahi-daemon has enabled.
+    case unspecified
+    /// mDNS over IPv4.
+    case ipv4
+    /// mDNS over IPv6.
+    case ipv6
+}
+
+/// One DNS-SD service instance as seen on one interface over one protocol: what names a
+/// discovered (or rejected) service. Equal instances are the same announcement.
+public struct RivetServiceInstance: Sendable, Hashable {
+    /// The instance name, such as `"Rivet 0a1b2c3d"`.
+    public let name: String
+    /// The service type, such as `"_rivet._tcp"`.
+    public let type: String
+    /// The domain, such as `"local"`.
+    public let domain: String
+    /// The interface it was seen on.
+    public let interface: RivetNetworkInterface
+    /// The protocol it was seen over.
+    public let ipProtocol: RivetIPProtocol
+
+    /// An instance with these fields.
+    public init(name: String, type: String, domain: String, interface: RivetNetworkInterface, ipProtocol: RivetIPProtocol) {
+        self.name = name
+        self.type = type
+        self.domain = domain
+        self.interface = interface
+        self.ipProtocol = ipProtocol
+    }
+}
