@@ -30,7 +30,7 @@ struct BrowseTrackerTests {
     }
 
     @Test("added once resolved; changed on a new port, address or TXT; nothing for the same values; removed with the last values")
-    func lifecycle() {
+    func lifecycle() throws {
         var tracker = BrowseTracker()
         #expect(tracker.handle(.added(Self.instance)) == [])
         #expect(tracker.handle(resolved()) == [.added(service())])
@@ -41,9 +41,83 @@ struct BrowseTrackerTests {
         #expect(tracker.handle(resolved(port: 7001, txt: newHint.entries, address: "127.0.0.2")) == [
             .changed(service(port: 7001, txt: newHint, address: "127.0.0.2"))
         ])
-        #expect(tracker.handle(.removed(Self.instance)) == [.removed(service(port: 7001, txt: newHint, address: "127.0.0.2"))])
-        #expect(tracker.entries.isEmpty)
+        // Removed: held for the grace, then reported with the last values.
         #expect(tracker.handle(.removed(Self.instance)) == [])
+        let held = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
+        #expect(tracker.expire(held) == [.removed(service(port: 7001, txt: newHint, address: "127.0.0.2"))])
+        #expect(tracker.entries.isEmpty)
+        #expect(tracker.leaving.isEmpty)
+        #expect(tracker.expire(held) == [])
+        #expect(tracker.handle(.removed(Self.instance)) == [])
+        #expect(tracker.heldRemoval(for: .removed(Self.instance)) == nil)
+    }
+
+    @Test("a service back within the grace is changed, or nothing when the same; a later removal is held anew")
+    func removalGrace() throws {
+        var tracker = BrowseTracker()
+        _ = tracker.handle(.added(Self.instance))
+        _ = tracker.handle(resolved())
+        // Withdrawn and republished on another port: one change, and the first hold expires empty.
+        #expect(tracker.handle(.removed(Self.instance)) == [])
+        let first = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
+        #expect(tracker.handle(.added(Self.instance)) == [])
+        #expect(tracker.handle(resolved(port: 7002)) == [.changed(service(port: 7002))])
+        #expect(tracker.expire(first) == [])
+        // Back with the same values: nothing at all.
+        _ = tracker.handle(.removed(Self.instance))
+        let second = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
+        _ = tracker.handle(.added(Self.instance))
+        #expect(tracker.handle(resolved(port: 7002)) == [])
+        #expect(tracker.expire(second) == [])
+        // Removed, back but not resolved yet, removed again: the first removal stands and is
+        // reported once.
+        _ = tracker.handle(.removed(Self.instance))
+        let third = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
+        _ = tracker.handle(.added(Self.instance))
+        #expect(tracker.handle(.removed(Self.instance)) == [])
+        #expect(tracker.heldRemoval(for: .removed(Self.instance)) == third)
+        #expect(tracker.expire(third) == [.removed(service(port: 7002))])
+        #expect(tracker.expire(third) == [])
+        // Removed, back and resolved, removed again: that removal is held anew; only it counts.
+        _ = tracker.handle(.added(Self.instance))
+        _ = tracker.handle(resolved())
+        _ = tracker.handle(.removed(Self.instance))
+        let fifth = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
+        _ = tracker.handle(.added(Self.instance))
+        #expect(tracker.handle(resolved(port: 7003)) == [.changed(service(port: 7003))])
+        _ = tracker.handle(.removed(Self.instance))
+        let sixth = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
+        #expect(sixth != fifth)
+        #expect(tracker.expire(fifth) == [])
+        #expect(tracker.expire(sixth) == [.removed(service(port: 7003))])
+        #expect(tracker.entries.isEmpty)
+        #expect(tracker.leaving.isEmpty)
+    }
+
+    @Test("a held service that comes back and cannot be resolved is removed, then its failure reported")
+    func heldThenUnresolvable() throws {
+        var tracker = BrowseTracker()
+        _ = tracker.handle(.added(Self.instance))
+        _ = tracker.handle(resolved())
+        _ = tracker.handle(.removed(Self.instance))
+        let held = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
+        _ = tracker.handle(.added(Self.instance))
+        #expect(tracker.handle(.resolveFailed(Self.instance, .timeout)) == [.removed(service()), .resolveFailed(RivetServiceInstance(Self.instance), .timeout)])
+        #expect(tracker.expire(held) == [])
+    }
+
+    @Test("a held service that comes back with a record that is not canonical is removed and rejected")
+    func heldThenRejected() throws {
+        var tracker = BrowseTracker()
+        _ = tracker.handle(.added(Self.instance))
+        _ = tracker.handle(resolved())
+        _ = tracker.handle(.removed(Self.instance))
+        let held = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
+        _ = tracker.handle(.added(Self.instance))
+        let events = tracker.handle(resolved(txt: [bytes("v=1")]))
+        #expect(events.first == .removed(service()))
+        #expect(events.count == 2)
+        #expect(tracker.expire(held) == [])
     }
 
     @Test("a non-canonical record is rejected, not added; reported again only when it changes")

@@ -95,6 +95,67 @@ struct BrowserTests {
         #expect(rejected != nil, "events: \(events.all)")
     }
 
+    /// DNS-SD cannot change a port in place: a publisher withdraws and republishes, and avahi
+    /// reports a removal, then a new instance. Within the grace that is one change; a service
+    /// that stays away is removed once the grace has passed. (A grace of 30 s here, so that a
+    /// loaded machine's slow avahi-daemon still answers within it.)
+    @Test("withdrawn and republished on a new port within the grace is one change; withdrawn for good is removed")
+    func republishedIsAChange() async throws {
+        let client = try await connectedClient()
+        defer { client.close() }
+        let loopback = try AvahiInterface.named("lo")
+        let type = uniqueServiceType()
+        let browser = try RivetBrowser(
+            client: client, serviceType: type, interface: loopback, ipProtocol: .ipv4, removalGrace: .seconds(30))
+        defer { browser.close() }
+        let events = Collector(browser.events)
+        let publisher = try AvahiPublisher(client: client)
+        defer { publisher.close() }
+        let description = AvahiServiceDescription(
+            name: "Rivet moving", type: type, port: 7611, txt: Self.canonical, interface: loopback, ipProtocol: .ipv4)
+        try publisher.publish(description)
+        _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
+        #expect(await events.first { if case .added = $0 { return true }; return false } != nil)
+
+        // Away for half a second: long enough for avahi to report the removal.
+        try publisher.withdraw()
+        try await Task.sleep(for: .milliseconds(500))
+        var moved = description
+        moved.port = 7612
+        try publisher.publish(moved)
+        let changed = await events.first(within: .seconds(30)) {
+            if case .changed(let service) = $0 { return service.port == 7612 }
+            return false
+        }
+        #expect(changed != nil, "events: \(events.all)")
+        #expect(!events.all.contains { if case .removed = $0 { return true }; return false }, "events: \(events.all)")
+        #expect(events.all.filter { if case .added = $0 { return true }; return false }.count == 1, "events: \(events.all)")
+    }
+
+    @Test("a service withdrawn for good is reported removed once the grace has passed")
+    func withdrawnIsRemovedAfterTheGrace() async throws {
+        let client = try await connectedClient()
+        defer { client.close() }
+        let loopback = try AvahiInterface.named("lo")
+        let type = uniqueServiceType()
+        let browser = try RivetBrowser(
+            client: client, serviceType: type, interface: loopback, ipProtocol: .ipv4, removalGrace: .milliseconds(200))
+        defer { browser.close() }
+        let events = Collector(browser.events)
+        let publisher = try AvahiPublisher(client: client)
+        defer { publisher.close() }
+        try publisher.publish(AvahiServiceDescription(
+            name: "Rivet leaving", type: type, port: 7613, txt: Self.canonical, interface: loopback, ipProtocol: .ipv4))
+        _ = try await publisher.waitUntilEstablished(timeout: .seconds(5))
+        #expect(await events.first { if case .added = $0 { return true }; return false } != nil)
+        try publisher.withdraw()
+        let removed = await events.first {
+            if case .removed(let service) = $0 { return service.port == 7613 }
+            return false
+        }
+        #expect(removed != nil, "events: \(events.all)")
+    }
+
     @Test("closing the client ends the events with .failed")
     func clientClosed() async throws {
         let client = try await connectedClient()

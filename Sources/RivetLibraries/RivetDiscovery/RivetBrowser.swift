@@ -1,5 +1,7 @@
 import AvahiKit
 import Synchronization
+import SystemKit
+import Timekeeping
 
 /// A resolved service whose TXT record is canonical.
 public struct RivetDiscoveredService: Sendable, Hashable {
@@ -83,6 +85,11 @@ public enum RivetBrowserEvent: Sendable, Equatable {
 /// services whose TXT record is canonical; others are reported as `.rejected`. It never
 /// connects to what it finds and grants nothing: it only reads avahi-daemon's answers.
 ///
+/// A service that avahi-daemon withdraws is reported `.removed` only once it has stayed away for
+/// ``removalGrace``: one that comes back within it (a publisher withdraws and republishes a
+/// service to change its port, which DNS-SD cannot change in place) is one `.changed`, as when
+/// avahi reports the new record in place.
+///
 /// Thread-safety: every method may be called from any thread or task.
 public final class RivetBrowser: Sendable {
     /// The events, unbounded, in order; one consumer only. Ends after `.failed` and on
@@ -96,10 +103,15 @@ public final class RivetBrowser: Sendable {
     private let continuation: AsyncStream<RivetBrowserEvent>.Continuation
     private let tasks: Mutex<[Task<Void, Never>]>
 
+    /// How long a removed service is held before it is reported `.removed`: 3 s, well past the
+    /// second or so avahi-daemon takes to announce a republished service.
+    public static let defaultRemovalGrace = Duration.seconds(3)
+
     /// Connects to avahi-daemon, waits until it runs (at most `startTimeout`), and starts
     /// browsing `serviceType` on `interface` over `ipProtocol`. The browser owns that connection:
     /// ``close()`` closes it, and when it fails (avahi-daemon went away) `.failed` ends the
-    /// events.
+    /// events. A removal is reported after `removalGrace` on `clock` unless the service is back
+    /// by then.
     /// Throws `RivetDiscoveryError.systemBusUnavailable` when the D-Bus system bus cannot be
     /// reached, `.daemonNotRunning` when the bus answers without avahi-daemon, `.timeout` when
     /// avahi-daemon does not run within `startTimeout` (or the wait is cancelled),
@@ -107,7 +119,8 @@ public final class RivetBrowser: Sendable {
     /// arguments, and `.avahiFailure` for other failures to connect; each message is avahi's.
     public convenience init(
         serviceType: String = "_rivet._tcp", interface: RivetNetworkInterface = .unspecified,
-        ipProtocol: RivetIPProtocol = .unspecified, startTimeout: Duration = .seconds(10)
+        ipProtocol: RivetIPProtocol = .unspecified, startTimeout: Duration = .seconds(10),
+        removalGrace: Duration = RivetBrowser.defaultRemovalGrace, clock: any RivetClock = SystemClock()
     ) async throws(RivetDiscoveryError) {
         let client: AvahiClient
         do {
@@ -127,7 +140,7 @@ public final class RivetBrowser: Sendable {
         do {
             try self.init(
                 client: client, owned: true, serviceType: serviceType, interface: interface.avahi,
-                ipProtocol: ipProtocol.avahi)
+                ipProtocol: ipProtocol.avahi, removalGrace: removalGrace, clock: clock)
         } catch {
             client.close()
             throw RivetDiscoveryError.browseRefused.with(error.message)
@@ -136,18 +149,23 @@ public final class RivetBrowser: Sendable {
 
     /// Starts browsing through `client`, which should be running and which the caller keeps
     /// (and closes); for tests that publish through the same client. The browser watches
-    /// `client` too: when it fails or closes, `.failed` ends the events.
+    /// `client` too: when it fails or closes, `.failed` ends the events. A removal is reported
+    /// after `removalGrace` on `clock` unless the service is back by then.
     /// Throws `AvahiError.invalidServiceType`, `.invalidInterface`, `.invalidArgument` when
     /// avahi rejects the arguments, and `.closed` when the client is closed.
     package convenience init(
         client: AvahiClient, serviceType: String = "_rivet._tcp", interface: AvahiInterface = .unspecified,
-        ipProtocol: AvahiIPProtocol = .unspecified
+        ipProtocol: AvahiIPProtocol = .unspecified, removalGrace: Duration = RivetBrowser.defaultRemovalGrace,
+        clock: any RivetClock = SystemClock()
     ) throws(AvahiError) {
-        try self.init(client: client, owned: false, serviceType: serviceType, interface: interface, ipProtocol: ipProtocol)
+        try self.init(
+            client: client, owned: false, serviceType: serviceType, interface: interface, ipProtocol: ipProtocol,
+            removalGrace: removalGrace, clock: clock)
     }
 
     private init(
-        client: AvahiClient, owned: Bool, serviceType: String, interface: AvahiInterface, ipProtocol: AvahiIPProtocol
+        client: AvahiClient, owned: Bool, serviceType: String, interface: AvahiInterface, ipProtocol: AvahiIPProtocol,
+        removalGrace: Duration, clock: any RivetClock
     ) throws(AvahiError) {
         browser = try AvahiBrowser(
             client: client, type: serviceType, interface: interface, ipProtocol: ipProtocol, resolve: true,
@@ -158,11 +176,23 @@ public final class RivetBrowser: Sendable {
         self.continuation = continuation
         let avahiEvents = browser.events
         let states = client.stateUpdates()
+        // Shared with the tasks that report held removals; events are yielded under its lock, so
+        // they keep the order the tracker made them in.
+        let tracker = SharedTracker()
         let forward = Task {
-            var tracker = BrowseTracker()
             for await event in avahiEvents {
-                let output = tracker.handle(event)
-                for item in output { continuation.yield(item) }
+                let held = tracker.state.withLock { tracker in
+                    for item in tracker.handle(event) { continuation.yield(item) }
+                    return tracker.heldRemoval(for: event)
+                }
+                if let held {
+                    Task {
+                        try? await clock.sleep(until: clock.now.advanced(by: removalGrace), tolerance: nil)
+                        tracker.state.withLock { tracker in
+                            for item in tracker.expire(held) { continuation.yield(item) }
+                        }
+                    }
+                }
                 if case .failed = event {
                     continuation.finish()
                     return
@@ -206,8 +236,15 @@ public final class RivetBrowser: Sendable {
     }
 }
 
+/// One ``BrowseTracker`` for the task that feeds it avahi's events and the tasks that report
+/// held removals.
+private final class SharedTracker: Sendable {
+    let state = Mutex(BrowseTracker())
+}
+
 /// The browser's bookkeeping as a pure function of avahi's events: which instances are pending,
-/// reported or rejected, and when the initial listing is complete.
+/// reported or rejected, which removed ones are held (``leaving``), and when the initial listing
+/// is complete.
 struct BrowseTracker {
     enum Entry: Equatable {
         case pending
@@ -216,7 +253,18 @@ struct BrowseTracker {
         case rejected(RivetRejectedService)
     }
 
+    /// A removal held until it is known to last: the instance and which removal of it.
+    struct HeldRemoval: Hashable {
+        let instance: AvahiServiceInstance
+        let generation: UInt64
+    }
+
     private(set) var entries: [AvahiServiceInstance: Entry] = [:]
+    /// Reported services that avahi removed and that are not reported removed yet: the last
+    /// values reported, and which removal this is. Reported by ``expire(_:)`` unless the
+    /// instance resolves again first (then it is `.changed`, or nothing when nothing changed).
+    private(set) var leaving: [AvahiServiceInstance: (service: RivetDiscoveredService, generation: UInt64)] = [:]
+    private var removals: UInt64 = 0
     private var allForNow = false
     private var settled = false
 
@@ -229,9 +277,14 @@ struct BrowseTracker {
             output = resolved(service)
         case .resolveFailed(let instance, let error):
             if entries[instance] == .pending || entries[instance] == nil { entries[instance] = .failed }
-            output = [.resolveFailed(RivetServiceInstance(instance), RivetDiscoveryError(error))]
+            // A held service that came back and cannot be resolved is gone after all.
+            if let held = leaving.removeValue(forKey: instance) { output = [.removed(held.service)] }
+            output.append(.resolveFailed(RivetServiceInstance(instance), RivetDiscoveryError(error)))
         case .removed(let instance):
-            if case .reported(let last)? = entries[instance] { output = [.removed(last)] }
+            if case .reported(let last)? = entries[instance] {
+                removals += 1
+                leaving[instance] = (last, removals)
+            }
             entries[instance] = nil
         case .cacheExhausted:
             break
@@ -247,11 +300,29 @@ struct BrowseTracker {
         return output
     }
 
+    /// The removal that `event`, just handled, put on hold, if it did: to be passed to
+    /// ``expire(_:)`` once the grace has passed.
+    func heldRemoval(for event: AvahiBrowser.Event) -> HeldRemoval? {
+        guard case .removed(let instance) = event, let held = leaving[instance] else { return nil }
+        return HeldRemoval(instance: instance, generation: held.generation)
+    }
+
+    /// Reports `held` as `.removed` if that removal still stands: the instance has not resolved
+    /// again (nor been removed again, which is held anew) since.
+    mutating func expire(_ held: HeldRemoval) -> [RivetBrowserEvent] {
+        guard let entry = leaving[held.instance], entry.generation == held.generation else { return [] }
+        leaving[held.instance] = nil
+        return [.removed(entry.service)]
+    }
+
     private mutating func resolved(_ service: AvahiResolvedService) -> [RivetBrowserEvent] {
         let instance = service.instance
         let seen = RivetServiceInstance(instance)
         let addresses = [service.address]
-        let previous = entries[instance]
+        var previous = entries[instance]
+        if previous == nil || previous == .pending, let held = leaving.removeValue(forKey: instance) {
+            previous = .reported(held.service)
+        }
         do {
             let txt = try RivetDiscoveryTXT.parse(service.txt)
             let found = RivetDiscoveredService(
