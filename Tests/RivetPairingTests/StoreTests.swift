@@ -405,7 +405,11 @@ import Testing
             [path = path as String, writer = writer as String, peer = peer as String] in
             try PrivateFile.createDirectories(PrivateFile.splitPath(path).directory)
             try writeFile("\(path).ready-\(writer)", "")
-            let deadline = ContinuousClock.now + .seconds(30)
+            // Swift Testing starts the two children when it has a thread for each, which a
+            // parallel run on two cores delayed by more than 30 s once: the first child's wait
+            // for its peer ran out and the child trapped. The bound only stops a wait for a
+            // peer that never started.
+            let deadline = ContinuousClock.now + .seconds(300)
             while !FileManager.default.fileExists(atPath: "\(path).ready-\(peer)") {
                 try #require(ContinuousClock.now < deadline, "the peer process never became ready")
                 usleep(1000)
