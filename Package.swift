@@ -145,6 +145,8 @@ let package = Package(
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
         .target(name: "ToolSpecs", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/ToolSpecs"),
         .executableTarget(
+            name: "fuzz-conf", dependencies: ["CommandLineKit", "ToolSpecs", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-conf"),
+        .executableTarget(
             name: "rivet-pair",
             dependencies: ["CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetPairDesktop", "RivetPairCompanion"],
             path: "Sources/Tools/rivet-pair"),
@@ -316,7 +318,8 @@ let package = Package(
                 "CurlKit", "fuzz-proxy", "ToolTestSupport", "SystemKit", "Timekeeping",
             ]),
         .testTarget(
-            name: "CommandLineKitTests", dependencies: ["TestSupport", "ByteText", "CommandLineKit", "CommandLineFiles", "ToolTestSupport"],
+            name: "CommandLineKitTests",
+            dependencies: ["TestSupport", "ByteText", "CommandLineKit", "CommandLineFiles", "ToolSpecs", "ToolTestSupport", "fuzz-conf"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "RivetPairingTests",

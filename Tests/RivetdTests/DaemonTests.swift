@@ -217,7 +217,8 @@ import ToolTestSupport
     func exitStatusOfSIGTERM() async throws {
         let help = try await offPool { try ToolProcess.run("rivetd", ["--help"], environment: ProcessInfo.processInfo.environment) }
         #expect(help.status == 0)
-        #expect(help.stdout.contains("    0  Stopped by SIGTERM (its normal stop), or --fingerprint printed the fingerprint\n"))
+        #expect(help.stdout.contains(
+            "    0  Stopped by SIGTERM (its normal stop), --fingerprint printed the fingerprint, or --check found that rivetd can start\n"))
         #expect(help.stdout.contains("  143  A second SIGTERM arrived while rivetd was still stopping"))
         #expect(!help.stdout.contains("Terminated by SIGTERM"))
         let man = try String(contentsOfFile: repositoryRoot + "/man/man1/rivetd.1", encoding: .utf8)

@@ -105,8 +105,9 @@ import ToolTestSupport
     @Test("every EXAMPLES command of rivetd(1) runs as printed and does what the page says")
     func rivetdExamples() async throws {
         let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivetd.1")
-        try #require(commands.count == 2, "\(commands)")
+        try #require(commands.count == 3, "\(commands)")
         #expect(commands[0] == "rivetd --fingerprint")
+        #expect(commands[2] == "rivetd --config rivetd.conf --check")
         #expect(commands[1].hasPrefix("rivetd --listen 127.0.0.1:7447 --schema rivet.rktd "))
         let home = try Home()
         defer { home.remove() }
@@ -133,6 +134,44 @@ import ToolTestSupport
         #expect(serve.stderr.contains("backend started: python3 (pid "), "\(serve.stderr)")
         serve.signal(SIGTERM)
         #expect(try await serve.wait() == 0, "\(serve.stderr)")
+
+        // The CONFIGURATION section's complete example, beside the same schema and backend, is
+        // what the third example checks; then rivetd serves from it with only the port changed.
+        let configuration = try Self.configurationExample()
+        try Data(configuration.utf8).write(to: URL(fileURLWithPath: home.path + "/rivetd.conf"))
+        chmod(home.path + "/rivetd.conf", 0o644)
+        let check = try Self.shell("cd '\(home.path)' && " + commands[2], home)
+        #expect(try await check.wait() == 0, "\(check.stdout)\(check.stderr)")
+        #expect(check.stdout.hasPrefix("config: ok (rivetd.conf)\nlisten: ok (0.0.0.0:7447)\napplication-id: ok (net.example.scoreboard)\n"), "\(check.stdout)")
+        #expect(check.stdout.contains("schema: ok (2 calls, 1 event, 1 state key, 2 scopes; rivet.rktd)\n"), "\(check.stdout)")
+        #expect(check.stdout.contains("backend: ok (/usr/bin/python3)\n"), "\(check.stdout)")
+        let fromFile = try Self.shell("cd '\(home.path)' && exec rivetd --config rivetd.conf --listen 127.0.0.1:0", home)
+        try await eventually("the ready line from the configuration file") {
+            if let status = fromFile.poll() { throw TestFailure("rivetd exited with \(status): \(fromFile.stderr)") }
+            return fromFile.stdout.hasSuffix("\n")
+        }
+        #expect(fromFile.stderr.contains("backend started: python3 (pid "), "\(fromFile.stderr)")
+        fromFile.signal(SIGTERM)
+        #expect(try await fromFile.wait() == 0, "\(fromFile.stderr)")
+    }
+
+    /// The literal block of rivetd(1)'s CONFIGURATION section, `\e` read as a backslash.
+    static func configurationExample() throws -> String {
+        let page = try String(contentsOfFile: repositoryRoot + "/man/man1/rivetd.1", encoding: .utf8)
+        var inSection = false
+        var block: [String]?
+        for line in page.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+            if line.hasPrefix(".Sh ") { inSection = line == ".Sh CONFIGURATION" }
+            guard inSection else { continue }
+            if line.hasPrefix(".Bd -literal") {
+                block = []
+            } else if line == ".Ed", let lines = block {
+                return lines.map { $0.replacingOccurrences(of: "\\e", with: "\\") + "\n" }.joined()
+            } else {
+                block?.append(line)
+            }
+        }
+        throw TestFailure("rivetd(1) has no literal block in CONFIGURATION")
     }
 
     /// Stores a device that paired and was last seen in 2020.

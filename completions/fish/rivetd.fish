@@ -9,6 +9,8 @@ complete -c rivetd -l application-id -x -d 'The application devices pair with; d
 complete -c rivetd -l registry -r -F -d 'Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3.'
 complete -c rivetd -l log-level -x -a 'error warn info debug' -d 'Log events at this level and above to standard error (default info).'
 complete -c rivetd -l no-advertise -d 'Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address).'
+complete -c rivetd -l config -r -F -d 'Read settings from FILE instead of $XDG_CONFIG_HOME/rivet/rivetd.conf; the command line overrides them.'
+complete -c rivetd -l check -d 'Check the configuration, schema, server key, registry and backend, one line each, and exit; start nothing.'
 complete -c rivetd -l fingerprint -d 'Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed.'
 complete -c rivetd -l backend -x -a '(__fish_complete_command)' -d 'Run CMD with the remaining arguments as the backend; give it last.'
 complete -c rivetd -s h -l help -d 'Show this help and exit.'

@@ -169,8 +169,10 @@ public struct XDGDirectories: Sendable, Hashable {
     }
 
     /// Refuses `path` unless it is a directory (not a symbolic link), owned by ``userID``,
-    /// and not writable by group or others.
-    private func verifyPrivate(_ path: String) throws {
+    /// and not writable by group or others: the rule of ``ensurePrivate(_:)``, creating nothing.
+    /// - Throws: ``XDGError/missing`` when it does not exist; otherwise what ``ensure(_:)``
+    ///   throws for an unsafe directory.
+    public func verifyPrivate(_ path: String) throws {
         var info = stat()
         guard lstat(path, &info) == 0 else {
             let code = errno

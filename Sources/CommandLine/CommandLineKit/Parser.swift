@@ -282,7 +282,16 @@ private struct ArgumentParser {
     // MARK: Values
 
     func validate(_ value: String, kind: ValueKind, label: String) throws(UsageError) {
-        switch kind {
+        try kind.validate(value, label: label, context: context)
+    }
+}
+
+extension ValueKind {
+    /// Checks `value` as an argument of this kind (`label` names it in the message, `context`
+    /// is the subcommand): what the parser checks on a command line, and a configuration file
+    /// on its settings.
+    func validate(_ value: String, label: String, context: String?) throws(UsageError) {
+        switch self {
         case .none:
             return
         case .file, .directory, .command:
@@ -297,7 +306,7 @@ private struct ArgumentParser {
                     in: context)
             }
         case .url:
-            guard Self.isAbsoluteURL(value) else {
+            guard ArgumentParser.isAbsoluteURL(value) else {
                 throw .invalidValue(
                     value, for: label, expected: "an absolute URL such as https://host/path",
                     in: context)

@@ -24,17 +24,27 @@ extension ToolSpecs {
             is not running it logs one warning, keeps serving and retries in the background. \
             --no-advertise turns advertising off.
 
+            Settings may also come from a configuration file, $XDG_CONFIG_HOME/rivet/rivetd.conf \
+            (~/.config/rivet/rivetd.conf) or the file --config names: one 'name = value' a line, \
+            the names of the options above without their dashes (advertise = yes or no), \
+            relative paths taken from the file's directory. The command line overrides the file. \
+            --check reads everything rivetd needs to start, prints one line for each, and exits \
+            0 when rivetd can start, 1 when it cannot, starting nothing.
+
             SIGTERM withdraws the advertisement and stops rivetd gracefully (exit status 0).
             """,
         options: [
             Rivetd.listen.spec, Rivetd.schema.spec, Rivetd.applicationID.spec, Rivetd.registry.spec, Rivetd.logLevel.spec,
-            Rivetd.noAdvertise.spec, Rivetd.fingerprint.spec, Rivetd.backend.spec,
+            Rivetd.noAdvertise.spec, Rivetd.config.spec, Rivetd.check.spec, Rivetd.fingerprint.spec, Rivetd.backend.spec,
         ],
-        exclusiveGroups: [["fingerprint", "listen"], ["fingerprint", "no-advertise"]],
+        exclusiveGroups: [["fingerprint", "listen"], ["fingerprint", "no-advertise"], ["fingerprint", "check"]],
         // SIGTERM is a daemon's normal stop (0); 143 only when a second one cuts the stop short.
         exitStatuses: [
-            ExitStatus(code: 0, meaning: "Stopped by SIGTERM (its normal stop), or --fingerprint printed the fingerprint"),
-            .failure, .usage, .hangUp, .interrupted,
+            ExitStatus(
+                code: 0,
+                meaning: "Stopped by SIGTERM (its normal stop), --fingerprint printed the fingerprint, or --check found that rivetd can start"),
+            ExitStatus(code: 1, meaning: "Failure (with --check: something rivetd needs cannot be used)"),
+            ExitStatus(code: 2, meaning: "Usage error: a bad option, or a bad configuration file (FILE:LINE says where)"), .hangUp, .interrupted,
             ExitStatus(code: 143, meaning: "A second SIGTERM arrived while rivetd was still stopping"),
         ],
         normalStopSignals: [SIGTERM]
@@ -61,11 +71,24 @@ extension ToolSpecs {
         public static let noAdvertise = OptionKey<Bool>.flag(
             "no-advertise",
             help: "Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address).")
+        public static let config = OptionKey<String?>.value(
+            "config", valueName: "FILE", kind: .file,
+            help: "Read settings from FILE instead of $XDG_CONFIG_HOME/rivet/rivetd.conf; the command line overrides them.")
+        public static let check = OptionKey<Bool>.flag(
+            "check",
+            help: "Check the configuration, schema, server key, registry and backend, one line each, and exit; start nothing.")
         public static let fingerprint = OptionKey<Bool>.flag(
             "fingerprint",
             help: "Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed.")
         public static let backend = OptionKey<[String]?>.rest(
             "backend", valueName: "CMD", kind: .command,
             help: "Run CMD with the remaining arguments as the backend; give it last.")
+
+        /// The settings of rivetd.conf: the options that take a value, under their long names,
+        /// and `advertise = yes|no` for `--no-advertise`.
+        public static let configurationNames: [ConfigurationName] = [
+            .option(listen.spec), .option(schema.spec), .option(applicationID.spec), .option(backend.spec),
+            .option(registry.spec), .option(logLevel.spec), .flag("advertise", option: noAdvertise.spec, givenWhen: false),
+        ]
     }
 }

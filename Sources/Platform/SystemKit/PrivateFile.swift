@@ -60,9 +60,10 @@ public enum PrivateFile {
     }
 
     /// Checks, in this order, that `info` is a regular file (`.symlink`, `.notRegularFile`),
-    /// owned by this user (`.wrongOwner`), with no group or other permission bit
-    /// (`.insecureMode`).
-    public static func check(_ info: stat) throws(PrivateFileError) {
+    /// owned by this user (`.wrongOwner`), with none of the `forbidden` permission bits
+    /// (`.insecureMode`): by default no group or other bit; a file others may read but not
+    /// change (a configuration file) passes `0o022`.
+    public static func check(_ info: stat, forbidden: UInt32 = 0o077) throws(PrivateFileError) {
         switch info.st_mode & S_IFMT {
         case S_IFREG: break
         case S_IFLNK: throw .symlink
@@ -70,15 +71,15 @@ public enum PrivateFile {
         }
         guard info.st_uid == geteuid() else { throw .wrongOwner(uid: info.st_uid) }
         let mode = UInt32(info.st_mode) & 0o7777
-        guard mode & 0o077 == 0 else { throw .insecureMode(mode) }
+        guard mode & forbidden == 0 else { throw .insecureMode(mode) }
     }
 
-    /// Reads a private file of at most `limit` bytes, checked (`check(_:)`) on the open
-    /// descriptor; opened with `O_NOFOLLOW|O_NONBLOCK`, so neither a link nor a FIFO is waited on.
-    /// The scratch buffer is wiped before it is released.
-    /// - Throws: `.notFound`, `.symlink`, what `check(_:)` throws, `.tooLarge`, or `.system`
-    ///   (`"open"`, `"fstat"`, `"read"`).
-    public static func read(_ path: String, limit: Int) throws(PrivateFileError) -> [UInt8] {
+    /// Reads a private file of at most `limit` bytes, checked (`check(_:forbidden:)`, with
+    /// `forbidden`) on the open descriptor; opened with `O_NOFOLLOW|O_NONBLOCK`, so neither a
+    /// link nor a FIFO is waited on. The scratch buffer is wiped before it is released.
+    /// - Throws: `.notFound`, `.symlink`, what `check(_:forbidden:)` throws, `.tooLarge`, or
+    ///   `.system` (`"open"`, `"fstat"`, `"read"`).
+    public static func read(_ path: String, limit: Int, forbidden: UInt32 = 0o077) throws(PrivateFileError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else {
             let number = errno
@@ -91,7 +92,7 @@ public enum PrivateFile {
         defer { FileDescriptor.close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .system(.current("fstat", path: path)) }
-        try check(info)
+        try check(info, forbidden: forbidden)
         guard Int64(info.st_size) <= Int64(limit) else { throw .tooLarge(Int64(info.st_size)) }
         var buffer = [UInt8](repeating: 0, count: limit + 1)
         defer { SecretBytes.wipe(&buffer) }

@@ -293,11 +293,16 @@ public final class RivetDaemon: Sendable {
     }
 
     static func loadPolicy(_ path: String) throws(RivetDaemonError) -> RivetDeviceGatewayPolicy {
+        RivetDeviceGatewayPolicy(schema: try loadSchema(path))
+    }
+
+    /// Reads and validates the schema at `path` (see ``readSchema(_:)``).
+    static func loadSchema(_ path: String) throws(RivetDaemonError) -> Schema {
         guard let text = String(validating: try readSchema(path), as: UTF8.self) else {
             throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): it is not UTF-8 text")
         }
         do {
-            return RivetDeviceGatewayPolicy(schema: try Schema.parse(text, file: path))
+            return try Schema.parse(text, file: path)
         } catch {
             throw RivetDaemonError.schemaFailed.with("the schema does not validate: \(error.description)")
         }

@@ -86,6 +86,16 @@ extension RivetDiscoverySecret {
         return existing
     }
 
+    /// Loads the secret from `<stateDirectory>/discovery-secret` without creating anything
+    /// (`rivetd --check`); nil when there is no file.
+    /// Throws as ``loadOrCreate(stateDirectory:)`` does for an existing file.
+    public static func loadExisting(stateDirectory: String) throws(RivetDiscoveryError) -> RivetDiscoverySecret? {
+        try readSecretFile(secretPath(stateDirectory))
+    }
+
+    /// The secret's file in `stateDirectory`: `discovery-secret`.
+    public static func path(in stateDirectory: String) -> String { secretPath(stateDirectory) }
+
     /// Replaces the secret in `<stateDirectory>/discovery-secret` with a fresh one (atomically:
     /// readers see the old secret or the new one) and returns it. Every device paired before
     /// holds the old secret and no longer recognises this desktop's advertisement until it

@@ -10,7 +10,13 @@ import RivetTransport
 import ThreadSupport
 import ToolSpecs
 
-ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
+ToolRunner.main(spec: ToolSpecs.rivetd) { commandLine in
+    // The configuration file's settings under the command line's: the command line wins.
+    let file = try DaemonConfigurationFile.read(commandLine)
+    let arguments = file.map { commandLine.overlaying($0) } ?? commandLine
+    if arguments[ToolSpecs.Rivetd.check] {
+        return try DaemonCheck.run(arguments, file: file, filePath: try DaemonConfigurationFile.path(commandLine))
+    }
     // --log-level is a choice of exactly the level names, checked when parsing.
     guard let level = RivetLogLevel(name: arguments[ToolSpecs.Rivetd.logLevel]) else {
         preconditionFailure("rivetd: --log-level offers a level RivetLogLevel does not name")
@@ -27,8 +33,9 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { arguments in
     }
 
     if arguments[ToolSpecs.Rivetd.fingerprint] {
+        // Only the command line is checked: a configuration file holds what --listen needs.
         for option in [ToolSpecs.Rivetd.backend.spec, ToolSpecs.Rivetd.schema.spec, ToolSpecs.Rivetd.applicationID.spec]
-        where arguments.isGiven(option) {
+        where commandLine.isGiven(option) {
             throw UsageError("--\(option.long) goes with --listen, not --fingerprint", argument: "--\(option.long)")
         }
         let identity: RivetServerIdentity
@@ -65,7 +72,7 @@ enum DaemonCommandLine {
     static func configuration(_ arguments: ParsedArguments, stateDirectory: String) throws -> RivetDaemonConfiguration {
         guard let listen = arguments[ToolSpecs.Rivetd.listen] else {
             throw UsageError(
-                "nothing to do: give --listen ADDR:PORT (with --schema, --application-id and --backend) or --fingerprint")
+                "nothing to do: give --listen ADDR:PORT (with --schema, --application-id and --backend, or set them in rivetd.conf) or --fingerprint")
         }
         guard let schema = arguments[ToolSpecs.Rivetd.schema] else {
             throw UsageError("--listen needs --schema FILE", argument: "--listen")
