@@ -46,6 +46,13 @@ public enum ServiceManagerSockets {
         public let family: Int32
         /// The port it is bound to.
         public let port: UInt16
+
+        /// The socket `descriptor` of `family`, bound to `port`.
+        public init(descriptor: Int32, family: Int32, port: UInt16) {
+            self.descriptor = descriptor
+            self.family = family
+            self.port = port
+        }
     }
 
     /// Why the variables or a descriptor cannot be used; `message` is one line naming the
