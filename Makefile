@@ -1,5 +1,5 @@
 # Build, install and uninstall the seven Rivet & Rastrillo tools with their man pages, shell
-# completions and the systemd user unit for rivetd.
+# completions and the systemd user units for rivetd (the service and its socket).
 #
 #   make                                  # = make build: swift build -c release (see STATIC_TOOLS)
 #   make install PREFIX=/usr/local        # DESTDIR= for staged (package) installs
@@ -40,7 +40,8 @@ INSTALLED := $(TOOLS:%=$(BIN_DIR)/%) \
 	$(TOOLS:%=$(BASH_DIR)/%) \
 	$(TOOLS:%=$(ZSH_DIR)/_%) \
 	$(TOOLS:%=$(FISH_DIR)/%.fish) \
-	$(UNIT_DIR)/rivetd.service
+	$(UNIT_DIR)/rivetd.service \
+	$(UNIT_DIR)/rivetd.socket
 
 .PHONY: all build check install uninstall print-tools print-installed print-static-flags
 
@@ -87,6 +88,7 @@ install:
 	done
 	sed 's|/usr/local/bin/rivetd|$(PREFIX)/bin/rivetd|' examples/systemd/rivetd.service > "$(UNIT_DIR)/rivetd.service"
 	chmod 644 "$(UNIT_DIR)/rivetd.service"
+	install -m 644 examples/systemd/rivetd.socket "$(UNIT_DIR)/rivetd.socket"
 
 uninstall:
 	rm -f $(INSTALLED)

@@ -241,7 +241,7 @@ let package = Package(
             name: "rivetd",
             dependencies: [
                 "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
-                "RivetState", "ThreadSupport",
+                "RivetState", "SystemKit", "ThreadSupport",
             ], path: "Sources/Tools/rivetd"),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(

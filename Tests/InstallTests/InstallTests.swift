@@ -89,7 +89,7 @@ let expectedFiles = tools.flatMap { tool in
         "bin/\(tool)", "share/man/man1/\(tool).1", "share/bash-completion/completions/\(tool)",
         "share/zsh/site-functions/_\(tool)", "share/fish/vendor_completions.d/\(tool).fish",
     ]
-} + ["lib/systemd/user/rivetd.service"]
+} + ["lib/systemd/user/rivetd.service", "lib/systemd/user/rivetd.socket"]
 
 @Suite(.serialized) struct InstallTests {
     @Test(.timeLimit(.minutes(60)))
@@ -118,7 +118,10 @@ let expectedFiles = tools.flatMap { tool in
             #expect(mode == 0o755)
         }
         let unit = try String(contentsOfFile: prefix + "/lib/systemd/user/rivetd.service", encoding: .utf8)
-        #expect(unit.contains("ExecStart=\(prefix)/bin/rivetd --listen 127.0.0.1:PORT "))
+        // No placeholder to edit: rivetd runs with no arguments, its port comes from the socket.
+        #expect(unit.split(separator: "\n").contains("ExecStart=\(prefix)/bin/rivetd"))
+        let socket = try String(contentsOfFile: prefix + "/lib/systemd/user/rivetd.socket", encoding: .utf8)
+        #expect(socket == (try String(contentsOfFile: repositoryRoot + "/examples/systemd/rivetd.socket", encoding: .utf8)))
 
         let uninstall = try await run(["/usr/bin/make", "-C", repositoryRoot, "uninstall", "PREFIX=\(prefix)"])
         #expect(uninstall.status == 0, "\(uninstall.output)")
@@ -135,7 +138,7 @@ let expectedFiles = tools.flatMap { tool in
         try #require(install.status == 0, "\(install.output)")
         #expect(files(under: stage) == expectedFiles.map { "usr/" + $0 }.sorted())
         let unit = try String(contentsOfFile: stage + "/usr/lib/systemd/user/rivetd.service", encoding: .utf8)
-        #expect(unit.contains("ExecStart=/usr/bin/rivetd "))
+        #expect(unit.split(separator: "\n").contains("ExecStart=/usr/bin/rivetd"))
         let uninstall = try await run(["/usr/bin/make", "-C", repositoryRoot, "uninstall", "PREFIX=/usr", "DESTDIR=\(stage)"])
         #expect(uninstall.status == 0)
         #expect(files(under: stage) == [])

@@ -57,10 +57,11 @@ final class Spawned: Sendable {
     }
 
     /// Starts `executable` (a path) with `arguments`; `prefix` runs it through another program
-    /// (for example `setpriv …`).
+    /// (for example `setpriv …`). The descriptors `passing` become the child's 3, 4, … (as a
+    /// service manager passes its sockets).
     static func start(
         _ executable: String, _ arguments: [String], environment: [String: String], directory: String,
-        stdinPipe: Bool = false, prefix: [String] = []
+        stdinPipe: Bool = false, prefix: [String] = [], passing: [Int32] = []
     ) throws -> Spawned {
         let name = UUID().uuidString
         let stdoutPath = directory + "/\(name).out"
@@ -79,10 +80,11 @@ final class Spawned: Sendable {
         }
         posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        for (index, fd) in passing.enumerated() { posix_spawn_file_actions_adddup2(&actions, fd, 3 + Int32(index)) }
         let command = prefix + [executable] + arguments
         let pid: pid_t
         do {
-            pid = try spawnProcess(command, environment: environment, actions: &actions)
+            pid = try spawnProcess(command, environment: environment, actions: &actions, passing: Int32(passing.count))
         } catch {
             if stdinPipe {
                 close(pipeFDs[0])
@@ -193,20 +195,27 @@ final class Daemon: Sendable {
         self.fingerprint = fingerprint
     }
 
-    /// Starts rivetd in `home` on 127.0.0.1, port 0, with the test backend, and waits until it
-    /// listens.
+    /// Starts rivetd in `home` on 127.0.0.1, port 0 (`listen` nil: no `--listen`, for sockets
+    /// `passing` gives it), with the test backend, and waits until it listens.
     static func start(
         _ home: Home, backendEnvironment: [String: String] = [:], logLevel: String = "debug",
-        environment: [String: String]? = nil, prefix: [String] = [], arguments: [String] = []
+        environment: [String: String]? = nil, prefix: [String] = [], arguments: [String] = [],
+        listen: String? = "127.0.0.1:0", passing: [Int32] = []
     ) async throws -> Daemon {
         var env = environment ?? home.environment
         for (key, value) in backendEnvironment { env[key] = value }
         let process = try Spawned.start(
             ToolProcess.path(of: "rivetd"),
-            [
-                "--listen", "127.0.0.1:0", "--schema", exampleSchema, "--application-id", testApplication,
-                "--log-level", logLevel,
-            ] + arguments + ["--backend", ToolProcess.path(of: "rivet-test-backend")], environment: env, directory: home.path, prefix: prefix)
+            (listen.map { ["--listen", $0] } ?? [])
+                + ["--schema", exampleSchema, "--application-id", testApplication, "--log-level", logLevel] + arguments
+                + ["--backend", ToolProcess.path(of: "rivet-test-backend")], environment: env, directory: home.path, prefix: prefix,
+            passing: passing)
+        return try await attach(home, process)
+    }
+
+    /// The rivetd `process` (running in `home`, or about to start there), once it listens on
+    /// 127.0.0.1.
+    static func attach(_ home: Home, _ process: Spawned) async throws -> Daemon {
         var listening: (UInt16, SPKIFingerprint)?
         try await eventually("rivetd to listen") {
             if let status = process.poll() {
@@ -249,6 +258,14 @@ final class Daemon: Sendable {
     /// Pairs a device straight into the registry (as a completed pairing would) and returns its
     /// credential.
     func pairDirectly(name: String, scopes: [String]) throws -> RivetCompanionCredential {
+        try Self.pairDirectly(home, fingerprint: fingerprint, port: port, name: name, scopes: scopes)
+    }
+
+    /// Pairs a device straight into `home`'s registry for the server key `fingerprint` (which
+    /// `rivetd --fingerprint` makes before rivetd first starts) and returns its credential.
+    static func pairDirectly(
+        _ home: Home, fingerprint: SPKIFingerprint, port: UInt16, name: String, scopes: [String]
+    ) throws -> RivetCompanionCredential {
         let store = try RivetDevicePairingStore(path: home.registry)
         defer { store.close() }
         let credential = PairingCredential(bytes: try SecureRandom.bytes(32))!

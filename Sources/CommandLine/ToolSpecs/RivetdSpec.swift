@@ -19,6 +19,10 @@ extension ToolSpecs {
             --backend; --backend takes the rest of the command line, so give it last:
              rivetd --listen 127.0.0.1:7447 --schema rivet.rktd --application-id net.example.app --backend ./backend
 
+            Started by a socket unit (systemctl --user enable --now rivetd.socket), rivetd \
+            accepts on the listening TCP sockets systemd passes (LISTEN_PID, LISTEN_FDS) \
+            instead, and --listen must not be given.
+
             While it listens, rivetd advertises the listener as _rivet._tcp through avahi-daemon, \
             under a random name with a TXT hint only paired devices recognise; when avahi-daemon \
             is not running it logs one warning, keeps serving and retries in the background. \

@@ -23,6 +23,10 @@ public struct RivetDaemonConfiguration: Sendable {
     public var listenHost: String
     /// The port (0 lets the kernel choose; the started daemon reports it).
     public var listenPort: UInt16
+    /// Listening TCP sockets the service manager passed (socket activation, `sd_listen_fds(3)`):
+    /// when not empty, the daemon accepts on these, all on one port, instead of binding
+    /// `listenHost` and `listenPort` (then unused), and never closes and binds again.
+    public var inheritedSockets: [Int32] = []
     /// The backend's program and arguments; the program is looked up in `PATH` unless it
     /// contains a slash.
     public var backendCommand: [String]
@@ -105,9 +109,9 @@ public final class RivetDaemon: Sendable {
     }
 
     /// Reads the schema, loads (or creates) the server identity and the discovery secret, opens
-    /// the registry, creates the control socket, binds the listening socket, starts the
-    /// backend, accepts connections, and then (unless
-    /// `advertise` is off) advertises the bound port as `_rivet._tcp`. An absent avahi-daemon
+    /// the registry, creates the control socket, binds the listening socket (or takes the
+    /// service manager's, `inheritedSockets`), starts the backend, accepts connections, and then
+    /// (unless `advertise` is off) advertises the port as `_rivet._tcp`. An absent avahi-daemon
     /// does not stop the daemon: the advertiser waits for it in the background.
     /// - Throws: ``RivetDaemonError`` naming the part that failed (`schemaFailed`,
     ///   `identityFailed`, `discoverySecretFailed`, `registryFailed`, `controlSocketFailed`, `alreadyRunning`,
@@ -190,14 +194,21 @@ public final class RivetDaemon: Sendable {
             configuration: listenerConfiguration, identity: identity, pairing: desk, authenticator: authenticator,
             handler: core, sessionLoop: loop)
         let port: UInt16
+        let inherited = configuration.inheritedSockets
         do {
-            port = try listener.bind(host: configuration.listenHost, port: configuration.listenPort)
+            port =
+                inherited.isEmpty
+                ? try listener.bind(host: configuration.listenHost, port: configuration.listenPort)
+                : try listener.adopt(inherited)
         } catch {
             control.stop()
             loop.stop()
             store.close()
-            throw RivetDaemonError.listenFailed.with(
-                "cannot listen on \(joinHostPort(configuration.listenHost, configuration.listenPort)): \(error.message)")
+            let what =
+                inherited.isEmpty
+                ? "listen on \(joinHostPort(configuration.listenHost, configuration.listenPort))"
+                : "accept on the service manager's sockets (\(Self.descriptors(inherited)))"
+            throw RivetDaemonError.listenFailed.with("cannot \(what): \(error.message)")
         }
         let host = listener.host ?? configuration.listenHost
         desk.listening(host: host, port: port)
@@ -217,7 +228,9 @@ public final class RivetDaemon: Sendable {
                 sessionLoop: loop))
         log.info("control socket at \(configuration.controlSocketPath)")
         log.info("server fingerprint \(identity.fingerprint.hex)")
-        let named = host == configuration.listenHost ? "" : " (\(configuration.listenHost))"
+        let named =
+            !inherited.isEmpty ? " (the service manager's socket: \(Self.descriptors(inherited)))"
+            : host == configuration.listenHost ? "" : " (\(configuration.listenHost))"
         log.info("listening on \(joinHostPort(host, port))\(named) for application \(configuration.applicationID)")
         if let advertising {
             advertising.start(host: host, port: port, secret: discoverySecret)
@@ -225,6 +238,11 @@ public final class RivetDaemon: Sendable {
             log.info("not advertising (--no-advertise)")
         }
         return Started(host: host, port: port, fingerprint: identity.fingerprint, backendPID: core.backendPID ?? 0)
+    }
+
+    /// `descriptor 3`, `descriptors 3, 4`.
+    private static func descriptors(_ fds: [Int32]) -> String {
+        (fds.count == 1 ? "descriptor " : "descriptors ") + fds.map(String.init).joined(separator: ", ")
     }
 
     /// Stops gracefully (see the type's description) and returns once everything has stopped.

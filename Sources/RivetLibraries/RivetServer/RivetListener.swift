@@ -222,7 +222,17 @@ public final class RivetListener: Sendable {
         try core.bind(host: host, port: port)
     }
 
-    /// Starts accepting on the socket `bind` made (once; nothing happens before `bind` or
+    /// Takes over listening TCP sockets made elsewhere (a service manager's, `sd_listen_fds(3)`)
+    /// instead of binding one, without accepting yet, as `bind` does; it never binds nor listens
+    /// again, and `stop()` closes the descriptors. They must listen on the same port; `host`
+    /// then gives the first one's address. Returns that port.
+    /// - Throws: `RivetListenerError.alreadyStarted`; `.io(EINVAL)` when the ports differ;
+    ///   `.io(errno)` when a socket cannot be made non-blocking or named.
+    public func adopt(_ sockets: [Int32]) throws(RivetListenerError) -> UInt16 {
+        try core.adopt(sockets)
+    }
+
+    /// Starts accepting on the sockets `bind` made or `adopt` took (once; nothing happens before `bind` or
     /// after `stop`).
     public func startAccepting() {
         core.startAccepting()
@@ -303,7 +313,8 @@ final class ListenerCore: @unchecked Sendable {
 
     private let monitor = Monitor()
     private var runState = RunState.created
-    private var listenFD: Int32 = -1
+    /// The listening sockets (one bound by `bind`, or those `adopt` was given).
+    private var listenFDs: [Int32] = []
     private var acceptWake: WakePipe?
     private var acceptThreadRunning = false
     private var connectionThreads = 0
@@ -362,6 +373,28 @@ final class ListenerCore: @unchecked Sendable {
     // MARK: Start and stop
 
     func bind(host: String, port: UInt16) throws(RivetListenerError) -> UInt16 {
+        try install { () -> Result<([Int32], String, UInt16), RivetListenerError> in
+            switch makeListeningSocket(host: host, port: port, backlog: configuration.backlog) {
+            case .failure(let failure): .failure(RivetListenerError.from(failure))
+            case .success(let (fd, boundHost, bound)): .success(([fd], boundHost, bound))
+            }
+        }
+    }
+
+    func adopt(_ sockets: [Int32]) throws(RivetListenerError) -> UInt16 {
+        try install { () -> Result<([Int32], String, UInt16), RivetListenerError> in
+            switch adoptListeningSockets(sockets) {
+            case .failure(let failure): .failure(RivetListenerError.from(failure))
+            case .success(let (host, port)): .success((sockets, host, port))
+            }
+        }
+    }
+
+    /// Makes the session loop and the wake pipe, then (once, under the monitor) takes the
+    /// listening sockets `listening` gives.
+    private func install(
+        _ listening: () -> Result<([Int32], String, UInt16), RivetListenerError>
+    ) throws(RivetListenerError) -> UInt16 {
         let wake: WakePipe
         do { wake = try WakePipe() } catch { throw RivetListenerError.from(error) }
         let loop: StreamEventLoop
@@ -374,10 +407,10 @@ final class ListenerCore: @unchecked Sendable {
             guard runState == .created else {
                 return .failure(.alreadyStarted.with("the listener was already started; create a new one to listen again"))
             }
-            switch makeListeningSocket(host: host, port: port, backlog: configuration.backlog) {
-            case .failure(let failure): return .failure(RivetListenerError.from(failure))
-            case .success(let (fd, boundHost, bound)):
-                listenFD = fd
+            switch listening() {
+            case .failure(let failure): return .failure(failure)
+            case .success(let (fds, boundHost, bound)):
+                listenFDs = fds
                 acceptWake = wake
                 sessionLoop = loop
                 boundHostValue = boundHost
@@ -409,8 +442,8 @@ final class ListenerCore: @unchecked Sendable {
                 if runState == .created { runState = .stopped }
                 if runState == .bound {
                     // Bound, never accepting: nothing but the socket to close.
-                    Glibc.close(listenFD)
-                    listenFD = -1
+                    for fd in listenFDs { Glibc.close(fd) }
+                    listenFDs = []
                     runState = .stopped
                 }
                 return []
@@ -449,20 +482,23 @@ final class ListenerCore: @unchecked Sendable {
 
     private func acceptLoop() {
         while true {
-            let (listener, wake, idle, stopping) = monitor.withLock {
-                (listenFD, acceptWake!, records.values.filter { $0.phase == .idle }.sorted { $0.acceptedAt < $1.acceptedAt }, isStopping)
+            let (listeners, wake, idle, stopping) = monitor.withLock {
+                (listenFDs, acceptWake!, records.values.filter { $0.phase == .idle }.sorted { $0.acceptedAt < $1.acceptedAt }, isStopping)
             }
             if stopping { break }
-            var descriptors = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+            // The wake pipe first, then the listening sockets, then the idle connections.
+            var descriptors = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+            descriptors += listeners.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let firstIdle = descriptors.count
             descriptors += idle.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
             let nextDeadline = idle.first.map { $0.acceptedAt + configuration.handshakeTimeout }
             guard (try? Poll.wait(&descriptors, timeout: pollTimeout(until: nextDeadline, on: configuration.clock))) != nil else { break }
-            if descriptors[1].revents != 0 { wake.drain() }
+            if descriptors[0].revents != 0 { wake.drain() }
             var promote: [ConnectionRecord] = []
             var expired: [ConnectionRecord] = []
             let now = configuration.clock.now
             for (index, record) in idle.enumerated() {
-                if descriptors[index + 2].revents != 0 {
+                if descriptors[firstIdle + index].revents != 0 {
                     promote.append(record)
                 } else if now >= record.acceptedAt + configuration.handshakeTimeout {
                     expired.append(record)
@@ -478,13 +514,13 @@ final class ListenerCore: @unchecked Sendable {
                 emit(.closed(connection: record.id, peer: record.peer, reason: "no TLS handshake within \(configuration.handshakeTimeout)"))
             }
             if !proceed { break }
-            if descriptors[0].revents != 0 { acceptPending(listener) }
+            for (index, listener) in listeners.enumerated() where descriptors[1 + index].revents != 0 { acceptPending(listener) }
         }
-        // Stopping: this thread owns the listening socket and every idle connection.
+        // Stopping: this thread owns the listening sockets and every idle connection.
         monitor.withLock {
             for record in records.values where record.phase == .idle { closeIdle(record) }
-            Glibc.close(listenFD)
-            listenFD = -1
+            for fd in listenFDs { Glibc.close(fd) }
+            listenFDs = []
             acceptThreadRunning = false
             monitor.broadcast()
         }

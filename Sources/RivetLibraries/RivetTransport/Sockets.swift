@@ -117,18 +117,49 @@ private func listeningSocket(
         close(fd)
         return .failure(SocketFailure(what: "listen on \(address)", errno: error))
     }
+    switch localAddress(fd) {
+    case .success(let local): return .success((fd, local.host, local.port))
+    case .failure(let failure):
+        close(fd)
+        return .failure(failure)
+    }
+}
+
+/// The numeric address and port the socket `fd` is bound to.
+func localAddress(_ fd: Int32) -> Result<(host: String, port: UInt16), SocketFailure> {
     var storage = sockaddr_storage()
     var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
     let named = withUnsafeMutablePointer(to: &storage) { pointer in
         pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
     }
-    guard named == 0 else {
-        let error = errno
-        close(fd)
-        return .failure(SocketFailure(what: "getsockname", errno: error))
+    guard named == 0 else { return .failure(SocketFailure(what: "getsockname", errno: errno)) }
+    return .success(withUnsafePointer(to: &storage) { describe(UnsafeRawPointer($0)) })
+}
+
+/// Prepares listening sockets made elsewhere (a service manager's) for the accept loop: each is
+/// made non-blocking, as `makeListeningSocket` makes its own. They must share one port. Returns
+/// the first one's numeric address and the port; nothing is bound, listened on or closed.
+package func adoptListeningSockets(_ fds: [Int32]) -> Result<(host: String, port: UInt16), SocketFailure> {
+    var addresses: [(host: String, port: UInt16)] = []
+    for fd in fds {
+        do {
+            try FileDescriptor.setNonBlocking(fd)
+        } catch {
+            return .failure(SocketFailure(what: "making descriptor \(fd) non-blocking", errno: error.errno))
+        }
+        switch localAddress(fd) {
+        case .success(let local): addresses.append(local)
+        case .failure(let failure): return .failure(failure)
+        }
     }
-    let local = withUnsafePointer(to: &storage) { describe(UnsafeRawPointer($0)) }
-    return .success((fd, local.host, local.port))
+    guard let first = addresses.first else {
+        return .failure(SocketFailure(what: "adopting listening sockets", errno: EINVAL, reason: "none was given"))
+    }
+    guard addresses.allSatisfy({ $0.port == first.port }) else {
+        let named = addresses.map { joinHostPort($0.host, $0.port) }.joined(separator: ", ")
+        return .failure(SocketFailure(what: "adopting listening sockets", errno: EINVAL, reason: "they listen on different ports (\(named))"))
+    }
+    return .success(first)
 }
 
 /// Accepts one pending connection from a non-blocking listening socket, or nil when none waits.

@@ -7,6 +7,7 @@ import RivetPairing
 import RivetServer
 import RivetState
 import RivetTransport
+import SystemKit
 import ThreadSupport
 import ToolSpecs
 
@@ -48,7 +49,10 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { commandLine in
         return .ok
     }
 
-    let configuration = try DaemonCommandLine.configuration(arguments, stateDirectory: stateDirectory)
+    let inherited = try InheritedSockets.take(log: log)
+    let configuration = try DaemonCommandLine.configuration(
+        arguments, inherited: inherited, listenGivenOnCommandLine: commandLine.isGiven(ToolSpecs.Rivetd.listen.spec),
+        stateDirectory: stateDirectory)
     let daemon = RivetDaemon(configuration: configuration, log: log)
     let started: RivetDaemon.Started
     do {
@@ -67,21 +71,36 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { commandLine in
     return .ok
 }
 
-/// The daemon's configuration from its command line.
+/// The daemon's configuration from its command line (and configuration file), with the
+/// listening sockets the service manager passed, if any.
 enum DaemonCommandLine {
-    static func configuration(_ arguments: ParsedArguments, stateDirectory: String) throws -> RivetDaemonConfiguration {
-        guard let listen = arguments[ToolSpecs.Rivetd.listen] else {
-            throw UsageError(
-                "nothing to do: give --listen ADDR:PORT (with --schema, --application-id and --backend, or set them in rivetd.conf) or --fingerprint")
+    static func configuration(
+        _ arguments: ParsedArguments, inherited: [ServiceManagerSockets.ListeningSocket], listenGivenOnCommandLine: Bool,
+        stateDirectory: String
+    ) throws -> RivetDaemonConfiguration {
+        let listen = arguments[ToolSpecs.Rivetd.listen]
+        if let listen, !inherited.isEmpty {
+            // Two answers to "where does rivetd listen": refuse rather than pick one.
+            let place = listenGivenOnCommandLine ? "--listen \(listen)" : "listen = \(listen) in rivetd.conf"
+            throw InheritedSocketError(
+                message:
+                    "\(place) conflicts with the \(InheritedSockets.described(inherited)) the service manager passed (LISTEN_FDS): "
+                    + "the socket unit says where rivetd listens; remove \(listenGivenOnCommandLine ? "--listen" : "listen from rivetd.conf")")
         }
+        if listen == nil && inherited.isEmpty {
+            throw UsageError(
+                "nothing to do: give --listen ADDR:PORT (with --schema, --application-id and --backend, or set them in rivetd.conf), start rivetd from a socket unit, or give --fingerprint")
+        }
+        // What the missing settings are needed for.
+        let needing = inherited.isEmpty ? "--listen" : "the service manager's socket"
         guard let schema = arguments[ToolSpecs.Rivetd.schema] else {
-            throw UsageError("--listen needs --schema FILE", argument: "--listen")
+            throw UsageError("\(needing) needs --schema FILE", argument: inherited.isEmpty ? "--listen" : nil)
         }
         guard let application = arguments[ToolSpecs.Rivetd.applicationID] else {
-            throw UsageError("--listen needs --application-id ID", argument: "--listen")
+            throw UsageError("\(needing) needs --application-id ID", argument: inherited.isEmpty ? "--listen" : nil)
         }
         guard let backend = arguments[ToolSpecs.Rivetd.backend], !backend.isEmpty else {
-            throw UsageError("--listen needs --backend CMD [ARG...] (give it last)", argument: "--listen")
+            throw UsageError("\(needing) needs --backend CMD [ARG...] (give it last)", argument: inherited.isEmpty ? "--listen" : nil)
         }
         let applicationID: RivetApplicationID
         do {
@@ -97,13 +116,65 @@ enum DaemonCommandLine {
             throw StartError(message: "cannot prepare the runtime directory for the control socket: \(error)")
         }
         let registry = try registryPath(arguments)
+        // With inherited sockets the host and port are unused (see `inheritedSockets`).
         var configuration = RivetDaemonConfiguration(
-            listenHost: listen.host, listenPort: listen.port, backendCommand: backend, schemaPath: schema,
-            applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
+            listenHost: listen?.host ?? "", listenPort: listen?.port ?? inherited[0].port, backendCommand: backend,
+            schemaPath: schema, applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
             controlSocketPath: RivetControlClient.socketPath(runtimeDirectory: runtime))
+        configuration.inheritedSockets = inherited.map(\.descriptor)
         configuration.advertise = !arguments[ToolSpecs.Rivetd.noAdvertise]
         return configuration
     }
+}
+
+/// The listening sockets a service manager passed (socket activation), as rivetd takes them.
+enum InheritedSockets {
+    /// Takes `LISTEN_PID`, `LISTEN_FDS` and `LISTEN_FDNAMES` out of the environment (so the
+    /// backend does not inherit them) and checks that every descriptor passed is a listening TCP
+    /// socket of IPv4 or IPv6, all on one port. Variables meant for another process are ignored
+    /// with one warning, as `sd_listen_fds(3)` ignores them: rivetd then binds as configured.
+    /// - Throws: `InheritedSocketError` (exit status 2) naming the variable or descriptor.
+    static func take(log: RivetDaemonLog) throws -> [ServiceManagerSockets.ListeningSocket] {
+        let passed: [ServiceManagerSockets.Passed]
+        do {
+            switch try ServiceManagerSockets.take() {
+            case .none: return []
+            case .ignored(let reason):
+                log.warn("ignoring the service manager's LISTEN_FDS: \(reason); listening as configured")
+                return []
+            case .passed(let descriptors): passed = descriptors
+            }
+        } catch {
+            throw InheritedSocketError(message: "the service manager's sockets: \(error.message)")
+        }
+        var sockets: [ServiceManagerSockets.ListeningSocket] = []
+        for descriptor in passed {
+            do {
+                sockets.append(try ServiceManagerSockets.listeningTCP(descriptor))
+            } catch {
+                throw InheritedSocketError(message: "the service manager's \(error.message); rivetd needs listening TCP sockets")
+            }
+        }
+        if let first = sockets.first, sockets.contains(where: { $0.port != first.port }) {
+            throw InheritedSocketError(
+                message: "the service manager's \(described(sockets)) listen on different ports (\(sockets.map { String($0.port) }.joined(separator: ", "))); rivetd advertises one port")
+        }
+        return sockets
+    }
+
+    /// `listening socket 3 (port 7447)`, `listening sockets 3, 4 (port 7447)`.
+    static func described(_ sockets: [ServiceManagerSockets.ListeningSocket]) -> String {
+        let ports = Set(sockets.map(\.port)).sorted().map(String.init).joined(separator: ", ")
+        return (sockets.count == 1 ? "listening socket " : "listening sockets ")
+            + sockets.map { String($0.descriptor) }.joined(separator: ", ") + " (port \(ports))"
+    }
+}
+
+/// The service manager passed descriptors rivetd cannot use, or with a listen address as well:
+/// exit status 2, nothing started.
+struct InheritedSocketError: ToolError {
+    let message: String
+    var exitStatus: ExitStatus { .usage }
 }
 
 /// The line rivetd prints on standard output once it accepts connections: what a script

@@ -8,20 +8,22 @@ import Glibc
 /// The child starts with every signal unblocked and at its default disposition: the test runner
 /// and Dispatch's worker threads block some signals, and a child inherits the mask (so `timeout`,
 /// `kill` or a SIGTERM could not stop it). It gets only descriptors 0, 1 and 2 (whatever
-/// `actions` put there): tests run in parallel, and a child that inherited another test's pipe
-/// or socket would keep it open, so that test would wait for an end of file that never comes.
+/// `actions` put there), and the `passing` descriptors after them, 3 on (what `actions` put
+/// there, as a service manager passes sockets): tests run in parallel, and a child that
+/// inherited another test's pipe or socket would keep it open, so that test would wait for an
+/// end of file that never comes.
 /// Throws `ToolProcessError` naming the program and the reason when it cannot start.
 ///
 /// A thread of its own reaps the child the moment it exits (see ``ChildExits``): ask
 /// ``ChildExits`` for its status, never `waitpid`.
 public func spawnProcess(
     _ arguments: [String], environment: [String: String], searchPath: Bool = false,
-    actions: inout posix_spawn_file_actions_t
+    actions: inout posix_spawn_file_actions_t, passing: Int32 = 0
 ) throws -> pid_t {
     guard let addCloseFrom else {
         throw ToolProcessError(description: "cannot start \(arguments[0]): posix_spawn_file_actions_addclosefrom_np is missing")
     }
-    guard addCloseFrom(&actions, 3) == 0 else {
+    guard addCloseFrom(&actions, 3 + passing) == 0 else {
         throw ToolProcessError(description: "cannot start \(arguments[0]): posix_spawn_file_actions_addclosefrom_np failed")
     }
     var attributes = posix_spawnattr_t()
