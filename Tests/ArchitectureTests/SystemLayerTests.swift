@@ -108,18 +108,12 @@ enum SystemLayer {
     static func sources() throws -> [(path: String, text: String)] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources")
-        guard let walker = FileManager.default.enumerator(atPath: root.path) else {
-            throw ArchitectureError(description: "cannot list \(root.path)")
-        }
-        var files: [(path: String, text: String)] = []
-        while let relative = walker.nextObject() as? String {
-            guard relative.hasSuffix(".swift") else { continue }
+        return try TestTree.swiftFiles(under: root).map { relative, text in
             guard let path = modulePath(relative) else {
                 throw ArchitectureError(description: "Sources/\(relative) is in no layer folder (\(layerFolders))")
             }
-            files.append((path, try String(contentsOfFile: root.appendingPathComponent(relative).path, encoding: .utf8)))
+            return (path, text)
         }
-        return files
     }
 }
 

@@ -29,7 +29,11 @@ enum TestTree {
 
     /// Every Swift file under Tests/, by its path relative to Tests/.
     static func sources() throws -> [(path: String, text: String)] {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        try swiftFiles(under: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent())
+    }
+
+    /// Every Swift file under `root`, by its path relative to `root`, with its text.
+    static func swiftFiles(under root: URL) throws -> [(path: String, text: String)] {
         guard let walker = FileManager.default.enumerator(atPath: root.path) else {
             throw ArchitectureError(description: "cannot list \(root.path)")
         }

@@ -94,26 +94,28 @@ struct BrowseTrackerTests {
         #expect(tracker.leaving.isEmpty)
     }
 
-    @Test("a held service that comes back and cannot be resolved is removed, then its failure reported")
-    func heldThenUnresolvable() throws {
+    /// A tracker whose reported service was removed (the removal held) and has come back, not
+    /// resolved yet; and that held removal.
+    func heldAndBack() throws -> (BrowseTracker, BrowseTracker.HeldRemoval) {
         var tracker = BrowseTracker()
         _ = tracker.handle(.added(Self.instance))
         _ = tracker.handle(resolved())
         _ = tracker.handle(.removed(Self.instance))
         let held = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
         _ = tracker.handle(.added(Self.instance))
+        return (tracker, held)
+    }
+
+    @Test("a held service that comes back and cannot be resolved is removed, then its failure reported")
+    func heldThenUnresolvable() throws {
+        var (tracker, held) = try heldAndBack()
         #expect(tracker.handle(.resolveFailed(Self.instance, .timeout)) == [.removed(service()), .resolveFailed(RivetServiceInstance(Self.instance), .timeout)])
         #expect(tracker.expire(held) == [])
     }
 
     @Test("a held service that comes back with a record that is not canonical is removed and rejected")
     func heldThenRejected() throws {
-        var tracker = BrowseTracker()
-        _ = tracker.handle(.added(Self.instance))
-        _ = tracker.handle(resolved())
-        _ = tracker.handle(.removed(Self.instance))
-        let held = try #require(tracker.heldRemoval(for: .removed(Self.instance)))
-        _ = tracker.handle(.added(Self.instance))
+        var (tracker, held) = try heldAndBack()
         let events = tracker.handle(resolved(txt: [bytes("v=1")]))
         #expect(events.first == .removed(service()))
         #expect(events.count == 2)

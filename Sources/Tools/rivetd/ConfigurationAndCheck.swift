@@ -70,9 +70,10 @@ enum DaemonCheck {
         }
         items.append(state(stateDirectory))
         let registry = try registryPath(arguments)
-        items.append(RivetDaemonCheck.key(stateDirectory: stateDirectory, registryPath: registry))
+        let reading = RivetDaemonCheck.readRegistry(registry)
+        items.append(RivetDaemonCheck.key(stateDirectory: stateDirectory, registry: reading))
         items.append(RivetDaemonCheck.secret(stateDirectory: stateDirectory))
-        items.append(RivetDaemonCheck.registry(registry))
+        items.append(RivetDaemonCheck.registry(reading))
         if let backend = arguments[ToolSpecs.Rivetd.backend] {
             items.append(RivetDaemonCheck.backend(backend, searchPath: ProcessInfo.processInfo.environment["PATH"]))
         } else {

@@ -46,19 +46,20 @@ public enum RivetDaemonCheck {
     }
 
     /// The server key in `stateDirectory`: loaded, never created. A missing key passes unless
-    /// the registry at `registryPath` holds paired devices (which pin the key that was there).
-    public static func key(stateDirectory: String, registryPath: String) -> RivetDaemonCheckItem {
+    /// `registry` (read once by ``readRegistry(_:)``) holds paired devices, which pin the key
+    /// that was there.
+    public static func key(stateDirectory: String, registry: RegistryReading) -> RivetDaemonCheckItem {
         let path = RivetServerIdentity.keyPath(in: stateDirectory)
         do {
             let identity = try RivetServerIdentity.load(stateDirectory: stateDirectory)
             return .passed("key", "ok (fingerprint \(identity.fingerprintHex); \(path))")
         } catch where error == .notProvisioned {
-            guard case .some(.success(let devices)) = pairedDevices(registryPath), !devices.isEmpty else {
+            guard case .some(.success(let devices)) = registry.devices, !devices.isEmpty else {
                 return .passed("key", "missing (would be created at \(path))")
             }
             return .failed(
                 "key",
-                "\(path) is missing, but the registry \(registryPath) holds \(counted(devices.count, "paired device")) pinned to the key that was there; rivetd makes no new key (see rivetd(1), FILES)")
+                "\(path) is missing, but the registry \(registry.path) holds \(counted(devices.count, "paired device")) pinned to the key that was there; rivetd makes no new key (see rivetd(1), FILES)")
         } catch {
             return .failed("key", error.message)
         }
@@ -76,9 +77,10 @@ public enum RivetDaemonCheck {
         }
     }
 
-    /// The registry at `path`, opened read-only: its devices counted, nothing migrated.
-    public static func registry(_ path: String) -> RivetDaemonCheckItem {
-        switch pairedDevices(path) {
+    /// The registry as ``readRegistry(_:)`` read it: its devices counted.
+    public static func registry(_ registry: RegistryReading) -> RivetDaemonCheckItem {
+        let path = registry.path
+        switch registry.devices {
         case nil: return .passed("registry", "missing (would be created at \(path))")
         case .success(let devices): return .passed("registry", "ok (\(counted(devices.count, "device")); \(path))")
         case .failure(let error): return .failed("registry", error.message)
@@ -113,16 +115,24 @@ public enum RivetDaemonCheck {
         return nil
     }
 
-    /// The registry's devices, read-only; nil when there is no file.
-    private static func pairedDevices(_ path: String) -> Result<[RivetDevicePairedDevice], RivetDevicePairingStoreError>? {
+    /// The registry at a path as `--check` read it, once, for the key and registry items.
+    public struct RegistryReading: Sendable {
+        /// The registry file.
+        public let path: String
+        /// Its devices; nil when there is no file.
+        let devices: Result<[RivetDevicePairedDevice], RivetDevicePairingStoreError>?
+    }
+
+    /// The registry at `path`, opened read-only: nothing is created or migrated.
+    public static func readRegistry(_ path: String) -> RegistryReading {
         do {
             let store = try RivetDevicePairingStore(path: path, access: .readOnly)
             defer { store.close() }
-            return .success(try store.list())
+            return RegistryReading(path: path, devices: .success(try store.list()))
         } catch where error == .notFound {
-            return nil
+            return RegistryReading(path: path, devices: nil)
         } catch {
-            return .failure(error)
+            return RegistryReading(path: path, devices: .failure(error))
         }
     }
 
