@@ -61,11 +61,11 @@ import ToolTestSupport
         #expect(Self.processes(mentioning: state).isEmpty)
     }
 
-    @Test("a backend that cannot serve fails the demo at step a, which stops what it started and removes its state",
+    @Test("a backend that cannot serve (or that rivetd --check cannot find) fails the demo at step a, which stops what it started and removes its state",
           .timeLimit(.minutes(60)),
           arguments: [
             ("/bin/false", "demo: step a failed: the backend ended before it served: rivetd: warn: backend (pid "),
-            ("/nonexistent/scoreboard-backend", "demo: step a failed: rivetd exited; its log ends with: rivetd: cannot start the backend"),
+            ("/nonexistent/scoreboard-backend", "demo: step a failed: rivetd --check found a problem: backend: error: /nonexistent/scoreboard-backend: No such file or directory"),
           ])
     func brokenBackendFailsTheDemo(_ backend: String, _ message: String) async throws {
         let run = try await Self.runDemo([], extra: ["RIVET_DEMO_BACKEND": backend])
