@@ -285,7 +285,7 @@ let package = Package(
             dependencies: [
                 "TestSupport", "rivetd", "rivet-pair", "rivet-test-backend", "RivetControl", "RivetCompanion", "RivetDevice", "RivetWire", "RivetTransport",
                 "RivetSession", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "ToolTestSupport", "rivet-browse", "RivetDiscovery",
-                "RivetDaemon",
+                "RivetDaemon", "scoreboard-companion",
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),

@@ -29,6 +29,21 @@ import ToolTestSupport
         return socket
     }
 
+    /// A Unix stream socket bound to `path` and listening (close-on-exec), as a service manager
+    /// makes one from `ListenStream=PATH`.
+    static func unixListeningSocket(at path: String) throws -> FileDescriptor {
+        let socket = try FileDescriptor.unixSocket()
+        try FileDescriptor.bind(socket.rawValue, to: try UnixSocketAddress(path: path))
+        try #require(listen(socket.rawValue, 16) == 0)
+        return socket
+    }
+
+    /// Whether a connection waits in the backlog of the listening `socket` (it polls readable).
+    static func hasPendingConnection(_ socket: FileDescriptor) -> Bool {
+        var descriptors = [pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0)]
+        return poll(&descriptors, 1, 0) == 1
+    }
+
     /// The port `socket` is bound to.
     static func port(of socket: FileDescriptor) throws -> UInt16 {
         var address = sockaddr_in()
@@ -170,6 +185,87 @@ import ToolTestSupport
         #expect(try await second.stop() == 0)
     }
 
+    @Test("the control socket from the service manager: control.pid names its holder, it outlives rivetd, and a rivet-pair request made while rivetd is stopped is served once it starts")
+    func controlSocketFromServiceManager() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let listening = try Self.inetSocket()
+        defer { listening.close() }
+        try FileManager.default.createDirectory(
+            atPath: home.path + "/run/rivet", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let control = try Self.unixListeningSocket(at: home.socket)
+        defer { control.close() }
+        var environment = home.environment
+        environment["LISTEN_FDS"] = "2"
+        let pidFile = home.path + "/run/rivet/control.pid"
+
+        let first = try await Daemon.start(
+            home, environment: environment, prefix: Self.asServiceManager, arguments: ["--no-advertise"], listen: nil,
+            passing: [listening.rawValue, control.rawValue])
+        try await first.waitForLog("control socket at \(home.socket) (the service manager's socket: descriptor 4)")
+        // The process that called listen is this one, and that is what rivet-pair sees.
+        #expect(try String(contentsOfFile: pidFile, encoding: .utf8) == "\(getpid())\n")
+        let sessions = try PairingTests.rivetPair(home, ["--sessions", "--json"])
+        #expect(try await sessions.wait() == 0, "\(sessions.stderr)")
+        #expect(try await first.stop() == 0, "\(first.log)")
+        // Stopped: the socket and its pid file stay with the service manager.
+        #expect(FileManager.default.fileExists(atPath: home.socket))
+        #expect(try String(contentsOfFile: pidFile, encoding: .utf8) == "\(getpid())\n")
+
+        // A request now waits in the socket's backlog...
+        let open = try PairingTests.rivetPair(home, ["--open"])
+        try await eventually("rivet-pair's connection to wait in the control socket's backlog") {
+            if let status = open.poll() { throw TestFailure("rivet-pair --open exited with \(status): \(open.stderr)") }
+            return Self.hasPendingConnection(control)
+        }
+        // ...and is served by the next rivetd.
+        let second = try await Daemon.start(
+            home, environment: environment, prefix: Self.asServiceManager, arguments: ["--no-advertise"], listen: nil,
+            passing: [listening.rawValue, control.rawValue])
+        #expect(try await open.wait() == 0, "\(open.stderr)")
+        #expect(try await second.stop() == 0)
+    }
+
+    @Test("a fresh install under systemd-socket-activate: rivet-pair --open starts rivetd through the control socket, and a device pairs by code and calls")
+    func firstPairingStartsRivetd() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        try Self.configure(home)
+        try FileManager.default.createDirectory(
+            atPath: home.path + "/run/rivet", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let port = try Self.freePort()
+        let passed = home.environment.keys.sorted().map { "--setenv=\($0)" }
+        let activator = try Spawned.start(
+            "/usr/bin/systemd-socket-activate",
+            ["-l", "127.0.0.1:\(port)", "-l", home.socket, "--fdname=rivetd:control"] + passed + [ToolProcess.path(of: "rivetd")],
+            environment: home.environment, directory: home.path)
+        try await eventually("systemd-socket-activate to listen") {
+            if let status = activator.poll() { throw TestFailure("systemd-socket-activate exited with \(status): \(activator.stderr)") }
+            return activator.stderr.contains("Listening on \(home.socket) as 4.")
+        }
+        // Nothing has run rivetd yet: no pid file. rivet-pair's connection starts it, and it waits
+        // for the pid file the new rivetd writes.
+        #expect(!FileManager.default.fileExists(atPath: home.path + "/run/rivet/control.pid"))
+        let open = try PairingTests.rivetPair(home, ["--open"])
+        let daemon = try await Daemon.attach(home, activator)
+        #expect(try await open.wait() == 0, "\(open.stderr)")
+        #expect(daemon.port == port)
+        #expect(try String(contentsOfFile: home.path + "/run/rivet/control.pid", encoding: .utf8) == "\(daemon.process.pid)\n")
+
+        let deviceHome = try home.device("phone")
+        let (connect, code) = try await PairingTests.ask(daemon, deviceHome: deviceHome)
+        let confirm = try PairingTests.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
+        try await daemon.waitForLog("the desktop confirmed; waiting for the device")
+        connect.write("y\n")
+        #expect(try await connect.wait() == 0, "\(connect.stderr)")
+        #expect(try await confirm.wait() == 0)
+        let paired = try RivetCompanionCredentialStore(path: deviceHome.path + "/state/rivet/companion-credential.json").load()
+        let session = try await daemon.companion(paired)
+        #expect(try await session.client.send(CurrentScore(gameID: "final")).away == 1)
+        await session.close()
+        #expect(try await daemon.stop() == 0)
+    }
+
     /// Runs rivetd (configured but for where it listens) with `passing` as its descriptors from
     /// 3 and `LISTEN_FDS` set to their count; returns its exit status and standard error.
     static func refused(
@@ -189,7 +285,7 @@ import ToolTestSupport
         return (status, process.stderr)
     }
 
-    @Test("a UDP socket, a TCP socket that does not listen, a Unix socket, a file, or a listen address beside the sockets: exit 2, one line")
+    @Test("a UDP socket, a TCP socket that does not listen, a Unix socket that is not the control socket, a file, or a listen address beside the sockets: exit 2, one line")
     func badDescriptors() async throws {
         func expectRefused(_ passing: [Int32], saying fragment: String, arguments: [String] = []) async throws {
             let (status, stderr) = try await Self.refused(passing, arguments: arguments)
@@ -205,9 +301,26 @@ import ToolTestSupport
         defer { quiet.close() }
         try await expectRefused([quiet.rawValue], saying: "descriptor 3 is a TCP socket that does not listen")
 
+        // A Unix socket is taken only as the control socket: listening, a stream, at its path.
         let unix = try FileDescriptor.unixSocket()
         defer { unix.close() }
-        try await expectRefused([unix.rawValue], saying: "descriptor 3 is a Unix socket, not a TCP socket of IPv4 or IPv6")
+        try await expectRefused([unix.rawValue], saying: "descriptor 3 is a Unix stream socket that does not listen (SO_ACCEPTCONN is 0)")
+        let datagram = try FileDescriptor.socket(family: AF_UNIX, type: Int32(SOCK_DGRAM.rawValue))
+        defer { datagram.close() }
+        try await expectRefused([datagram.rawValue], saying: "descriptor 3 is a Unix datagram socket (SOCK_DGRAM), not a Unix stream socket")
+        let elsewhere = try TemporaryDirectory()
+        defer { elsewhere.remove() }
+        let stray = try Self.unixListeningSocket(at: elsewhere.path + "/stray.sock")
+        defer { stray.close() }
+        let tcp = try Self.inetSocket()
+        defer { tcp.close() }
+        try await expectRefused(
+            [tcp.rawValue, stray.rawValue],
+            saying: "descriptor 4 is a Unix socket bound to \(elsewhere.path)/stray.sock, not rivetd's control socket ")
+        let strayToo = try Self.unixListeningSocket(at: elsewhere.path + "/stray-too.sock")
+        defer { strayToo.close() }
+        try await expectRefused(
+            [stray.rawValue, strayToo.rawValue], saying: "the service manager passed two Unix sockets (descriptors 3 and 4)")
 
         let file = open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { close(file) }
@@ -258,6 +371,9 @@ import ToolTestSupport
         // Nothing to edit: rivetd with no arguments, on port 7447 of every address.
         #expect(service.split(separator: "\n").contains("ExecStart=/usr/local/bin/rivetd"))
         #expect(socket.split(separator: "\n").contains("ListenStream=7447"))
+        // The control socket too, so that rivet-pair starts rivetd before anything has paired.
+        #expect(socket.split(separator: "\n").contains("ListenStream=%t/rivet/control.sock"))
+        #expect(socket.split(separator: "\n").contains("SocketMode=0600"))
         // As make install writes it: the installed rivetd's path (verify checks that it runs).
         try service.replacingOccurrences(of: "/usr/local/bin/rivetd", with: ToolProcess.path(of: "rivetd"))
             .write(toFile: directory.file("rivetd.service"), atomically: true, encoding: .utf8)

@@ -123,13 +123,104 @@ public enum ServiceManagerSockets {
         for name in variables { unsetenv(name) }
     }
 
+    /// A listening Unix stream socket that was passed: the path it is bound to, and the process
+    /// that made it listen (the service manager that holds it, as `SO_PEERCRED` reports it).
+    public struct ListeningUnixSocket: Sendable, Equatable {
+        /// The descriptor.
+        public let descriptor: Int32
+        /// The path it is bound to (empty for an unnamed or abstract socket).
+        public let path: String
+        /// The process that called `listen` on it.
+        public let listenerPID: Int32
+
+        /// The socket `descriptor`, bound to `path`, made to listen by `listenerPID`.
+        public init(descriptor: Int32, path: String, listenerPID: Int32) {
+            self.descriptor = descriptor
+            self.path = path
+            self.listenerPID = listenerPID
+        }
+    }
+
+    /// Whether the descriptor `passed` is a Unix socket (`AF_UNIX`), of any type.
+    /// - Throws: ``Failure`` naming the descriptor when it is not a socket or cannot be read.
+    public static func isUnix(_ passed: Passed) throws(Failure) -> Bool {
+        try Probe(passed).option(SO_DOMAIN, "SO_DOMAIN") == AF_UNIX
+    }
+
     /// Checks that the descriptor `passed` is a TCP stream socket of IPv4 or IPv6 that listens,
     /// and returns its family and port.
     /// - Throws: ``Failure`` naming the descriptor (and its name) and what it is instead (not a
     ///   socket, a Unix socket, a UDP socket, a socket that does not listen, …).
     public static func listeningTCP(_ passed: Passed) throws(Failure) -> ListeningSocket {
-        let descriptor = passed.descriptor
-        let shown = "descriptor \(descriptor)" + (passed.name.map { " (\($0))" } ?? "")
+        let probe = Probe(passed)
+        let family = try probe.option(SO_DOMAIN, "SO_DOMAIN")
+        guard family == AF_INET || family == AF_INET6 else {
+            let named = family == AF_UNIX ? "a Unix socket" : "a socket of address family \(family)"
+            throw Failure(message: "\(probe.shown) is \(named), not a TCP socket of IPv4 or IPv6")
+        }
+        let type = try probe.option(SO_TYPE, "SO_TYPE")
+        let proto = try probe.option(SO_PROTOCOL, "SO_PROTOCOL")
+        guard type == Int32(SOCK_STREAM.rawValue), proto == Int32(IPPROTO_TCP) else {
+            let named =
+                type == Int32(SOCK_DGRAM.rawValue)
+                ? (proto == Int32(IPPROTO_UDP) ? "a UDP socket (SOCK_DGRAM)" : "a datagram socket (SOCK_DGRAM)")
+                : type == Int32(SOCK_STREAM.rawValue) ? "a stream socket of protocol \(proto), not TCP" : "a socket of type \(type)"
+            throw Failure(message: "\(probe.shown) is \(named), not a TCP stream socket")
+        }
+        try probe.requireListening("a TCP socket")
+        var storage = sockaddr_storage()
+        try probe.name(&storage)
+        // sin_port and sin6_port sit at the same offset, in network order.
+        let port = withUnsafeBytes(of: &storage) { UInt16(bigEndian: $0.loadUnaligned(fromByteOffset: 2, as: UInt16.self)) }
+        return ListeningSocket(descriptor: passed.descriptor, family: family, port: port)
+    }
+
+    /// Checks that the descriptor `passed` is a Unix stream socket that listens, and returns the
+    /// path it is bound to and the process that made it listen.
+    /// - Throws: ``Failure`` naming the descriptor and what it is instead (another family, a
+    ///   datagram socket, a socket that does not listen).
+    public static func listeningUnix(_ passed: Passed) throws(Failure) -> ListeningUnixSocket {
+        let probe = Probe(passed)
+        let family = try probe.option(SO_DOMAIN, "SO_DOMAIN")
+        guard family == AF_UNIX else {
+            throw Failure(message: "\(probe.shown) is a socket of address family \(family), not a Unix socket")
+        }
+        let type = try probe.option(SO_TYPE, "SO_TYPE")
+        guard type == Int32(SOCK_STREAM.rawValue) else {
+            let named = type == Int32(SOCK_DGRAM.rawValue) ? "a Unix datagram socket (SOCK_DGRAM)" : "a Unix socket of type \(type)"
+            throw Failure(message: "\(probe.shown) is \(named), not a Unix stream socket")
+        }
+        try probe.requireListening("a Unix stream socket")
+        var storage = sockaddr_storage()
+        let length = try probe.name(&storage)
+        // sun_path follows the 2-byte sun_family; a path ends at its first 0 byte.
+        let path = withUnsafeBytes(of: &storage) { raw -> String in
+            let end = min(Int(length), raw.count)
+            guard end > 2, raw[2] != 0 else { return "" }
+            let bytes = raw[2..<end].prefix { $0 != 0 }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        let listener: PeerCredentials
+        do {
+            // On a listening socket the kernel reports the process that called listen.
+            listener = try PeerCredentials(of: passed.descriptor)
+        } catch {
+            throw Failure(message: "\(probe.shown): SO_PEERCRED failed: \(error)")
+        }
+        return ListeningUnixSocket(descriptor: passed.descriptor, path: path, listenerPID: listener.pid)
+    }
+
+    /// Reads one descriptor's socket options and name, naming it in every failure.
+    private struct Probe {
+        let descriptor: Int32
+        /// `descriptor 3` or `descriptor 3 (NAME)`.
+        let shown: String
+
+        init(_ passed: Passed) {
+            descriptor = passed.descriptor
+            shown = "descriptor \(passed.descriptor)" + (passed.name.map { " (\($0))" } ?? "")
+        }
+
         func option(_ name: Int32, _ what: String) throws(Failure) -> Int32 {
             var value: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
@@ -140,33 +231,24 @@ public enum ServiceManagerSockets {
             }
             return value
         }
-        let family = try option(SO_DOMAIN, "SO_DOMAIN")
-        guard family == AF_INET || family == AF_INET6 else {
-            let named = family == AF_UNIX ? "a Unix socket" : "a socket of address family \(family)"
-            throw Failure(message: "\(shown) is \(named), not a TCP socket of IPv4 or IPv6")
+
+        func requireListening(_ kind: String) throws(Failure) {
+            guard try option(SO_ACCEPTCONN, "SO_ACCEPTCONN") != 0 else {
+                throw Failure(message: "\(shown) is \(kind) that does not listen (SO_ACCEPTCONN is 0)")
+            }
         }
-        let type = try option(SO_TYPE, "SO_TYPE")
-        let proto = try option(SO_PROTOCOL, "SO_PROTOCOL")
-        guard type == Int32(SOCK_STREAM.rawValue), proto == Int32(IPPROTO_TCP) else {
-            let named =
-                type == Int32(SOCK_DGRAM.rawValue)
-                ? (proto == Int32(IPPROTO_UDP) ? "a UDP socket (SOCK_DGRAM)" : "a datagram socket (SOCK_DGRAM)")
-                : type == Int32(SOCK_STREAM.rawValue) ? "a stream socket of protocol \(proto), not TCP" : "a socket of type \(type)"
-            throw Failure(message: "\(shown) is \(named), not a TCP stream socket")
+
+        /// `getsockname` into `storage`; the length of the address.
+        @discardableResult
+        func name(_ storage: inout sockaddr_storage) throws(Failure) -> socklen_t {
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let named = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            }
+            guard named == 0 else {
+                throw Failure(message: "\(shown): getsockname failed: \(String(cString: strerror(errno)))")
+            }
+            return length
         }
-        guard try option(SO_ACCEPTCONN, "SO_ACCEPTCONN") != 0 else {
-            throw Failure(message: "\(shown) is a TCP socket that does not listen (SO_ACCEPTCONN is 0)")
-        }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let named = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard named == 0 else {
-            throw Failure(message: "\(shown): getsockname failed: \(String(cString: strerror(errno)))")
-        }
-        // sin_port and sin6_port sit at the same offset, in network order.
-        let port = withUnsafeBytes(of: &storage) { UInt16(bigEndian: $0.loadUnaligned(fromByteOffset: 2, as: UInt16.self)) }
-        return ListeningSocket(descriptor: descriptor, family: family, port: port)
     }
 }

@@ -41,6 +41,9 @@ public final class RivetControlClient: @unchecked Sendable {
         guard let value = Int32(String(decoding: digits, as: UTF8.self)), value > 0 else { return nil }
         return value
     }
+    /// How long a client that reached the socket waits for `control.pid` to appear: a rivetd
+    /// that the connection itself started (socket activation) writes it as it starts.
+    public static let pidFileWait: Duration = .seconds(10)
     /// The longest response line read (1 MiB).
     public static let maximumResponseBytes = 1 << 20
 
@@ -126,16 +129,23 @@ public final class RivetControlClient: @unchecked Sendable {
         // And it must be the rivetd that wrote control.pid beside the socket (0600, this user's):
         // a process of this user that is not rivetd (a leftover, a test, a look-alike) gets
         // nothing either.
+        // A socket the service manager holds (socket activation) answers before rivetd runs: the
+        // rivetd this connection starts writes the file as it starts, so a missing file is
+        // waited for, up to `pidFileWait`.
         let pidPath = Self.pidFilePath(socketPath: path)
-        let read: Result<[UInt8], PrivateFileError> = Result { () throws(PrivateFileError) in
-            try PrivateFile.read(pidPath, limit: Self.maximumPIDFileBytes)
+        let waitEnds = clock.now + Self.pidFileWait
+        var read: Result<[UInt8], PrivateFileError>
+        while true {
+            read = Result { () throws(PrivateFileError) in try PrivateFile.read(pidPath, limit: Self.maximumPIDFileBytes) }
+            guard case .failure(.notFound) = read, clock.now < waitEnds else { break }
+            usleep(50_000)
         }
         let bytes: [UInt8]
         switch read {
         case .success(let contents): bytes = contents
         case .failure(let error):
             close(socketFD)
-            let why = error == .notFound ? "does not exist" : "cannot be used: \(error.explanation(for: pidPath, what: "pid"))"
+            let why = error == .notFound ? "does not exist (waited \(Self.pidFileWait))" : "cannot be used: \(error.explanation(for: pidPath, what: "pid"))"
             throw RivetControlError.permissionDenied.with(
                 "refusing \(path): rivetd writes its pid to \(pidPath), which \(why); nothing was sent")
         }

@@ -27,6 +27,9 @@ public struct RivetDaemonConfiguration: Sendable {
     /// when not empty, the daemon accepts on these, all on one port, instead of binding
     /// `listenHost` and `listenPort` (then unused), and never closes and binds again.
     public var inheritedSockets: [Int32] = []
+    /// The control socket as the service manager passed it (socket activation), or nil to bind
+    /// `controlSocketPath`.
+    public var inheritedControlSocket: InheritedControlSocket?
     /// The backend's program and arguments; the program is looked up in `PATH` unless it
     /// contains a slash.
     public var backendCommand: [String]
@@ -177,7 +180,9 @@ public final class RivetDaemon: Sendable {
                 log.reportSuppressed()
             })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
-        let control = ControlServer(path: configuration.controlSocketPath, log: log, clock: configuration.clock) { handler.handle($0) }
+        let control = ControlServer(
+            path: configuration.controlSocketPath, inherited: configuration.inheritedControlSocket, log: log, clock: configuration.clock
+        ) { handler.handle($0) }
         do {
             try control.start()
         } catch {
@@ -226,7 +231,8 @@ public final class RivetDaemon: Sendable {
             Running(
                 listener: listener, control: control, core: core, desk: desk, store: store, advertising: advertising,
                 sessionLoop: loop))
-        log.info("control socket at \(configuration.controlSocketPath)")
+        let controlNamed = configuration.inheritedControlSocket.map { " (the service manager's socket: descriptor \($0.descriptor))" } ?? ""
+        log.info("control socket at \(configuration.controlSocketPath)\(controlNamed)")
         log.info("server fingerprint \(identity.fingerprint.hex)")
         let named =
             !inherited.isEmpty ? " (the service manager's socket: \(Self.descriptors(inherited)))"
@@ -497,3 +503,22 @@ private struct ControlHandler: Sendable {
 @_silgen_name("mallopt")
 private func setMallocOption(_ parameter: Int32, _ value: Int32) -> Int32
 private let mallocArenaMax: Int32 = -8
+
+extension RivetDaemonConfiguration {
+    /// A listening Unix socket at `controlSocketPath` that the service manager made and holds
+    /// (socket activation): the daemon accepts on it, never binds or removes it, and names
+    /// `listenerPID` (the manager, which called `listen`) in `control.pid`, since that is the pid
+    /// clients see through `SO_PEERCRED`.
+    public struct InheritedControlSocket: Sendable, Equatable {
+        /// The descriptor.
+        public var descriptor: Int32
+        /// The process that made it listen.
+        public var listenerPID: Int32
+
+        /// The socket `descriptor`, made to listen by `listenerPID`.
+        public init(descriptor: Int32, listenerPID: Int32) {
+            self.descriptor = descriptor
+            self.listenerPID = listenerPID
+        }
+    }
+}

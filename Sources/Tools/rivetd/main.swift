@@ -51,7 +51,7 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { commandLine in
 
     let inherited = try InheritedSockets.take(log: log)
     let configuration = try DaemonCommandLine.configuration(
-        arguments, inherited: inherited, listenGivenOnCommandLine: commandLine.isGiven(ToolSpecs.Rivetd.listen.spec),
+        arguments, passed: inherited, listenGivenOnCommandLine: commandLine.isGiven(ToolSpecs.Rivetd.listen.spec),
         stateDirectory: stateDirectory)
     let daemon = RivetDaemon(configuration: configuration, log: log)
     let started: RivetDaemon.Started
@@ -75,9 +75,10 @@ ToolRunner.main(spec: ToolSpecs.rivetd) { commandLine in
 /// listening sockets the service manager passed, if any.
 enum DaemonCommandLine {
     static func configuration(
-        _ arguments: ParsedArguments, inherited: [ServiceManagerSockets.ListeningSocket], listenGivenOnCommandLine: Bool,
+        _ arguments: ParsedArguments, passed: InheritedSockets.Taken, listenGivenOnCommandLine: Bool,
         stateDirectory: String
     ) throws -> RivetDaemonConfiguration {
+        let inherited = passed.listeners
         let listen = arguments[ToolSpecs.Rivetd.listen]
         if let listen, !inherited.isEmpty {
             // Two answers to "where does rivetd listen": refuse rather than pick one.
@@ -115,13 +116,23 @@ enum DaemonCommandLine {
         } catch {
             throw StartError(message: "cannot prepare the runtime directory for the control socket: \(error)")
         }
+        let controlSocketPath = RivetControlClient.socketPath(runtimeDirectory: runtime)
+        if let control = passed.control, control.path != controlSocketPath {
+            throw InheritedSocketError(
+                message:
+                    "the service manager's descriptor \(control.descriptor) is a Unix socket bound to \(control.path.isEmpty ? "no path" : control.path), "
+                    + "not rivetd's control socket \(controlSocketPath); the socket unit's ListenStream= must name %t/rivet/\(RivetControlClient.socketName)")
+        }
         let registry = try registryPath(arguments)
         // With inherited sockets the host and port are unused (see `inheritedSockets`).
         var configuration = RivetDaemonConfiguration(
             listenHost: listen?.host ?? "", listenPort: listen?.port ?? inherited[0].port, backendCommand: backend,
             schemaPath: schema, applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
-            controlSocketPath: RivetControlClient.socketPath(runtimeDirectory: runtime))
+            controlSocketPath: controlSocketPath)
         configuration.inheritedSockets = inherited.map(\.descriptor)
+        configuration.inheritedControlSocket = passed.control.map {
+            RivetDaemonConfiguration.InheritedControlSocket(descriptor: $0.descriptor, listenerPID: $0.listenerPID)
+        }
         configuration.advertise = !arguments[ToolSpecs.Rivetd.noAdvertise]
         return configuration
     }
@@ -129,37 +140,60 @@ enum DaemonCommandLine {
 
 /// The listening sockets a service manager passed (socket activation), as rivetd takes them.
 enum InheritedSockets {
+    /// What the service manager passed: the device listener's TCP sockets and, at most one, the
+    /// control socket.
+    struct Taken {
+        /// Listening TCP sockets of IPv4 or IPv6, all on one port.
+        var listeners: [ServiceManagerSockets.ListeningSocket] = []
+        /// A listening Unix stream socket: the control socket, held by the service manager so
+        /// that `rivet-pair` starts rivetd as a device's connection does.
+        var control: ServiceManagerSockets.ListeningUnixSocket?
+    }
+
     /// Takes `LISTEN_PID`, `LISTEN_FDS` and `LISTEN_FDNAMES` out of the environment (so the
-    /// backend does not inherit them) and checks that every descriptor passed is a listening TCP
-    /// socket of IPv4 or IPv6, all on one port. Variables meant for another process are ignored
-    /// with one warning, as `sd_listen_fds(3)` ignores them: rivetd then binds as configured.
+    /// backend does not inherit them) and checks every descriptor passed: a listening TCP socket
+    /// of IPv4 or IPv6 (all on one port), or one listening Unix stream socket, the control
+    /// socket (its path is checked against the control socket's by the configuration).
+    /// Variables meant for another process are ignored with one warning, as `sd_listen_fds(3)`
+    /// ignores them: rivetd then binds as configured.
     /// - Throws: `InheritedSocketError` (exit status 2) naming the variable or descriptor.
-    static func take(log: RivetDaemonLog) throws -> [ServiceManagerSockets.ListeningSocket] {
+    static func take(log: RivetDaemonLog) throws -> Taken {
         let passed: [ServiceManagerSockets.Passed]
         do {
             switch try ServiceManagerSockets.take() {
-            case .none: return []
+            case .none: return Taken()
             case .ignored(let reason):
                 log.warn("ignoring the service manager's LISTEN_FDS: \(reason); listening as configured")
-                return []
+                return Taken()
             case .passed(let descriptors): passed = descriptors
             }
         } catch {
             throw InheritedSocketError(message: "the service manager's sockets: \(error.message)")
         }
-        var sockets: [ServiceManagerSockets.ListeningSocket] = []
+        var taken = Taken()
         for descriptor in passed {
             do {
-                sockets.append(try ServiceManagerSockets.listeningTCP(descriptor))
-            } catch {
-                throw InheritedSocketError(message: "the service manager's \(error.message); rivetd needs listening TCP sockets")
+                if try ServiceManagerSockets.isUnix(descriptor) {
+                    let control = try ServiceManagerSockets.listeningUnix(descriptor)
+                    if let first = taken.control {
+                        throw InheritedSocketError(
+                            message: "the service manager passed two Unix sockets (descriptors \(first.descriptor) and \(control.descriptor)); rivetd takes one, its control socket")
+                    }
+                    taken.control = control
+                } else {
+                    taken.listeners.append(try ServiceManagerSockets.listeningTCP(descriptor))
+                }
+            } catch let error as ServiceManagerSockets.Failure {
+                throw InheritedSocketError(
+                    message: "the service manager's \(error.message); rivetd needs listening TCP sockets and at most one Unix stream socket, its control socket")
             }
         }
+        let sockets = taken.listeners
         if let first = sockets.first, sockets.contains(where: { $0.port != first.port }) {
             throw InheritedSocketError(
                 message: "the service manager's \(described(sockets)) listen on different ports (\(sockets.map { String($0.port) }.joined(separator: ", "))); rivetd advertises one port")
         }
-        return sockets
+        return taken
     }
 
     /// `listening socket 3 (port 7447)`, `listening sockets 3, 4 (port 7447)`.

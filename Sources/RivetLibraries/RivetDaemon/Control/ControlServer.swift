@@ -44,12 +44,16 @@ final class ControlServer: @unchecked Sendable {
     private var threads = 0
     private var stopping = false
 
+    /// The socket the service manager passed, if any: accepted on, never bound or removed.
+    private let inherited: RivetDaemonConfiguration.InheritedControlSocket?
+
     init(
-        path: String, log: RivetDaemonLog, clock: any RivetClock,
-        handler: @escaping @Sendable (RivetControlRequest) -> RivetControlJSON
+        path: String, inherited: RivetDaemonConfiguration.InheritedControlSocket? = nil, log: RivetDaemonLog,
+        clock: any RivetClock, handler: @escaping @Sendable (RivetControlRequest) -> RivetControlJSON
     ) {
         self.clock = clock
         self.path = path
+        self.inherited = inherited
         self.log = log
         self.handler = handler
     }
@@ -58,6 +62,17 @@ final class ControlServer: @unchecked Sendable {
     /// - Throws: ``RivetDaemonError/alreadyRunning`` when a daemon answers on `path`;
     ///   ``RivetDaemonError/controlSocketFailed`` naming the path and the reason otherwise.
     func start() throws(RivetDaemonError) {
+        if let inherited {
+            // Its directory is checked private (0700, this user's) before the daemon starts,
+            // and every connection's user is checked (SO_PEERCRED), as for a socket it binds.
+            var info = stat()
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else {
+                throw RivetDaemonError.controlSocketFailed.with(
+                    "the service manager's control socket is not at \(path) (no socket there); check ListenStream= in the socket unit")
+            }
+            try startAccepting(inherited.descriptor, listenerPID: inherited.listenerPID, removeOnFailure: false)
+            return
+        }
         let address: UnixSocketAddress
         do {
             address = try UnixSocketAddress(path: path)
@@ -95,14 +110,23 @@ final class ControlServer: @unchecked Sendable {
             unlink(path)
             throw error
         }
-        // rivet-pair compares the pid the kernel gives for this socket (SO_PEERCRED: the process
-        // that called listen) with this file, so a process of the same user squatting the path
-        // gets nothing from it.
-        do throws(PrivateFileError) {
-            try PrivateFile.replace(pidPath, with: Array("\(getpid())\n".utf8))
-        } catch {
+        try startAccepting(fd, listenerPID: getpid(), removeOnFailure: true)
+    }
+
+    /// Writes `control.pid` and starts the accept thread on the listening socket `fd`.
+    ///
+    /// rivet-pair compares the pid the kernel gives for this socket (SO_PEERCRED: the process
+    /// that called listen, `listenerPID`: this one, or the service manager holding the socket)
+    /// with this file, so a process of the same user squatting the path gets nothing from it.
+    private func startAccepting(_ fd: Int32, listenerPID: Int32, removeOnFailure: Bool) throws(RivetDaemonError) {
+        func abandon() {
             close(fd)
-            unlink(path)
+            if removeOnFailure { unlink(path) }
+        }
+        do throws(PrivateFileError) {
+            try PrivateFile.replace(pidPath, with: Array("\(listenerPID)\n".utf8))
+        } catch {
+            abandon()
             throw RivetDaemonError.controlSocketFailed.with(
                 "writing the control socket's pid file failed: \(error.explanation(for: pidPath, what: "pid"))")
         }
@@ -110,9 +134,8 @@ final class ControlServer: @unchecked Sendable {
         do {
             pipe = try PipeEnds()
         } catch {
-            close(fd)
-            unlink(path)
-            unlink(pidPath)
+            abandon()
+            if removeOnFailure { unlink(pidPath) }
             throw RivetDaemonError.controlSocketFailed.with(
                 "creating the control socket's wake-up pipe at \(path) failed: \(error.reason)")
         }
@@ -160,8 +183,12 @@ final class ControlServer: @unchecked Sendable {
             admit(client)
         }
         close(fd)
-        unlink(path)
-        unlink(pidPath)
+        // The service manager's socket stays where it is, with the pid file naming the manager:
+        // the next connection starts rivetd again.
+        if inherited == nil {
+            unlink(path)
+            unlink(pidPath)
+        }
         monitor.withLock {
             threads -= 1
             monitor.broadcast()
