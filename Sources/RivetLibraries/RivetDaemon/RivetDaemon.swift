@@ -1,3 +1,4 @@
+import ByteText
 import Foundation
 import OpenSSLKit
 import RivetControl
@@ -54,7 +55,8 @@ public struct RivetDaemonConfiguration: Sendable {
     public var listener = RivetListener.Configuration()
     /// Whether to advertise the listener through avahi-daemon (`--no-advertise` turns it off).
     public var advertise = true
-    /// Where and how to advertise (`_rivet._tcp` on every interface avahi-daemon uses).
+    /// Where and how to advertise (`_rivet._tcp` on every interface avahi-daemon uses, under a
+    /// random instance name unless `instanceName` chooses one).
     public var advertiser = RivetAdvertiser.Configuration()
     /// The clock every part runs on (the system's; tests may give their own). It replaces the
     /// listener's and the advertiser's clocks when the daemon starts them.
@@ -234,6 +236,8 @@ public final class RivetDaemon: Sendable {
         log.info("listening on \(joinHostPort(host, port))\(named) for application \(configuration.applicationID)")
         if let advertising {
             advertising.start(host: host, port: port, secret: discoverySecret)
+        } else if let name = configuration.advertiser.instanceName {
+            log.info("not advertising (--no-advertise), so the name \(DisplayText.quoted(name)) is not used")
         } else {
             log.info("not advertising (--no-advertise)")
         }

@@ -123,6 +123,8 @@ enum DaemonCommandLine {
             controlSocketPath: RivetControlClient.socketPath(runtimeDirectory: runtime))
         configuration.inheritedSockets = inherited.map(\.descriptor)
         configuration.advertise = !arguments[ToolSpecs.Rivetd.noAdvertise]
+        // Checked as a DNS-SD instance name when parsed (`.text(maxBytes: 63)`).
+        configuration.advertiser.instanceName = arguments[ToolSpecs.Rivetd.name]
         return configuration
     }
 }
