@@ -233,8 +233,8 @@ let package = Package(
         .target(
             name: "RivetDaemon",
             dependencies: [
-                "CodedError", "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire", "RivetDevice",
-                "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
+                "CodedError", "ByteText", "RivetTransport", "RivetServer", "RivetSession", "RivetGateway", "RivetSchema", "RivetWire",
+                "RivetDevice", "RivetPairing", "RivetRegistry", "RivetControl", "OpenSSLKit", "Backoff", "RivetDiscovery", "SystemKit",
                 "ThreadSupport", "CommandLineKit", "Timekeeping", "Queueing",
             ], path: "Sources/RivetLibraries/RivetDaemon"),
         .executableTarget(

@@ -43,6 +43,11 @@ import ToolTestSupport
         // A file in the working directory keeps relative paths relative to it.
         #expect(try Self.parse("schema = rivet.rktd\n", path: "rivetd.conf").settings[0].value == .word("rivet.rktd"))
         #expect(try Self.parse("").settings.isEmpty)
+        // A DNS-SD instance name is text for people: spaces, dots, quotes and `#` are its own.
+        let named = try Self.parse("name = Ana's desktop. #2 ✓\n")
+        #expect(named.settings.map(\.value) == [.word("Ana's desktop. #2 ✓")])
+        let longest = String(repeating: "é", count: 31) + "x"
+        #expect(try Self.parse("name = \(longest)\n").settings.map(\.value) == [.word(longest)])
     }
 
     @Test("each refusal names the file and the line")
@@ -57,6 +62,11 @@ import ToolTestSupport
             ("backend = \"\"\n", .badValue, "/etc/rivet/rivetd.conf:1: 'backend': the command is empty"),
             ("backend = \"a\\b\"\n", .badValue, "/etc/rivet/rivetd.conf:1: 'backend': inside double quotes"),
             ("schema = a\u{1b}b\n", .notText, "/etc/rivet/rivetd.conf:1: the line holds the control character U+001B"),
+            (
+                "name = \(String(repeating: "x", count: 64))\n", .badValue,
+                "/etc/rivet/rivetd.conf:1: invalid value '\(String(repeating: "x", count: 64))' for 'name': expected 1 to 63 bytes of UTF-8 with no control character"
+            ),
+            ("\nname = a\u{85}b\n", .badValue, "/etc/rivet/rivetd.conf:2: invalid value 'a\u{85}b' for 'name'"),
         ]
         for (text, kind, prefix) in cases {
             do {

@@ -308,4 +308,47 @@ struct AdvertiserMachineTests {
         _ = pinned.handle(.start(port: 7000, secret: testSecret, addresses: Self.loopback, now: Self.t0))
         #expect(pinned.service?.interface == Self.eth)
     }
+
+    @Test("a chosen instance name is announced at start, kept at every new hour (the host name still changes), and tried again after a failed collision")
+    func chosenName() throws {
+        let names = Names()
+        var machine = AdvertiserMachine(
+            serviceType: "_rivet._tcp", interface: .unspecified, ipProtocol: .ipv4,
+            nameSource: try RivetAdvertiser.nameSource("Ana's desktop"), hostSource: names.nextHost)
+        _ = machine.handle(.start(port: 7000, secret: testSecret, addresses: Self.loopback, now: Self.t0))
+        #expect(machine.handle(.client(generation: 1, state: .running)) == [
+            .publish(generation: 1, service: service("Ana's desktop", host: "rivet-0000000000000001.local"))
+        ])
+        _ = machine.handle(.publisher(generation: 1, state: .established(name: "Ana's desktop")))
+        let nextHour = RivetDiscoveryEpoch(containing: Self.t0).end
+        #expect(machine.handle(.tick(now: nextHour)) == [
+            .publish(generation: 1, service: service("Ana's desktop", at: nextHour, host: "rivet-0000000000000002.local"))
+        ])
+        // avahi-daemon renamed it on a collision: the alternative is what is published.
+        _ = machine.handle(.publisher(generation: 1, state: .collision(name: "Ana's desktop", alternative: "Ana's desktop #2")))
+        _ = machine.handle(.publisher(generation: 1, state: .established(name: "Ana's desktop #2")))
+        #expect(machine.phase == .published(name: "Ana's desktop #2"))
+        // Every alternative taken: the retry asks for the chosen name again.
+        _ = machine.handle(.publisher(generation: 1, state: .failed(.collision)))
+        #expect(machine.handle(.retry(generation: 1)) == [
+            .publish(generation: 1, service: service("Ana's desktop", at: nextHour, host: "rivet-0000000000000003.local"))
+        ])
+    }
+
+    @Test(
+        "an instance name must be 1 to 63 bytes of UTF-8 without a control character",
+        arguments: [
+            ("", false), ("a", true), (String(repeating: "x", count: 63), true), (String(repeating: "x", count: 64), false),
+            (String(repeating: "é", count: 31) + "x", true), (String(repeating: "é", count: 32), false),
+            ("Ana's desktop. (2nd)", true), ("tab\there", false), ("line\n", false), ("nul\u{0}", false),
+            ("del\u{7f}", false), ("c1\u{85}", false), ("🙂 emoji", true),
+        ])
+    func instanceNameRule(name: String, valid: Bool) {
+        #expect(DNSSDInstanceName.isValid(name) == valid)
+        if valid {
+            #expect(throws: Never.self) { try RivetAdvertiser(configuration: .init(instanceName: name)) }
+        } else {
+            #expect(throws: RivetDiscoveryError.invalidConfiguration) { try RivetAdvertiser(configuration: .init(instanceName: name)) }
+        }
+    }
 }

@@ -151,4 +151,54 @@ import ToolTestSupport
         #expect(run.status == 2)
         #expect(run.stderr.contains("--no-advertise"), "\(run.stderr)")
     }
+
+    @Test("--name advertises under the chosen name; a second rivetd with that name is renamed by avahi-daemon and logs the name it got")
+    func chosenName() async throws {
+        // Unique to this run, so nothing else on the shared avahi-daemon has it.
+        let name = "Kitchen desk " + UUID().uuidString.prefix(8)
+        let first = try Home()
+        try await withDaemon(first, arguments: ["--name", name]) { daemon in
+            try await daemon.waitForLog("advertising _rivet._tcp as \"\(name)\" on port \(daemon.port)", timeout: .seconds(15))
+            try await eventually("rivet-browse to list \"\(name)\" on port \(daemon.port)", timeout: .seconds(20)) {
+                try await Self.services(first, port: daemon.port).map { $0["name"] as? String } == [name]
+            }
+            #expect(!daemon.log.contains("renamed"), "\(daemon.log)")
+            let second = try Home()
+            try await withDaemon(second, arguments: ["--name", name]) { other in
+                let renamed = "advertising _rivet._tcp as \"\(name) #2\" on port \(other.port)"
+                try await other.waitForLog(renamed, timeout: .seconds(15))
+                let line = try #require(other.log.split(separator: "\n").first { $0.contains(renamed) })
+                #expect(line.contains(" warn: "), "\(line)")
+                #expect(line.hasSuffix("the name \"\(name)\" is taken on the network, so avahi-daemon renamed it"), "\(line)")
+                try await eventually("rivet-browse to list \"\(name) #2\" on port \(other.port)", timeout: .seconds(20)) {
+                    try await Self.services(second, port: other.port).map { $0["name"] as? String } == ["\(name) #2"]
+                }
+            }
+            // The first keeps its name throughout.
+            #expect(try await Self.services(first, port: daemon.port).map { $0["name"] as? String } == [name])
+        }
+    }
+
+    @Test("a name that is not a DNS-SD instance name is exit 2 with one line; with --no-advertise the name is said to be unused")
+    func chosenNameRules() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        let environment = home.environment
+        for bad in [String(repeating: "n", count: 64), "two\nlines", "", "c1\u{85}"] {
+            let run = try await offPool {
+                try ToolProcess.run(
+                    "rivetd",
+                    ["--name", bad, "--listen", "127.0.0.1:0", "--schema", exampleSchema, "--application-id", testApplication,
+                     "--backend", ToolProcess.path(of: "rivet-test-backend")],
+                    environment: environment, timeout: .seconds(30))
+            }
+            #expect(run.status == 2, "\(run.stderr)")
+            #expect(run.stderrLines.count == 1, "\(run.stderr)")
+            #expect(run.stderr.contains("for '--name': expected 1 to 63 bytes of UTF-8 with no control character"), "\(run.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: home.stateDirectory))
+        try await withDaemon(home, arguments: ["--name", "Unused", "--no-advertise"]) { daemon in
+            try await daemon.waitForLog("not advertising (--no-advertise), so the name \"Unused\" is not used")
+        }
+    }
 }

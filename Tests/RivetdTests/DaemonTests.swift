@@ -99,7 +99,9 @@ import ToolTestSupport
         let taken = UInt16(bigEndian: address.sin_port)
         let inUse = try await rivetd(listen: "127.0.0.1:\(taken)", backend: ToolProcess.path(of: "rivet-test-backend"))
         #expect(inUse.status == 1)
-        #expect(inUse.stderr.contains("cannot listen on 127.0.0.1:\(taken)"))
+        // The test process holds it: a process of this user, named with its pid.
+        #expect(inUse.stderr.contains("cannot listen on 127.0.0.1:\(taken): port \(taken) is in use by \""), "\(inUse.stderr)")
+        #expect(inUse.stderr.contains("(pid \(getpid())), a process of this user"), "\(inUse.stderr)")
         #expect(!FileManager.default.fileExists(atPath: home.socket))
         // The port is bound before anything else starts: no backend came and went.
         #expect(!inUse.stderr.contains("backend"))

@@ -2,6 +2,9 @@
 public enum ValueKind: Sendable, Hashable {
     /// Free text: no validation beyond the option's own rules, no completion.
     case none
+    /// Text for people (a name): 1 to `maxBytes` bytes of UTF-8 with no control character
+    /// (U+0000 to U+001F, U+007F to U+009F); no completion.
+    case text(maxBytes: Int)
     /// A path to a file; completes file names.
     case file
     /// A path to a directory; completes directory names.
@@ -247,6 +250,7 @@ extension ValueKind {
     var defaultValueName: String {
         switch self {
         case .none, .choice: "VALUE"
+        case .text: "TEXT"
         case .file: "FILE"
         case .directory: "DIR"
         case .hostPort: "HOST:PORT"

@@ -213,7 +213,7 @@ struct BashCompletion {
     private func completes(_ kind: ValueKind) -> Bool {
         switch kind {
         case .file, .directory, .command, .choice: true
-        case .none, .hostPort, .url, .integer: false
+        case .none, .text, .hostPort, .url, .integer: false
         }
     }
 
@@ -231,7 +231,7 @@ struct BashCompletion {
             "mapfile -t COMPREPLY < <(compgen -c -- \"$cur\")"
         case .choice(let words):
             "mapfile -t COMPREPLY < <(compgen -W \"\(words.joined(separator: " "))\" -- \"$cur\")"
-        case .none, .hostPort, .url, .integer:
+        case .none, .text, .hostPort, .url, .integer:
             "COMPREPLY=()"
         }
     }
@@ -356,7 +356,7 @@ struct ZshCompletion {
         case .command: "_command_names -e"
         case .url: "_urls"
         case .choice(let words): "(" + words.joined(separator: " ") + ")"
-        case .none, .hostPort, .integer: " "
+        case .none, .text, .hostPort, .integer: " "
         }
     }
 
@@ -477,7 +477,7 @@ struct FishCompletion {
             case .directory: parts.append("-a '(__fish_complete_directories)'")
             case .command: parts.append("-a '(__fish_complete_command)'")
             case .choice(let words): parts.append("-a " + quote(words.joined(separator: " ")))
-            case .none, .hostPort, .url, .integer: return nil
+            case .none, .text, .hostPort, .url, .integer: return nil
             }
             return parts.joined(separator: " ")
         }
@@ -489,7 +489,7 @@ struct FishCompletion {
         case .directory: "-x -a '(__fish_complete_directories)'"
         case .command: "-x -a '(__fish_complete_command)'"
         case .choice(let words): "-x -a " + quote(words.joined(separator: " "))
-        case .none, .hostPort, .url, .integer: "-x"
+        case .none, .text, .hostPort, .url, .integer: "-x"
         }
     }
 

@@ -98,6 +98,7 @@ struct HelpRenderer {
         switch kind {
         case .choice(let words): parts.append("One of: \(words.joined(separator: ", ")).")
         case .integer(let range): parts.append("From \(range.lowerBound) to \(range.upperBound).")
+        case .text(let maxBytes): parts.append("1 to \(maxBytes) bytes of UTF-8, no control character.")
         default: break
         }
         if repeatable { parts.append("Repeatable.") }

@@ -233,6 +233,9 @@ extension CommandSpec {
     private func lintKind(
         _ kind: ValueKind, what: String, owner: String, add: (LintProblem.Kind, String) -> Void
     ) {
+        if case .text(let maxBytes) = kind, maxBytes < 1 {
+            add(.invalidLayout, "\(owner): \(what) allows text of at most \(maxBytes) bytes, so no value at all")
+        }
         guard case .choice(let words) = kind else { return }
         if words.isEmpty {
             add(.invalidLayout, "\(owner): \(what) has an empty list of choices")

@@ -294,6 +294,13 @@ extension ValueKind {
         switch self {
         case .none:
             return
+        case .text(let maxBytes):
+            if value.isEmpty || value.utf8.count > maxBytes
+                || value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            {
+                throw .invalidValue(
+                    value, for: label, expected: "1 to \(maxBytes) bytes of UTF-8 with no control character", in: context)
+            }
         case .file, .directory, .command:
             if value.isEmpty {
                 throw .invalidValue(value, for: label, expected: "a non-empty path", in: context)

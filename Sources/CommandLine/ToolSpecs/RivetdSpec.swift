@@ -26,7 +26,8 @@ extension ToolSpecs {
             While it listens, rivetd advertises the listener as _rivet._tcp through avahi-daemon, \
             under a random name with a TXT hint only paired devices recognise; when avahi-daemon \
             is not running it logs one warning, keeps serving and retries in the background. \
-            --no-advertise turns advertising off.
+            --name advertises under a name of your choice instead, which everyone on the \
+            network sees. --no-advertise turns advertising off.
 
             Settings may also come from a configuration file, $XDG_CONFIG_HOME/rivet/rivetd.conf \
             (~/.config/rivet/rivetd.conf) or the file --config names: one 'name = value' a line, \
@@ -39,9 +40,11 @@ extension ToolSpecs {
             """,
         options: [
             Rivetd.listen.spec, Rivetd.schema.spec, Rivetd.applicationID.spec, Rivetd.registry.spec, Rivetd.logLevel.spec,
-            Rivetd.noAdvertise.spec, Rivetd.config.spec, Rivetd.check.spec, Rivetd.fingerprint.spec, Rivetd.backend.spec,
+            Rivetd.name.spec, Rivetd.noAdvertise.spec, Rivetd.config.spec, Rivetd.check.spec, Rivetd.fingerprint.spec, Rivetd.backend.spec,
         ],
-        exclusiveGroups: [["fingerprint", "listen"], ["fingerprint", "no-advertise"], ["fingerprint", "check"]],
+        exclusiveGroups: [
+            ["fingerprint", "listen"], ["fingerprint", "no-advertise"], ["fingerprint", "check"], ["fingerprint", "name"],
+        ],
         // SIGTERM is a daemon's normal stop (0); 143 only when a second one cuts the stop short.
         exitStatuses: [
             ExitStatus(
@@ -72,6 +75,9 @@ extension ToolSpecs {
         public static let logLevel = OptionKey<String>.value(
             "log-level", valueName: "LEVEL", kind: .choice(["error", "warn", "info", "debug"]), default: "info",
             help: { "Log events at this level and above to standard error (default \($0))." })
+        public static let name = OptionKey<String?>.value(
+            "name", valueName: "NAME", kind: .text(maxBytes: 63),
+            help: "Advertise under NAME instead of a random name; everyone on the network sees it.")
         public static let noAdvertise = OptionKey<Bool>.flag(
             "no-advertise",
             help: "Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address).")
@@ -89,10 +95,12 @@ extension ToolSpecs {
             help: "Run CMD with the remaining arguments as the backend; give it last.")
 
         /// The settings of rivetd.conf: the options that take a value, under their long names,
-        /// and `advertise = yes|no` for `--no-advertise`.
+        /// and `advertise = yes|no` for `--no-advertise`. `name` is checked as a DNS-SD instance
+        /// name (1 to 63 bytes of UTF-8, no control character) when it is read.
         public static let configurationNames: [ConfigurationName] = [
             .option(listen.spec), .option(schema.spec), .option(applicationID.spec), .option(backend.spec),
-            .option(registry.spec), .option(logLevel.spec), .flag("advertise", option: noAdvertise.spec, givenWhen: false),
+            .option(registry.spec), .option(logLevel.spec), .option(name.spec),
+            .flag("advertise", option: noAdvertise.spec, givenWhen: false),
         ]
     }
 }

@@ -1,3 +1,4 @@
+import ByteText
 import Foundation
 import OpenSSLKit
 import RivetControl
@@ -57,7 +58,8 @@ public struct RivetDaemonConfiguration: Sendable {
     public var listener = RivetListener.Configuration()
     /// Whether to advertise the listener through avahi-daemon (`--no-advertise` turns it off).
     public var advertise = true
-    /// Where and how to advertise (`_rivet._tcp` on every interface avahi-daemon uses).
+    /// Where and how to advertise (`_rivet._tcp` on every interface avahi-daemon uses, under a
+    /// random instance name unless `instanceName` chooses one).
     public var advertiser = RivetAdvertiser.Configuration()
     /// The clock every part runs on (the system's; tests may give their own). It replaces the
     /// listener's and the advertiser's clocks when the daemon starts them.
@@ -213,7 +215,14 @@ public final class RivetDaemon: Sendable {
                 inherited.isEmpty
                 ? "listen on \(joinHostPort(configuration.listenHost, configuration.listenPort))"
                 : "accept on the service manager's sockets (\(Self.descriptors(inherited)))"
-            throw RivetDaemonError.listenFailed.with("cannot \(what): \(error.message)")
+            var reason = error.message
+            if inherited.isEmpty, error.systemErrno == EADDRINUSE {
+                // Name what holds the port, as far as /proc tells this user.
+                let holder = TCPPortHolder.find(
+                    port: configuration.listenPort, address: IPAddressText.bytes(configuration.listenHost))
+                reason = Self.portInUse(configuration.listenPort, by: holder)
+            }
+            throw RivetDaemonError.listenFailed.with("cannot \(what): \(reason)")
         }
         let host = listener.host ?? configuration.listenHost
         desk.listening(host: host, port: port)
@@ -240,10 +249,26 @@ public final class RivetDaemon: Sendable {
         log.info("listening on \(joinHostPort(host, port))\(named) for application \(configuration.applicationID)")
         if let advertising {
             advertising.start(host: host, port: port, secret: discoverySecret)
+        } else if let name = configuration.advertiser.instanceName {
+            log.info("not advertising (--no-advertise), so the name \(DisplayText.quoted(name)) is not used")
         } else {
             log.info("not advertising (--no-advertise)")
         }
         return Started(host: host, port: port, fingerprint: identity.fingerprint, backendPID: core.backendPID ?? 0)
+    }
+
+    /// Why a bind found `port` in use, from what /proc says about its holder: another rivetd
+    /// of this user and its pid, another process of this user by name and pid, or (another
+    /// user's, or not found) just "another process".
+    static func portInUse(_ port: UInt16, by holder: TCPPortHolder) -> String {
+        switch holder {
+        case .process(let pid, "rivetd"):
+            "port \(port) is in use by another rivetd of this user (pid \(pid)); each rivetd needs a port of its own"
+        case .process(let pid, let name):
+            "port \(port) is in use by \(DisplayText.quoted(name)) (pid \(pid)), a process of this user"
+        case .unknown:
+            "port \(port) is in use by another process"
+        }
     }
 
     /// `descriptor 3`, `descriptors 3, 4`.

@@ -9,8 +9,9 @@ import Timekeeping
 
 /// One publication of the gateway: what avahi-daemon announces now.
 public struct RivetAdvertisement: Sendable, Hashable {
-    /// The instance name announced (`"Rivet "` and 8 random hex digits, or avahi's alternative
-    /// such as `"Rivet 1a2b3c4d #2"` after a collision).
+    /// The instance name announced (`"Rivet "` and 8 random hex digits, or the chosen
+    /// ``RivetAdvertiser/Configuration/instanceName``; avahi's alternative such as
+    /// `"Rivet 1a2b3c4d #2"` after a collision).
     public let name: String
     /// The service type (`"_rivet._tcp"`).
     public let serviceType: String
@@ -29,8 +30,9 @@ public struct RivetAdvertisement: Sendable, Hashable {
 }
 
 /// Advertises the gateway's listener as `_rivet._tcp` through avahi-daemon, privacy-bounded:
-/// a random instance name, a random host name of its own and the hint TXT record, all drawn
-/// again at every ``start(host:port:secret:)`` and every change of hour. It only announces.
+/// a random instance name (unless one was chosen, ``Configuration/instanceName``), a random
+/// host name of its own and the hint TXT record, all drawn again at every
+/// ``start(host:port:secret:)`` and every change of hour. It only announces.
 /// Every method may be called from any thread. The design (address records, rotation,
 /// reconnection, collisions, threading) is in docs/architecture.md, "Discovery: the advertiser".
 public final class RivetAdvertiser: Sendable {
@@ -44,17 +46,24 @@ public final class RivetAdvertiser: Sendable {
         public var ipProtocol: AvahiIPProtocol
         /// The wall clock that decides the hour (epoch); tests inject one they move by hand.
         public var clock: any RivetClock
+        /// The instance name to announce, chosen by a person (``DNSSDInstanceName``: 1 to 63
+        /// bytes of UTF-8, no control character), or nil (the default) for a random one drawn
+        /// again every hour. A chosen name is the same every hour, so it links one hour's
+        /// advertisement to the next, and everyone on the network sees it; only the host name
+        /// and the hint still change.
+        public var instanceName: String?
 
         /// A configuration; every argument has the production default.
         public init(
             serviceType: String = "_rivet._tcp", interface: AvahiInterface = .unspecified,
             ipProtocol: AvahiIPProtocol = .unspecified,
-            clock: any RivetClock = SystemClock()
+            clock: any RivetClock = SystemClock(), instanceName: String? = nil
         ) {
             self.serviceType = serviceType
             self.interface = interface
             self.ipProtocol = ipProtocol
             self.clock = clock
+            self.instanceName = instanceName
         }
     }
 
@@ -85,9 +94,22 @@ public final class RivetAdvertiser: Sendable {
     private let core: AdvertiserCore
 
     /// An advertiser that does nothing until ``start(host:port:secret:)``.
-    /// Throws `RivetDiscoveryError.invalidConfiguration` for a malformed service type.
+    /// Throws `RivetDiscoveryError.invalidConfiguration` for a malformed service type or
+    /// instance name.
     public convenience init(configuration: Configuration = Configuration()) throws(RivetDiscoveryError) {
-        try self.init(configuration: configuration, nameSource: RivetAdvertiser.randomInstanceName)
+        try self.init(configuration: configuration, nameSource: try Self.nameSource(configuration.instanceName))
+    }
+
+    /// Where the instance names come from: the chosen `name` every time, or a random one.
+    /// Throws `RivetDiscoveryError.invalidConfiguration` for a name ``DNSSDInstanceName`` refuses.
+    static func nameSource(_ name: String?) throws(RivetDiscoveryError) -> @Sendable () -> String {
+        guard let name else { return RivetAdvertiser.randomInstanceName }
+        guard DNSSDInstanceName.isValid(name) else {
+            throw RivetDiscoveryError.invalidConfiguration.with(
+                "the instance name must be 1 to \(DNSSDInstanceName.maximumBytes) bytes of UTF-8 with no control character (it has \(name.utf8.count) bytes)"
+            )
+        }
+        return { name }
     }
 
     /// As the public initializer, with the instance names drawn from `nameSource`, the host

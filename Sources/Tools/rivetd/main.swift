@@ -134,6 +134,8 @@ enum DaemonCommandLine {
             RivetDaemonConfiguration.InheritedControlSocket(descriptor: $0.descriptor, listenerPID: $0.listenerPID)
         }
         configuration.advertise = !arguments[ToolSpecs.Rivetd.noAdvertise]
+        // Checked as a DNS-SD instance name when parsed (`.text(maxBytes: 63)`).
+        configuration.advertiser.instanceName = arguments[ToolSpecs.Rivetd.name]
         return configuration
     }
 }

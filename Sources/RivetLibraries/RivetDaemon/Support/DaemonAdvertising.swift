@@ -1,3 +1,4 @@
+import ByteText
 import Foundation
 import RivetDiscovery
 import RivetPairing
@@ -5,7 +6,8 @@ import Synchronization
 
 /// The daemon's `_rivet._tcp` advertisement: a `RivetAdvertiser` started once the listener is
 /// ready, and a task that logs what it does (the instance name, its random host name and the
-/// port, never the secret or the hint's key).
+/// port, never the secret or the hint's key). A chosen instance name that avahi-daemon had to
+/// rename (another service on the network has it) is logged as a warning with the name it got.
 ///
 /// When avahi-daemon is absent the advertiser waits for it in the background; after
 /// ``warnAfter`` without a publication this logs one warning, and again only after a later
@@ -16,6 +18,7 @@ final class DaemonAdvertising: Sendable {
 
     private let advertiser: RivetAdvertiser
     private let serviceType: String
+    private let chosenName: String?
     private let log: RivetDaemonLog
     private let observer = Mutex<Task<Void, Never>?>(nil)
     private let warned = Mutex(false)
@@ -29,6 +32,7 @@ final class DaemonAdvertising: Sendable {
             throw RivetDaemonError.invalidConfiguration.with("cannot advertise: \(error.message)")
         }
         serviceType = configuration.serviceType
+        chosenName = configuration.instanceName
         self.log = log
     }
 
@@ -46,6 +50,7 @@ final class DaemonAdvertising: Sendable {
         let advertiser = self.advertiser
         let log = self.log
         let type = serviceType
+        let chosen = chosenName
         let task = Task { [self] in
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -57,9 +62,15 @@ final class DaemonAdvertising: Sendable {
                             published = true
                             addressless = false
                             self.warned.withLock { $0 = false }
-                            log.info(
-                                "advertising \(type) as \"\(advertisement.name)\" on port \(advertisement.port) at \(advertisement.hostName) (\(advertisement.addresses.map(\.text).joined(separator: ", ")))"
-                            )
+                            let place =
+                                "on port \(advertisement.port) at \(advertisement.hostName) (\(advertisement.addresses.map(\.text).joined(separator: ", ")))"
+                            if let chosen, advertisement.name != chosen {
+                                log.warn(
+                                    "advertising \(type) as \(DisplayText.quoted(advertisement.name)) \(place): the name \(DisplayText.quoted(chosen)) is taken on the network, so avahi-daemon renamed it"
+                                )
+                            } else {
+                                log.info("advertising \(type) as \(DisplayText.quoted(advertisement.name)) \(place)")
+                            }
                         case .waiting where published:
                             published = false
                             log.warn("the \(type) advertisement was lost (avahi-daemon stopped or restarted); publishing again when it runs")
