@@ -455,7 +455,7 @@ private struct ControlHandler: Sendable {
             // The registry forgets the device first (committed), then its sessions close.
             let removed: RivetDevicePairedDevice
             do {
-                removed = try store.revoke(id)
+                removed = try store.revoke(id, by: .rivetdControl)
             } catch where error == .unknownDevice {
                 throw RivetControlError.unknownDevice.with("no paired device has ID \(id.hex); nothing was changed")
             } catch {

@@ -236,7 +236,7 @@ public enum DesktopCommands {
         defer { store.close() }
         let removed: RivetDevicePairedDevice
         do {
-            removed = try store.revoke(id)
+            removed = try store.revoke(id, by: .rivetPair)
         } catch {
             if error == .unknownDevice { throw RegistryCommandError.unknownDevice(id) }
             throw RegistryOpenError(message: error.message)
