@@ -221,8 +221,8 @@ let package = Package(
         .target(
             name: "RivetPairDesktop",
             dependencies: [
-                "CommandLineKit", "CommandLineFiles", "RivetControl", "RivetPairing", "RivetRegistry", "QRCodeKit", "ThreadSupport",
-                "ByteText", "SystemKit", "Timekeeping",
+                "CommandLineKit", "CommandLineFiles", "RivetControl", "RivetPairing", "RivetRegistry", "RivetSchema", "RivetGateway",
+                "QRCodeKit", "ThreadSupport", "ByteText", "SystemKit", "Timekeeping",
             ], path: "Sources/RivetLibraries/RivetPairDesktop"),
         .target(
             name: "RivetPairCompanion",

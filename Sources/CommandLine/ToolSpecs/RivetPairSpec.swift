@@ -21,7 +21,8 @@ extension ToolSpecs {
             --set-scopes and --revoke work on the pairing registry, which holds each device's \
             name, application, scopes and times, its history, and only a SHA-256 verifier of \
             its credential; --rename, --set-scopes and --revoke go through rivetd when it runs, \
-            so the device's live sessions follow at once.
+            so the device's live sessions follow at once. Without rivetd, --set-scopes checks the \
+            scopes against the schema --schema names, else the one rivetd.conf sets.
 
             On a Linux companion, --connect HOST:PORT pairs this machine with the rivetd there \
             and stores the credential and the server's pin; --connect 'rivet://…' pairs by the \
@@ -35,7 +36,7 @@ extension ToolSpecs {
             Pair.list.spec, Pair.show.spec, Pair.revoke.spec, Pair.open.spec, Pair.qr.spec, Pair.linkHost.spec,
             Pair.confirm.spec, Pair.code.spec, Pair.scope.spec, Pair.sessions.spec, Pair.connect.spec,
             Pair.deviceName.spec, Pair.applicationID.spec, Pair.credential.spec, Pair.json.spec, Pair.registry.spec,
-            Pair.history.spec, Pair.rename.spec, Pair.setScopes.spec,
+            Pair.history.spec, Pair.rename.spec, Pair.setScopes.spec, Pair.schema.spec,
         ],
         positionals: [Pair.argument.spec],
         exclusiveGroups: [
@@ -63,7 +64,10 @@ extension ToolSpecs {
             "rename", valueName: "DEVICE-ID", help: "Rename the device with this ID to ARGUMENT (1 to 128 bytes of UTF-8).")
         public static let setScopes = OptionKey<String?>.value(
             "set-scopes", valueName: "DEVICE-ID",
-            help: "Grant the device with this ID exactly the scopes named by --scope; its live sessions follow at once (needs rivetd).")
+            help: "Grant the device with this ID exactly the scopes named by --scope, declared in the schema; its live sessions follow at once.")
+        public static let schema = OptionKey<String?>.value(
+            "schema", valueName: "FILE", kind: .file,
+            help: "With --set-scopes when rivetd is not running: check the scopes against this schema, not the one rivetd.conf sets.")
         public static let argument = PositionalKey<String?>.optional(
             "ARGUMENT", help: "With --rename: the new name; with --history: the one device's ID.")
         public static let open = OptionKey<Bool>.flag("open", help: "Open the running rivetd's pairing window (5 minutes).")

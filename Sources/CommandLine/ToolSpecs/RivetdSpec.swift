@@ -88,6 +88,9 @@ extension ToolSpecs {
             "backend", valueName: "CMD", kind: .command,
             help: "Run CMD with the remaining arguments as the backend; give it last.")
 
+        /// The configuration file's name in `$XDG_CONFIG_HOME/rivet`.
+        public static let configurationFileName = "rivetd.conf"
+
         /// The settings of rivetd.conf: the options that take a value, under their long names,
         /// and `advertise = yes|no` for `--no-advertise`.
         public static let configurationNames: [ConfigurationName] = [

@@ -329,39 +329,20 @@ public final class RivetDaemon: Sendable {
     /// The longest schema file read (1 MiB).
     static let maximumSchemaBytes = 1 << 20
 
-    /// Reads the schema through one descriptor: a regular file (opened non-blocking, so a FIFO
-    /// is never waited on, then checked with fstat), of which at most ``maximumSchemaBytes`` + 1
-    /// bytes are read, so a file that grows while it is read is refused too.
+    /// Reads the schema through `RegularFile.read`: a regular file (a FIFO is never waited
+    /// on) of at most ``maximumSchemaBytes``, a file that grows while it is read refused too.
     static func readSchema(_ path: String) throws(RivetDaemonError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else {
-            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
+        do {
+            return try RegularFile.read(path, limit: maximumSchemaBytes)
+        } catch {
+            switch error {
+            case .notRegularFile: throw RivetDaemonError.schemaFailed.with("the schema \(path) is not a regular file")
+            case .tooLarge: throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
+            case .system(let failure) where failure.operation == "read":
+                throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(failure.description)")
+            case .system(let failure): throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(failure.reason)")
+            }
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw RivetDaemonError.schemaFailed.with("the schema \(path) is not a regular file")
-        }
-        guard Int64(info.st_size) <= Int64(maximumSchemaBytes) else {
-            throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
-        }
-        var buffer = [UInt8](repeating: 0, count: maximumSchemaBytes + 1)
-        let read: Result<Int, SystemError> = buffer.withUnsafeMutableBytes { raw in
-            Result { () throws(SystemError) in try FileDescriptor.readFully(fd, into: raw) }
-        }
-        let count: Int
-        switch read {
-        case .success(let got): count = got
-        case .failure(let error):
-            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(error.description)")
-        }
-        guard count <= maximumSchemaBytes else {
-            throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
-        }
-        return Array(buffer[..<count])
     }
 
     private static func logListenerEvent(_ event: RivetListener.Event, _ log: RivetDaemonLog, _ evictions: EvictionLog) {

@@ -27,11 +27,12 @@ extension DesktopCommands {
         try json ? JSONOutput.write(DeviceJSON(change.after)) : StandardOutput.write("renamed \(id.hex) to \(name.quoted)\n")
     }
 
-    /// `--set-scopes DEVICE-ID --scope NAME…`: only through rivetd, which checks each scope
-    /// against the schema it serves and narrows or widens the device's live sessions from their
-    /// next frame. Without a running rivetd nothing could check the scopes, so it refuses and
-    /// changes nothing.
-    public static func setScopes(_ id: DeviceID, to scopes: [String], json: Bool) async throws {
+    /// `--set-scopes DEVICE-ID --scope NAME…`: through rivetd when it runs, which checks each
+    /// scope against the schema it serves and narrows or widens the device's live sessions from
+    /// their next frame; otherwise in the registry directly, each scope checked against the
+    /// schema `schema` finds (`--schema`, or rivetd's configuration file). With no schema to
+    /// check against it refuses and changes nothing.
+    public static func setScopes(_ id: DeviceID, to scopes: [String], schema: SchemaLookup, registry: String?, json: Bool) async throws {
         let answer: RivetControlJSON?
         do {
             answer = try await daemonAnswer(.setScopes(id, scopes: scopes), device: id)
@@ -41,9 +42,11 @@ extension DesktopCommands {
             throw UsageError("--scope: \(error.message); nothing was changed", argument: "--scope")
         }
         guard let response = answer else {
-            throw ControlCommandError(
-                code: RivetControlError.notRunning.code,
-                message: "rivetd is not running, so no schema it serves can check the scopes; start rivetd and run this again (nothing was changed)")
+            try setScopesInRegistry(id, to: scopes, schema: schema, registry: registry, json: json)
+            return
+        }
+        if let given = schema.given {
+            Diagnostics.note("rivetd checks the scopes against the schema it serves; \(given) (--schema) was not read")
         }
         let device = response["device"] ?? .null
         let live = response["live_sessions"]?.integer ?? 0
@@ -58,6 +61,22 @@ extension DesktopCommands {
             ? StandardOutput.write(device.line + "\n")
             : StandardOutput.write(
                 "\(id.hex) (\(DisplayText.escaped(device["name"]?.string ?? ""))) has scopes \(DisplayText.escaped(granted))\n")
+    }
+
+    /// `--set-scopes` without rivetd: the scopes checked against the schema, then the registry
+    /// changed directly (its history records it, by rivet-pair).
+    private static func setScopesInRegistry(_ id: DeviceID, to names: [String], schema: SchemaLookup, registry: String?, json: Bool) throws {
+        let (path, source) = try schema.find()
+        let scopes = try SchemaLookup.grantable(names, try SchemaLookup.policy(path))
+        Diagnostics.note("rivetd is not running; changing the scopes in the registry directly, checked against the schema \(path) (\(source))")
+        let change = try changeInRegistry(id, registry: registry) { store throws(RivetDevicePairingStoreError) in
+            try store.setScopes(id, to: scopes, by: .rivetPair)
+        }
+        if !change.changed { Diagnostics.note("\(id.hex) already has exactly these scopes: nothing was changed") }
+        let granted = change.after.scopes.sorted().map(\.name).joined(separator: ",")
+        try json
+            ? JSONOutput.write(DeviceJSON(change.after))
+            : StandardOutput.write("\(id.hex) (\(change.after.displayName.escaped)) has scopes \(DisplayText.escaped(granted))\n")
     }
 
     /// `--history [DEVICE-ID]`: every device's history (revoked devices' too) or one's, oldest

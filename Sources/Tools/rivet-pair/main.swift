@@ -22,7 +22,10 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
     case .rename(let id, let name):
         try await DesktopCommands.rename(id, to: name, registry: arguments[Pair.registry], json: json)
     case .setScopes(let id, let scopes):
-        try await DesktopCommands.setScopes(id, to: scopes, json: json)
+        let schema = SchemaLookup(
+            given: arguments[Pair.schema], configurationFileName: ToolSpecs.Rivetd.configurationFileName,
+            configurationNames: ToolSpecs.Rivetd.configurationNames)
+        try await DesktopCommands.setScopes(id, to: scopes, schema: schema, registry: arguments[Pair.registry], json: json)
     case .history(let id):
         try DesktopCommands.history(id, registry: arguments[Pair.registry], json: json)
     case .open(nil):
@@ -122,7 +125,7 @@ enum PairAction {
         var allowed: [OptionSpec] = [Pair.json.spec]
         switch action {
         case .list, .show, .revoke, .rename, .history: allowed.append(Pair.registry.spec)
-        case .setScopes: allowed.append(Pair.scope.spec)
+        case .setScopes: allowed += [Pair.scope.spec, Pair.schema.spec, Pair.registry.spec]
         case .confirm: allowed += [Pair.code.spec, Pair.scope.spec, Pair.confirm.spec]
         case .connect: allowed += [Pair.deviceName.spec, Pair.applicationID.spec, Pair.credential.spec]
         case .open(_?): allowed += [Pair.qr.spec, Pair.scope.spec, Pair.confirm.spec, Pair.linkHost.spec]
@@ -130,7 +133,7 @@ enum PairAction {
         }
         let companions = [
             Pair.confirm.spec, Pair.code.spec, Pair.scope.spec, Pair.deviceName.spec, Pair.applicationID.spec,
-            Pair.credential.spec, Pair.registry.spec, Pair.qr.spec, Pair.linkHost.spec, Pair.json.spec,
+            Pair.credential.spec, Pair.registry.spec, Pair.qr.spec, Pair.linkHost.spec, Pair.json.spec, Pair.schema.spec,
         ]
         let linkOnly = [Pair.confirm.spec, Pair.scope.spec, Pair.linkHost.spec]
         switch action {
