@@ -1,5 +1,6 @@
 import Foundation
 import OpenSSLKit
+import RegistryTestSupport
 import RivetRegistry
 import SQLiteKit
 import SystemKit

@@ -2,6 +2,7 @@ import ByteText
 import Foundation
 import Glibc
 import OpenSSLKit
+import RegistryTestSupport
 import RivetRegistry
 import RivetState
 import SQLiteKit

@@ -5,20 +5,20 @@ import Timekeeping
 /// A registry as the release before history wrote it (schema version 1): its exact DDL, its
 /// pragmas and its rows, made without the current store, so a migration test starts from what
 /// users have on disk.
-enum VersionOneRegistry {
+public enum VersionOneRegistry {
     /// One device row of a version 1 registry.
-    struct Device {
-        let record: RivetDevicePairedDevice
-        let verifier: PairingVerifier
+    public struct Device {
+        public let record: RivetDevicePairedDevice
+        public let verifier: PairingVerifier
 
-        init(_ record: RivetDevicePairedDevice, verifier: PairingVerifier) {
+        public init(_ record: RivetDevicePairedDevice, verifier: PairingVerifier) {
             self.record = record
             self.verifier = verifier
         }
     }
 
     /// Schema version 1's DDL, byte for byte as the version 1 store ran it.
-    static let ddl = """
+    public static let ddl = """
         CREATE TABLE paired_device (
             device_id BLOB PRIMARY KEY NOT NULL CHECK (length(device_id) = 16),
             display_name TEXT NOT NULL CHECK (length(CAST(display_name AS BLOB)) BETWEEN 1 AND 128),
@@ -38,7 +38,7 @@ enum VersionOneRegistry {
     /// Writes a version 1 registry at `path` (WAL, `secure_delete`, `user_version` 1, and the
     /// `RIVP` stamp unless `stamped` is false, as registries written before the stamp) holding
     /// `devices`.
-    static func write(_ path: String, devices: [Device], stamped: Bool = true) throws {
+    public static func write(_ path: String, devices: [Device], stamped: Bool = true) throws {
         let db = try SQLiteDatabase(path: path)
         defer { db.close() }
         try db.execute("PRAGMA secure_delete = ON")
