@@ -221,8 +221,8 @@ let package = Package(
         .target(
             name: "RivetPairDesktop",
             dependencies: [
-                "CommandLineKit", "CommandLineFiles", "RivetControl", "RivetPairing", "RivetRegistry", "QRCodeKit", "ThreadSupport",
-                "ByteText", "SystemKit", "Timekeeping",
+                "CommandLineKit", "CommandLineFiles", "RivetControl", "RivetPairing", "RivetRegistry", "RivetSchema", "RivetGateway",
+                "QRCodeKit", "ThreadSupport", "ByteText", "SystemKit", "Timekeeping",
             ], path: "Sources/RivetLibraries/RivetPairDesktop"),
         .target(
             name: "RivetPairCompanion",
@@ -267,6 +267,8 @@ let package = Package(
         .target(name: "ToolTestSupport", path: "Tests/Support/ToolTestSupport"),
         // `eventually` and `ManualClock` (the `RivetClock` a test moves by hand), shared by the test targets.
         .target(name: "TestSupport", dependencies: ["Timekeeping", "ToolTestSupport"], path: "Tests/Support/TestSupport"),
+        // A registry as the release before history wrote it (schema version 1), for migration tests.
+        .target(name: "RegistryTestSupport", dependencies: ["RivetPairing", "SQLiteKit", "Timekeeping"], path: "Tests/Support/RegistryTestSupport"),
         .testTarget(name: "ToolSurfaceTests", dependencies: ["ToolSpecs", "CommandLineKit", "CommandLineFiles"]),
         // Reads `swift package describe` and fails on an edge docs/architecture.md forbids.
         .testTarget(name: "ArchitectureTests", dependencies: ["ToolTestSupport"]),
@@ -279,7 +281,9 @@ let package = Package(
             ]),
         .testTarget(
             name: "RivetPairToolTests",
-            dependencies: ["rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit", "ByteText"]),
+            dependencies: [
+                "rivet-pair", "RivetPairing", "RivetRegistry", "ToolTestSupport", "OpenSSLKit", "SQLiteKit", "ByteText", "RegistryTestSupport",
+            ]),
         .testTarget(
             name: "RivetdTests",
             dependencies: [
@@ -325,7 +329,7 @@ let package = Package(
             name: "RivetPairingTests",
             dependencies: [
                 "TestSupport", "RivetPairing", "RivetRegistry", "RivetState", "OpenSSLKit", "SQLiteKit", "ByteText", "SystemKit", "ToolTestSupport",
-                "fuzz-link", "Timekeeping",
+                "fuzz-link", "Timekeeping", "RegistryTestSupport",
             ],
             resources: [.copy("Fixtures")]),
         .testTarget(name: "RivetWireTests", dependencies: ["RivetWire", "ToolTestSupport"]),

@@ -90,6 +90,37 @@ import Testing
         #expect(gateway.revoke(device: try device(7)) == [])
     }
 
+    /// A device's sessions take new scopes at once: the next request is checked against them,
+    /// events follow them, a call already forwarded is still answered, other devices are
+    /// untouched; widening works the same way.
+    @Test func setScopesNarrowsAndWidensThatDevicesSessionsFromTheNextFrame() throws {
+        var gateway = try makeGateway()
+        let changed = try device(1)
+        let a = try gateway.openSession(device: changed, scopes: try scopes("viewer"))
+        let b = try gateway.openSession(device: try device(2), scopes: try scopes("viewer"))
+        let c = try gateway.openSession(device: changed, scopes: try scopes("viewer"))
+        let inFlight = try forwardedCall(&gateway, a, remote: 1).requestID
+
+        #expect(gateway.setScopes(device: changed, scopes: try scopes("controller")) == [a, c])
+        #expect(gateway.session(a)?.scopes == (try scopes("controller")))
+        #expect(gateway.session(a)?.grants.rpcs == ["refresh-score"])
+        let forbidden = RVT1Frame.error(2, code: "rivet.forbidden", message: "this session may not use that name")
+        let refused = gateway.receive(.call(2, name: "current-score", payload: Array(#"{"game-id":"final"}"#.utf8)), from: a)
+        #expect(refused == [.send(forbidden, to: a)])
+        _ = try forwardedCall(&gateway, a, remote: 3, name: "refresh-score", payload: [])
+        // The answer to the call forwarded before the change still arrives.
+        #expect(gateway.receiveFromBackend(.result(inFlight, payload: bytes("1"))) == [.send(.result(1, payload: bytes("1")), to: a)])
+        // Events reach only the sessions whose scopes grant them now.
+        #expect(gateway.receiveFromBackend(.event(name: "score-changed", payload: bytes("\"2-1\""))).recipients == [b])
+        #expect(gateway.session(b)?.scopes == (try scopes("viewer")))
+
+        // Widening: allowed again from the next frame, events again.
+        #expect(gateway.setScopes(device: changed, scopes: try scopes("viewer", "controller")) == [a, c])
+        _ = try forwardedCall(&gateway, c, remote: 4)
+        #expect(gateway.receiveFromBackend(.event(name: "score-changed", payload: bytes("\"2-2\""))).recipients == [a, b, c])
+        #expect(gateway.setScopes(device: try device(9), scopes: []) == [])
+    }
+
     @Test func closeReasonsCarryStableCodes() {
         let reasons: [(RivetDeviceGatewayCloseReason, String)] = [
             (.disconnected, "rivet.disconnected"), (.shutdown, "rivet.shutdown"), (.revoked, "rivet.revoked"),

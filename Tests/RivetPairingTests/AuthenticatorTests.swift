@@ -213,7 +213,7 @@ private struct PairedRegistry {
                 observed.withLock { $0.append("error \(error)") }
             }
         }
-        let removed = try await revoker.revoke(registry.device.deviceID)
+        let removed = try await revoker.revoke(registry.device.deviceID, by: .rivetdControl)
         #expect(removed == registry.device)
         #expect(observed.withLock { $0 } == ["close \(registry.device.deviceID) listed=false authenticates=false"])
         #expect(try registry.authenticate(nil, other: (randomID(), randomCredential())) == .failure(.failed))
@@ -227,7 +227,7 @@ private struct PairedRegistry {
         let (completion, credential) = try pairDevice(
             &coordinator, existing: registry.device.deviceID, known: registry.device)
         #expect(completion.isRepair)
-        try await RivetDeviceRevoker(store: registry.store) { _ in }.revoke(registry.device.deviceID)
+        try await RivetDeviceRevoker(store: registry.store) { _ in }.revoke(registry.device.deviceID, by: .rivetdControl)
         #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try registry.store.save(completion) }
         #expect(try registry.store.list().isEmpty)
         for presented in [registry.credential, credential.credential] {
@@ -243,7 +243,7 @@ private struct PairedRegistry {
         let calls = Mutex(0)
         let revoker = RivetDeviceRevoker(store: registry.store) { _ in calls.withLock { $0 += 1 } }
         let unknown = randomID()
-        await #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try await revoker.revoke(unknown) }
+        await #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try await revoker.revoke(unknown, by: .rivetdControl) }
         #expect(calls.withLock { $0 } == 0)
         #expect(try registry.store.list() == [registry.device])
     }

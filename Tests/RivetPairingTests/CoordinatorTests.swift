@@ -157,6 +157,7 @@ private func makeCoordinator(_ seed: String = #function) -> (Coordinator, Manual
             in: coordinator.handle(.desktopConfirm(.typedCode(code.text), scopes: []))))
         #expect(completion.connection == c1)
         #expect(completion.record.displayName == name("Pixel 9"))
+        #expect(!completion.byLink, "paired by code: its history entry says so")
     }
 
     @Test func serverNonceIsDrawnAfterTheCommitmentAndFreshPerAttempt() throws {

@@ -154,6 +154,7 @@ private func proveLink(
         #expect(completion.verifier == completion.accepted.credential.verifier)
         #expect(completion.accepted.discoverySecret == testDiscoverySecret)
         #expect(!completion.isRepair)
+        #expect(completion.byLink, "paired by link: its history entry says so")
         #expect(coordinator.state == .closed(.paired))
         #expect(!coordinator.windowPairsByLink)
     }

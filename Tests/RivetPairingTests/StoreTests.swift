@@ -2,6 +2,7 @@ import ByteText
 import Foundation
 import Glibc
 import OpenSSLKit
+import RegistryTestSupport
 import RivetRegistry
 import RivetState
 import SQLiteKit
@@ -137,16 +138,12 @@ import Testing
     /// A registry written before the `application_id` stamp (schema version 1, the registry's
     /// tables, application_id 0) is recognised: read-only it is read as it is, and the first
     /// writable open stamps it.
+    /// Only schema version 1 was ever written without the stamp.
     @Test func recognisesAnUnstampedRegistryAndStampsItOnlyWhenWriting() throws {
         let dir = try TemporaryDirectory()
         let path = dir.file("pairing.sqlite3")
         let id = randomID()
-        let store = try RivetDevicePairingStore(path: path)
-        try store.insertPaired(record(id), verifier: randomCredential().verifier)
-        store.close()
-        let raw = try SQLiteDatabase(path: path)
-        try raw.execute("PRAGMA application_id = 0")
-        raw.close()
+        try VersionOneRegistry.write(path, devices: [.init(record(id), verifier: randomCredential().verifier)], stamped: false)
         let before = try #require(fileBytes(path))
 
         let reader = try RivetDevicePairingStore(path: path, access: .readOnly)
@@ -205,7 +202,7 @@ import Testing
         let before = try #require(fileBytes(path))
         let reader = try RivetDevicePairingStore(path: path, access: .readOnly)
         #expect(try reader.list().map(\.deviceID) == [id])
-        #expect(throws: RivetDevicePairingStoreError.database) { try reader.revoke(id) }
+        #expect(throws: RivetDevicePairingStoreError.database) { try reader.revoke(id, by: .rivetPair) }
         reader.close()
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == files)
         #expect(fileBytes(path) == before)
@@ -228,19 +225,19 @@ import Testing
         try store.insertPaired(record(id), verifier: randomCredential().verifier)
         store.close()
         let raw = try SQLiteDatabase(path: path)
-        try raw.setUserVersion(2)
+        try raw.setUserVersion(3)
         raw.close()
         let before = try #require(fileBytes(path))
 
         let error = #expect(throws: RivetDevicePairingStoreError.schemaTooNew) { try RivetDevicePairingStore(path: path) }
         let message = try #require(error?.message)
-        #expect(message.contains("schema version 2"))
-        #expect(message.contains("up to version 1"))
+        #expect(message.contains("schema version 3"))
+        #expect(message.contains("up to version 2"))
         #expect(message.contains("newer version of Rivet"))
         #expect(message.contains("not changed"))
         #expect(fileBytes(path) == before)
         let after = try SQLiteDatabase(path: path)
-        #expect(try after.userVersion == 2)
+        #expect(try after.userVersion == 3)
         #expect(try after.query("SELECT count(*) FROM paired_device").first?[0] == 1)
         #expect(try after.query("PRAGMA integrity_check").first?[0] == "ok")
     }
@@ -254,7 +251,7 @@ import Testing
         first.close()
         let second = try RivetDevicePairingStore(path: path)
         #expect(try second.device(id)?.scopes == scopes("a", "b"))
-        #expect(try SQLiteDatabase(path: path, readOnly: true).userVersion == 1)
+        #expect(try SQLiteDatabase(path: path, readOnly: true).userVersion == RivetDevicePairingStore.schemaVersion)
     }
 }
 
@@ -280,7 +277,7 @@ import Testing
         try store.touchLastSeen(late.deviceID, at: seen)
         #expect(try store.device(late.deviceID)?.lastSeen == WallClockTime(unixMilliseconds: 1_760_000_000_123))
 
-        let removed = try store.revoke(early.deviceID)
+        let removed = try store.revoke(early.deviceID, by: .rivetPair)
         #expect(removed == early)
         #expect(try store.list() == [late.seen(at: seen)])
         let raw = try SQLiteDatabase(path: dir.file("pairing.sqlite3"), readOnly: true)
@@ -291,7 +288,7 @@ import Testing
         let dir = try TemporaryDirectory()
         let store = try RivetDevicePairingStore(path: dir.file("pairing.sqlite3"))
         let id = randomID()
-        let revoke = #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try store.revoke(id) }
+        let revoke = #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try store.revoke(id, by: .rivetPair) }
         #expect(revoke?.message == "no paired device has ID \(id) in \(store.path)")
         #expect(throws: RivetDevicePairingStoreError.unknownDevice) { try store.touchLastSeen(id, at: SystemClock().wallClockNow) }
         #expect(throws: RivetDevicePairingStoreError.unknownDevice) {
@@ -350,7 +347,7 @@ import Testing
             credentials.append(stored.credential)
             verifiers.append(completion.verifier)
         }
-        try store.revoke(try store.list()[5].deviceID)
+        try store.revoke(try store.list()[5].deviceID, by: .rivetPair)
 
         func scan(_ label: String) throws {
             var files: [[UInt8]] = []
@@ -444,7 +441,7 @@ import Testing
                 try store.replaceVerifierOnRepair(
                     record(id, name: "r\(index)", granted: scopes("four", "five", "six")), verifier: randomCredential().verifier)
                 try store.touchLastSeen(id, at: SystemClock().wallClockNow)
-                if index % 3 == 0 { try store.revoke(id) }
+                if index % 3 == 0 { try store.revoke(id, by: .rivetPair) }
                 index += 1
             }
         }

@@ -208,7 +208,7 @@ func openSession(_ server: TestServer, configuration: RivetClientConfiguration =
         defer { client.stop() }
         let (_, stream) = try await server.handler.stream(0)
         let revoker = RivetDeviceRevoker(store: server.store) { _ in stream.close() }
-        try await revoker.revoke(credential.deviceID)
+        try await revoker.revoke(credential.deviceID, by: .rivetdControl)
         let reason = try await stop
         #expect(reason == .credentialRejected)
         #expect(reason.exitStatus == 5)

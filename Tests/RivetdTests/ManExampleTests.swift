@@ -3,6 +3,7 @@ import Glibc
 import OpenSSLKit
 import RivetPairing
 import RivetRegistry
+import RivetWire
 import TestSupport
 import Testing
 import Timekeeping
@@ -25,7 +26,7 @@ import ToolTestSupport
     @Test("every EXAMPLES command of rivet-pair(1) runs and does what the page says")
     func rivetPairExamples() async throws {
         let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
-        try #require(commands.count == 6, "\(commands)")
+        try #require(commands.count == 9, "\(commands)")
         #expect(commands[0] == "rivet-pair --open")
         #expect(commands[1] == "rivet-pair --confirm --scope viewer")
         #expect(commands[2].hasPrefix("echo y | rivet-pair --connect 192.0.2.10:7447 "))
@@ -75,7 +76,7 @@ import ToolTestSupport
     @Test("rivet-pair(1)'s pairing-by-link EXAMPLES run: the desktop's QR code, then a machine pairs by the link")
     func rivetPairLinkExamples() async throws {
         let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
-        try #require(commands.count == 6, "\(commands)")
+        try #require(commands.count == 9, "\(commands)")
         #expect(commands[4] == "rivet-pair --open --qr --scope viewer")
         let pagedLink = try #require(commands[5].split(separator: "'").dropFirst().first.map(String.init))
         #expect(commands[5].hasPrefix("rivet-pair --connect '\(pagedLink)' \\\n"))
@@ -99,6 +100,45 @@ import ToolTestSupport
             #expect(try await open.wait() == 0, "\(open.stderr)")
             #expect(open.stdout.hasSuffix("(kiosk) with scopes viewer\n"))
             #expect(try PairingTests.pairedNames(home) == ["kiosk"])
+        }
+    }
+
+    @Test("rivet-pair(1)'s EXAMPLES of a device's life run: rename, set-scopes on a live session, history as JSON")
+    func rivetPairDeviceLifeExamples() async throws {
+        let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
+        try #require(commands.count == 9, "\(commands)")
+        let paged = "249d18073cba24dfc64d54ee03eb9ef8"
+        #expect(commands[6] == "rivet-pair --rename \(paged) 'Kitchen Tablet'")
+        #expect(commands[7] == "rivet-pair --set-scopes \(paged) --scope viewer")
+        #expect(commands[8] == "rivet-pair --history \(paged) --json")
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            let credential = try daemon.pairDirectly(name: "Phone", scopes: ["controller", "viewer"])
+            let id = credential.deviceID.hex
+            let session = try await daemon.raw(credential)
+            defer { session.close() }
+            // As paired, controller lets it refresh (the event it also grants comes first).
+            try await session.send(.call(RVT1RequestID(1), name: "refresh-score", payload: Array(#"{"game-id":"a"}"#.utf8)))
+            #expect(try await session.next()?.kind == .event)
+            #expect(try await session.next()?.kind == .result)
+            // Only the device ID differs from the page: this daemon's device.
+            var runs: [Spawned] = []
+            for command in commands[6...] {
+                let run = try Self.shell(command.replacingOccurrences(of: paged, with: id), home)
+                #expect(try await run.wait() == 0, "\(command): \(run.stderr)")
+                runs.append(run)
+            }
+            #expect(runs[0].stdout == "renamed \(id) to \"Kitchen Tablet\"\n")
+            #expect(runs[1].stdout == "\(id) (Kitchen Tablet) has scopes viewer\n")
+            // The live session lost controller from its next frame.
+            #expect(try await session.call(2, "refresh-score", #"{"game-id":"a"}"#).name == "rivet.forbidden")
+            #expect(try await session.call(3, "current-score", #"{"game-id":"a"}"#).kind == .result)
+            let entries = try runs[2].stdout.split(separator: "\n").map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            }
+            #expect(entries.compactMap { $0["kind"] as? String } == ["paired", "renamed", "scopes-changed"], "\(runs[2].stdout)")
+            #expect(entries.dropFirst().allSatisfy { ($0["detail"] as? String)?.hasSuffix("by rivetd control") == true })
+            #expect(entries.last?["name"] as? String == "Kitchen Tablet")
         }
     }
 

@@ -17,25 +17,32 @@ extension ToolSpecs {
             link proves it holds the link's one-time secret and is paired without a code (with \
             --confirm as well, the person still approves it by name). When rivetd listens on \
             every address the link carries this desktop's addresses, which a device tries in \
-            turn; --link-host names one host instead. --list, --show and --revoke work on the pairing registry, which holds \
-            each device's name, application, scopes and times and only a SHA-256 verifier of \
-            its credential; --revoke goes through rivetd when it runs, so the device's live \
-            sessions close at once.
+            turn; --link-host names one host instead. --list, --show, --history, --rename, \
+            --set-scopes and --revoke work on the pairing registry, which holds each device's \
+            name, application, scopes and times, its history, and only a SHA-256 verifier of \
+            its credential; --rename, --set-scopes and --revoke go through rivetd when it runs, \
+            so the device's live sessions follow at once. Without rivetd, --set-scopes checks the \
+            scopes against the schema --schema names, else the one rivetd.conf sets.
 
             On a Linux companion, --connect HOST:PORT pairs this machine with the rivetd there \
             and stores the credential and the server's pin; --connect 'rivet://…' pairs by the \
             link the desktop printed, pinned to the link's fingerprint before a byte is sent, \
             with no code to compare.
 
-            Give exactly one action: --list, --show, --revoke, --open, --confirm, --sessions or \
-            --connect (--open --qr may take --confirm).
+            Give exactly one action: --list, --show, --history, --rename, --set-scopes, --revoke, \
+            --open, --confirm, --sessions or --connect (--open --qr may take --confirm).
             """,
         options: [
             Pair.list.spec, Pair.show.spec, Pair.revoke.spec, Pair.open.spec, Pair.qr.spec, Pair.linkHost.spec,
             Pair.confirm.spec, Pair.code.spec, Pair.scope.spec, Pair.sessions.spec, Pair.connect.spec,
             Pair.deviceName.spec, Pair.applicationID.spec, Pair.credential.spec, Pair.json.spec, Pair.registry.spec,
+            Pair.history.spec, Pair.rename.spec, Pair.setScopes.spec, Pair.schema.spec,
         ],
-        exclusiveGroups: [["list", "show", "revoke", "open", "sessions", "connect"], ["list", "show", "revoke", "confirm", "sessions", "connect"]],
+        positionals: [Pair.argument.spec],
+        exclusiveGroups: [
+            ["list", "show", "history", "rename", "set-scopes", "revoke", "open", "sessions", "connect"],
+            ["list", "show", "history", "rename", "set-scopes", "revoke", "confirm", "sessions", "connect"],
+        ],
         exitStatuses: [.ok, .failure, .usage, .auth, .permanent, .hangUp, .interrupted, .terminated]
     )
 }
@@ -50,6 +57,19 @@ extension ToolSpecs {
         public static let revoke = OptionKey<String?>.value(
             "revoke", valueName: "DEVICE-ID",
             help: "Revoke the device with this ID: removed from the registry, its live sessions closed.")
+        public static let history = OptionKey<Bool>.flag(
+            "history",
+            help: "Print what happened to the paired and revoked devices (or to the one whose ID is ARGUMENT), oldest first.")
+        public static let rename = OptionKey<String?>.value(
+            "rename", valueName: "DEVICE-ID", help: "Rename the device with this ID to ARGUMENT (1 to 128 bytes of UTF-8).")
+        public static let setScopes = OptionKey<String?>.value(
+            "set-scopes", valueName: "DEVICE-ID",
+            help: "Grant the device with this ID exactly the scopes named by --scope, declared in the schema; its live sessions follow at once.")
+        public static let schema = OptionKey<String?>.value(
+            "schema", valueName: "FILE", kind: .file,
+            help: "With --set-scopes when rivetd is not running: check the scopes against this schema, not the one rivetd.conf sets.")
+        public static let argument = PositionalKey<String?>.optional(
+            "ARGUMENT", help: "With --rename: the new name; with --history: the one device's ID.")
         public static let open = OptionKey<Bool>.flag("open", help: "Open the running rivetd's pairing window (5 minutes).")
         public static let qr = OptionKey<Bool>.flag(
             "qr",
@@ -65,7 +85,7 @@ extension ToolSpecs {
             help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking.")
         public static let scope = OptionKey<[String]>.repeated(
             "scope", valueName: "NAME",
-            help: "With --confirm or --open --qr: grant this scope, one the schema declares (at least one).")
+            help: "With --confirm, --open --qr or --set-scopes: grant this scope, one the schema declares (at least one).")
         public static let sessions = OptionKey<Bool>.flag("sessions", help: "List the running rivetd's live sessions.")
         public static let connect = OptionKey<String?>.value(
             "connect", valueName: "TARGET",

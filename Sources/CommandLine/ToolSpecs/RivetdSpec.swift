@@ -94,6 +94,9 @@ extension ToolSpecs {
             "backend", valueName: "CMD", kind: .command,
             help: "Run CMD with the remaining arguments as the backend; give it last.")
 
+        /// The configuration file's name in `$XDG_CONFIG_HOME/rivet`.
+        public static let configurationFileName = "rivetd.conf"
+
         /// The settings of rivetd.conf: the options that take a value, under their long names,
         /// and `advertise = yes|no` for `--no-advertise`. `name` is checked as a DNS-SD instance
         /// name (1 to 63 bytes of UTF-8, no control character) when it is read.

@@ -37,8 +37,8 @@ public struct RivetDeviceGateway: Sendable {
 
     private struct SessionState: Sendable {
         let device: DeviceID
-        let scopes: Set<RivetDeviceScope>
-        let grants: RivetDeviceGrants
+        var scopes: Set<RivetDeviceScope>
+        var grants: RivetDeviceGrants
         /// Remote (device-chosen) request ID → host ID.
         var pending: [RVT1RequestID: RVT1RequestID] = [:]
         var queue = OutgoingQueue()
@@ -116,6 +116,20 @@ public struct RivetDeviceGateway: Sendable {
             close(id, .revoked, &actions)
         }
         return actions
+    }
+
+    /// Gives every open session of `device` the scopes `scopes` (what a change of the device's
+    /// registry record grants it now): from the next frame each request is checked against
+    /// them, and events and state changes reach the session only as they grant. Calls already
+    /// forwarded to the backend are answered as usual. Returns the sessions changed, in order.
+    public mutating func setScopes(device: DeviceID, scopes: Set<RivetDeviceScope>) -> [RivetDeviceGatewaySession.ID] {
+        let grants = policy.grants(for: scopes)
+        let changed = states.keys.sorted().filter { states[$0]?.device == device }
+        for id in changed {
+            states[id]?.scopes = scopes
+            states[id]?.grants = grants
+        }
+        return changed
     }
 
     /// Records that the daemon wrote `byteCount` more bytes of the frames it was given for

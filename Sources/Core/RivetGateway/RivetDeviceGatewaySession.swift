@@ -25,7 +25,7 @@ public struct RivetDeviceGatewaySession: Hashable, Sendable, Identifiable {
     public let id: ID
     /// The paired device the session authenticated as.
     public let device: DeviceID
-    /// The scopes the session was opened with.
+    /// The scopes the session holds: those it was opened with, or the last `setScopes` gave it.
     public let scopes: Set<RivetDeviceScope>
     /// What those scopes grant under the gateway's policy.
     public let grants: RivetDeviceGrants

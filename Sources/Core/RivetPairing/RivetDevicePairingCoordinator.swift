@@ -153,6 +153,11 @@ public struct RivetDevicePairingCoordinator: Sendable {
         let replacing: RivetDevicePairedDevice?
         let serverNonce: Nonce
         var step: Step
+
+        /// Whether the device opened the attempt with a pairing link (else by code).
+        var isByLink: Bool {
+            if case .link = opening { true } else { false }
+        }
     }
 
     /// How the device's nonce is checked: a commitment opened by `PairReveal` (pairing by code),
@@ -514,7 +519,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
         let completion = RivetDevicePairingCompletion(
             connection: attempt.connection,
             accepted: RivetDevicePairAccepted(deviceID: deviceID, credential: credential, discoverySecret: discoverySecret),
-            record: record, verifier: credential.verifier, replacing: attempt.replacing)
+            record: record, verifier: credential.verifier, replacing: attempt.replacing, byLink: attempt.isByLink)
         phase = .closed(.paired)
         step.actions.append(.complete(completion))
         step.actions.append(.windowClosed(.paired))
@@ -533,13 +538,11 @@ public struct RivetDevicePairingCoordinator: Sendable {
             deviceConfirmed = device
             desktopConfirmed = scopes != nil
         }
-        var byLink = false
-        if case .link = attempt.opening { byLink = true }
         return RivetDevicePairingPendingAttempt(
             connection: attempt.connection, deviceName: attempt.deviceName,
             applicationID: attempt.applicationID, replacing: attempt.replacing, code: code,
             deviceConfirmed: deviceConfirmed, desktopConfirmed: desktopConfirmed, timeLeft: timeLeft,
-            failures: window.failures, byLink: byLink)
+            failures: window.failures, byLink: attempt.isByLink)
     }
 
     /// Actions of one input, with each connection told at most once that its attempt is over.
@@ -597,6 +600,9 @@ public struct RivetDevicePairingCompletion: Equatable, Sendable, CustomStringCon
     public let verifier: PairingVerifier
     /// The record this pairing replaces (same device ID), or `nil` for a new device.
     public let replacing: RivetDevicePairedDevice?
+
+    /// True when the device proved it held a pairing link; false when it paired by code.
+    public let byLink: Bool
 
     /// True when this re-pairs a known device (store with `replaceVerifierOnRepair`).
     public var isRepair: Bool { replacing != nil }

@@ -44,7 +44,7 @@ public struct RivetControlError: IdentifiedCodedError {
     /// The attempt ended before both sides confirmed (the device rejected or left, the window
     /// closed).
     public static let attemptEnded = Self(code: "attempt-ended", message: "the pairing attempt ended before both sides confirmed")
-    /// `revoke` named a device that is not paired.
+    /// `revoke`, `rename` or `set-scopes` named a device that is not paired.
     public static let unknownDevice = Self(code: "unknown-device", message: "no paired device has that ID")
     /// The registry failed.
     public static let registryFailed = Self(code: "registry-failed", message: "the pairing registry failed")
@@ -122,6 +122,11 @@ public enum RivetControlRequest: Sendable, Equatable {
     case sessions
     /// Revokes a device: the registry forgets it, then its sessions close.
     case revoke(DeviceID)
+    /// Renames a device (sent as `{"op":"rename","device_id":…,"name":…}`).
+    case rename(DeviceID, name: RivetDeviceName)
+    /// Replaces a device's scopes; its live sessions hold the new ones from their next frame
+    /// (sent as `{"op":"set-scopes","device_id":…,"scopes":[…]}`).
+    case setScopes(DeviceID, scopes: [String])
 
     /// The request's `op` value.
     public var operation: String {
@@ -133,6 +138,8 @@ public enum RivetControlRequest: Sendable, Equatable {
         case .cancel: "cancel"
         case .sessions: "sessions"
         case .revoke: "revoke"
+        case .rename: "rename"
+        case .setScopes: "set-scopes"
         }
     }
 
@@ -143,6 +150,10 @@ public enum RivetControlRequest: Sendable, Equatable {
             return ["op": "confirm", "code": code.map { .string($0) } ?? .null, "scopes": .array(scopes.map { .string($0) })]
         case .revoke(let id):
             return ["op": "revoke", "device_id": .string(id.hex)]
+        case .rename(let id, let name):
+            return ["op": "rename", "device_id": .string(id.hex), "name": .string(name.value)]
+        case .setScopes(let id, let scopes):
+            return ["op": "set-scopes", "device_id": .string(id.hex), "scopes": .array(scopes.map { .string($0) })]
         case .open(let link?):
             return ["op": "open", "link": true, "link_host": link.host.map { .string($0) } ?? .null]
         case .pendingChanges(let after, let wait):
@@ -216,29 +227,51 @@ public enum RivetControlRequest: Sendable, Equatable {
             default:
                 throw RivetControlError.malformedRequest.with("`code` must be a string of six digits or null")
             }
-            guard let list = json["scopes"]?.array else {
-                throw RivetControlError.malformedRequest.with("`scopes` must be an array of scope names")
-            }
-            var scopes: [String] = []
-            for item in list {
-                guard let name = item.string else {
-                    throw RivetControlError.malformedRequest.with("`scopes` must contain only strings")
-                }
-                scopes.append(name)
-            }
-            self = .confirm(code: code, scopes: scopes)
+            self = .confirm(code: code, scopes: try Self.scopeNames(json))
         case "revoke":
-            guard let text = json["device_id"]?.string else {
-                throw RivetControlError.malformedRequest.with("`revoke` needs a string member `device_id`")
+            self = .revoke(try Self.deviceID(json, operation))
+        case "rename":
+            let id = try Self.deviceID(json, operation)
+            guard let text = json["name"]?.string else {
+                throw RivetControlError.malformedRequest.with("`rename` needs a string member `name`")
             }
-            guard let id = DeviceID(hex: text) else {
-                throw RivetControlError.invalidArgument.with("`device_id` must be 32 hexadecimal digits")
+            do {
+                self = .rename(id, name: try RivetDeviceName(text))
+            } catch {
+                throw RivetControlError.invalidArgument.with("`name`: \(error.message)")
             }
-            self = .revoke(id)
+        case "set-scopes":
+            self = .setScopes(try Self.deviceID(json, operation), scopes: try Self.scopeNames(json))
         default:
             throw RivetControlError.unknownOperation.with(
-                "unknown operation; the operations are open, pending, confirm, reject, cancel, sessions, revoke")
+                "unknown operation; the operations are open, pending, confirm, reject, cancel, sessions, revoke, rename, set-scopes")
         }
+    }
+
+    /// The request's `device_id`.
+    private static func deviceID(_ json: RivetControlJSON, _ operation: String) throws(RivetControlError) -> DeviceID {
+        guard let text = json["device_id"]?.string else {
+            throw RivetControlError.malformedRequest.with("`\(operation)` needs a string member `device_id`")
+        }
+        guard let id = DeviceID(hex: text) else {
+            throw RivetControlError.invalidArgument.with("`device_id` must be 32 hexadecimal digits")
+        }
+        return id
+    }
+
+    /// The request's `scopes`: an array of strings (their names are checked by the daemon).
+    private static func scopeNames(_ json: RivetControlJSON) throws(RivetControlError) -> [String] {
+        guard let list = json["scopes"]?.array else {
+            throw RivetControlError.malformedRequest.with("`scopes` must be an array of scope names")
+        }
+        var scopes: [String] = []
+        for item in list {
+            guard let name = item.string else {
+                throw RivetControlError.malformedRequest.with("`scopes` must contain only strings")
+            }
+            scopes.append(name)
+        }
+        return scopes
     }
 }
 

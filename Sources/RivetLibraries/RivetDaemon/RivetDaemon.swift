@@ -360,39 +360,20 @@ public final class RivetDaemon: Sendable {
     /// The longest schema file read (1 MiB).
     static let maximumSchemaBytes = 1 << 20
 
-    /// Reads the schema through one descriptor: a regular file (opened non-blocking, so a FIFO
-    /// is never waited on, then checked with fstat), of which at most ``maximumSchemaBytes`` + 1
-    /// bytes are read, so a file that grows while it is read is refused too.
+    /// Reads the schema through `RegularFile.read`: a regular file (a FIFO is never waited
+    /// on) of at most ``maximumSchemaBytes``, a file that grows while it is read refused too.
     static func readSchema(_ path: String) throws(RivetDaemonError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else {
-            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
+        do {
+            return try RegularFile.read(path, limit: maximumSchemaBytes)
+        } catch {
+            switch error {
+            case .notRegularFile: throw RivetDaemonError.schemaFailed.with("the schema \(path) is not a regular file")
+            case .tooLarge: throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
+            case .system(let failure) where failure.operation == "read":
+                throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(failure.description)")
+            case .system(let failure): throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(failure.reason)")
+            }
         }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(String(cString: strerror(errno)))")
-        }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw RivetDaemonError.schemaFailed.with("the schema \(path) is not a regular file")
-        }
-        guard Int64(info.st_size) <= Int64(maximumSchemaBytes) else {
-            throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
-        }
-        var buffer = [UInt8](repeating: 0, count: maximumSchemaBytes + 1)
-        let read: Result<Int, SystemError> = buffer.withUnsafeMutableBytes { raw in
-            Result { () throws(SystemError) in try FileDescriptor.readFully(fd, into: raw) }
-        }
-        let count: Int
-        switch read {
-        case .success(let got): count = got
-        case .failure(let error):
-            throw RivetDaemonError.schemaFailed.with("cannot read the schema \(path): \(error.description)")
-        }
-        guard count <= maximumSchemaBytes else {
-            throw RivetDaemonError.schemaFailed.with("the schema \(path) is larger than 1 MiB")
-        }
-        return Array(buffer[..<count])
     }
 
     private static func logListenerEvent(_ event: RivetListener.Event, _ log: RivetDaemonLog, _ evictions: EvictionLog) {
@@ -437,6 +418,9 @@ private struct ControlHandler: Sendable {
     let store: RivetDevicePairingStore
     let policy: RivetDeviceGatewayPolicy
     let log: RivetDaemonLog
+    /// Serializes a record change's registry write and its hand-over to the core, so two
+    /// control connections changing one device leave the core with the registry's last record.
+    let changes = DeviceChanges()
 
     func handle(_ request: RivetControlRequest) -> RivetControlJSON {
         do throws(RivetControlError) {
@@ -486,7 +470,7 @@ private struct ControlHandler: Sendable {
             // The registry forgets the device first (committed), then its sessions close.
             let removed: RivetDevicePairedDevice
             do {
-                removed = try store.revoke(id)
+                removed = try store.revoke(id, by: .rivetdControl)
             } catch where error == .unknownDevice {
                 throw RivetControlError.unknownDevice.with("no paired device has ID \(id.hex); nothing was changed")
             } catch {
@@ -496,7 +480,47 @@ private struct ControlHandler: Sendable {
             let closed = peers.isEmpty ? "no live session" : "closed its live session\(peers.count == 1 ? "" : "s") from \(peers.joined(separator: ", "))"
             log.info("revoked device \(id) (\(removed.displayName.quoted)); \(closed)")
             return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(peers.count))]
+        case .rename(let id, let name):
+            let (change, sessions) = try changes.apply(core) { () throws(RivetControlError) in
+                try registry(id) { () throws(RivetDevicePairingStoreError) in try store.rename(id, to: name, by: .rivetdControl) }
+            }
+            if change.changed {
+                log.info("renamed device \(id) from \(change.before.displayName.quoted) to \(name.quoted)")
+            }
+            return Self.changed(change, sessions: sessions)
+        case .setScopes(let id, let names):
+            let scopes = try grantable(names)
+            let (change, sessions) = try changes.apply(core) { () throws(RivetControlError) in
+                try registry(id) { () throws(RivetDevicePairingStoreError) in try store.setScopes(id, to: scopes, by: .rivetdControl) }
+            }
+            if change.changed {
+                let list = { (scopes: Set<RivetDeviceScope>) in scopes.sorted().map(\.name).joined(separator: ",") }
+                log.info(
+                    "changed the scopes of device \(id) (\(change.after.displayName.quoted)) from [\(list(change.before.scopes))] to [\(list(change.after.scopes))]; \(sessions) live session\(sessions == 1 ? "" : "s") hold the new ones from their next frame")
+            }
+            return Self.changed(change, sessions: sessions)
         }
+    }
+
+    /// Runs a registry change of device `id`, its errors as control errors.
+    private func registry(
+        _ id: DeviceID, _ body: () throws(RivetDevicePairingStoreError) -> RivetDevicePairingStore.Change
+    ) throws(RivetControlError) -> RivetDevicePairingStore.Change {
+        do {
+            return try body()
+        } catch where error == .unknownDevice {
+            throw RivetControlError.unknownDevice.with("no paired device has ID \(id.hex); nothing was changed")
+        } catch {
+            throw RivetControlError.registryFailed.with(error.message)
+        }
+    }
+
+    /// The answer to `rename` and `set-scopes`.
+    private static func changed(_ change: RivetDevicePairingStore.Change, sessions: Int) -> RivetControlJSON {
+        [
+            "ok": true, "device": RivetControlShapes.device(change.after), "changed": .bool(change.changed),
+            "live_sessions": .integer(Int64(sessions)),
+        ]
     }
 
     /// The scopes to grant: at least one, each a valid name the schema declares.
@@ -520,6 +544,22 @@ private struct ControlHandler: Sendable {
             throw RivetControlError.unknownScope.with("\(error.message) (declared: \(declared))")
         }
         return scopes
+    }
+}
+
+/// The lock of `ControlHandler`'s record changes.
+private final class DeviceChanges: Sendable {
+    private let lock = Mutex(())
+
+    /// Runs `write` (the registry change), then hands the changed record to `core`, both under
+    /// the lock; returns the change and the number of the device's open sessions.
+    func apply(
+        _ core: GatewayCore, _ write: () throws(RivetControlError) -> RivetDevicePairingStore.Change
+    ) throws(RivetControlError) -> (RivetDevicePairingStore.Change, Int) {
+        try lock.withLock { _ throws(RivetControlError) in
+            let change = try write()
+            return (change, core.deviceChanged(change.after))
+        }
     }
 }
 

@@ -201,23 +201,10 @@ public enum DesktopCommands {
     /// `--revoke`: through the daemon when it answers (its live sessions close), otherwise in
     /// the registry directly.
     public static func revoke(_ id: DeviceID, registry: String?, json: Bool) async throws {
-        let client: RivetControlClient
-        do {
-            // Only "nothing there" falls back to the registry: a directory or a server that
-            // fails the checks is refused (socketPath, the client), never worked around.
-            client = try RivetControlClient(path: try socketPath())
-        } catch let error as RivetControlError where error == .notRunning {
+        guard let response = try await daemonAnswer(.revoke(id), device: id) else {
             Diagnostics.note("rivetd is not running; revoking in the registry directly")
             try revokeInRegistry(id, registry: registry, json: json)
             return
-        } catch let error as RivetControlError {
-            throw ControlCommandError(error)
-        }
-        let response: RivetControlJSON
-        do {
-            response = try await request(client, .revoke(id))
-        } catch let error as ControlCommandError where error.code == RivetControlError.unknownDevice.code {
-            throw RegistryCommandError.unknownDevice(id)
         }
         let closed = response["sessions_closed"]?.integer ?? 0
         Diagnostics.note("revoked through rivetd: \(closed) live session\(closed == 1 ? "" : "s") closed")
@@ -231,12 +218,32 @@ public enum DesktopCommands {
         }
     }
 
+    /// The running rivetd's answer to `request` about device `id`, or nil when rivetd is not
+    /// running. Only "nothing there" is nil: a directory or a server that fails the checks is
+    /// refused (socketPath, the client), never worked around; `unknown-device` is the registry
+    /// commands' own error.
+    static func daemonAnswer(_ request: RivetControlRequest, device id: DeviceID) async throws -> RivetControlJSON? {
+        let client: RivetControlClient
+        do {
+            client = try RivetControlClient(path: try socketPath())
+        } catch let error as RivetControlError where error == .notRunning {
+            return nil
+        } catch let error as RivetControlError {
+            throw ControlCommandError(error)
+        }
+        do {
+            return try await Self.request(client, request)
+        } catch let error as ControlCommandError where error.code == RivetControlError.unknownDevice.code {
+            throw RegistryCommandError.unknownDevice(id)
+        }
+    }
+
     private static func revokeInRegistry(_ id: DeviceID, registry: String?, json: Bool) throws {
         guard let store = try openRegistry(registry, access: .readWrite) else { throw RegistryCommandError.unknownDevice(id) }
         defer { store.close() }
         let removed: RivetDevicePairedDevice
         do {
-            removed = try store.revoke(id)
+            removed = try store.revoke(id, by: .rivetPair)
         } catch {
             if error == .unknownDevice { throw RegistryCommandError.unknownDevice(id) }
             throw RegistryOpenError(message: error.message)

@@ -21,18 +21,34 @@ import Timekeeping
 /// - Per device it keeps the metadata of `RivetDevicePairedDevice` and `verifier = SHA-256(K)`.
 ///   The credential `K` itself is never stored, so a copied registry cannot be used to
 ///   impersonate a device.
+/// - From schema version 2 it keeps each device's history (`RivetDeviceEvent`: paired, scopes
+///   changed, renamed, revoked), written in the transaction of the change it records, kept after
+///   a revocation, and trimmed to the newest ``historyLimit`` entries per device in that same
+///   transaction. No entry holds a credential, verifier or token.
 ///
 /// Every method runs on the store's own connection under a lock, so one store may be shared by
 /// tasks and threads.
 public final class RivetDevicePairingStore: Sendable {
     /// The schema version this program writes and reads (`PRAGMA user_version`).
-    public static let schemaVersion: Int32 = 1
+    public static let schemaVersion: Int32 = 2
+    /// The most history entries kept per device (the newest; older ones are deleted in the
+    /// transaction that adds one more).
+    public static let historyLimit = 100
+    /// The longest `detail` of a history entry, in bytes of UTF-8 (two quoted names fit).
+    static let maximumDetailBytes = 4096
     /// `PRAGMA application_id` of a registry: ASCII `RIVP`.
     public static let sqliteApplicationID: Int32 = 0x5249_5650
 
     /// The registry file's path.
     public let path: String
+    /// The schema version of the file as opened: ``schemaVersion`` after a writable open (it
+    /// migrates), the file's own after a read-only one (version 1 keeps no history).
+    public let fileSchemaVersion: Int32
+    /// Whether the file keeps device history (schema version 2 or later).
+    public var keepsHistory: Bool { fileSchemaVersion >= 2 }
     private let database: Mutex<SQLiteDatabase>
+    /// Where the times of history entries come from.
+    private let clock: any RivetClock
 
     private static let migrations = [
         SQLiteMigration(
@@ -53,7 +69,28 @@ public final class RivetDevicePairingStore: Sendable {
                     PRIMARY KEY (device_id, scope)
                 ) STRICT, WITHOUT ROWID;
                 PRAGMA application_id = \(sqliteApplicationID);
-                """)
+                """),
+        // History: append-only (no update; deletes only trim the oldest), no foreign key, so a
+        // revoked device's entries stay. Devices paired before get one `paired` entry at their
+        // pairing time.
+        SQLiteMigration(
+            version: 2,
+            sql: """
+                CREATE TABLE device_event (
+                    event_id INTEGER PRIMARY KEY,
+                    device_id BLOB NOT NULL CHECK (length(device_id) = 16),
+                    time_ms INTEGER NOT NULL,
+                    kind TEXT NOT NULL CHECK (length(kind) BETWEEN 1 AND 32),
+                    name TEXT NOT NULL CHECK (length(CAST(name AS BLOB)) BETWEEN 1 AND 128),
+                    detail TEXT NOT NULL CHECK (length(CAST(detail AS BLOB)) <= \(maximumDetailBytes))
+                ) STRICT;
+                CREATE INDEX device_event_by_device ON device_event (device_id, event_id);
+                CREATE TRIGGER device_event_append_only BEFORE UPDATE ON device_event
+                BEGIN SELECT RAISE(ABORT, 'device_event is append-only'); END;
+                INSERT INTO device_event (device_id, time_ms, kind, name, detail)
+                    SELECT device_id, created_ms, 'paired', display_name, '\(RivetDeviceEventDetail.beforeHistory)'
+                    FROM paired_device ORDER BY created_ms, device_id;
+                """),
     ]
 
     /// How a store opens its file.
@@ -81,16 +118,18 @@ public final class RivetDevicePairingStore: Sendable {
     ///   - path: the registry file.
     ///   - busyTimeout: how long an operation waits for another process's write lock.
     ///   - access: whether the file may be created or written (default: `.create`).
+    ///   - clock: the clock of history entries' times.
     /// - Throws: `RivetDevicePairingStoreError.invalidPath`, `.notFound`, `.symlink`,
     ///   `.notRegularFile`, `.insecurePermissions`, `.notARegistry`, `.schemaTooNew` (nothing
     ///   written), `.damaged`, `.fileSystem`, `.database`.
-    public init(path: String, busyTimeout: Duration = .seconds(5), access: Access = .create)
-        throws(RivetDevicePairingStoreError)
-    {
+    public init(
+        path: String, busyTimeout: Duration = .seconds(5), access: Access = .create, clock: any RivetClock = SystemClock()
+    ) throws(RivetDevicePairingStoreError) {
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw RivetDevicePairingStoreError.invalidPath.with("the pairing registry path must be a non-empty file path")
         }
         self.path = path
+        self.clock = clock
         for file in [path, path + "-wal", path + "-shm"] {
             do {
                 if file == path && access == .create {
@@ -134,7 +173,7 @@ public final class RivetDevicePairingStore: Sendable {
             throw RivetDevicePairingStoreError(.wrongOwner(uid: db.fileOwnerID), path: path)
         }
         do {
-            try Self.prepare(db, path: path, writable: access != .readOnly)
+            fileSchemaVersion = try Self.prepare(db, path: path, writable: access != .readOnly)
         } catch {
             db.close()
             throw error
@@ -147,7 +186,7 @@ public final class RivetDevicePairingStore: Sendable {
     ///   directory; otherwise as `init(path:busyTimeout:)`.
     public static func standard(
         environment: [String: String] = ProcessInfo.processInfo.environment, busyTimeout: Duration = .seconds(5),
-        access: Access = .create
+        access: Access = .create, clock: any RivetClock = SystemClock()
     ) throws(RivetDevicePairingStoreError) -> RivetDevicePairingStore {
         let path: String
         do {
@@ -155,14 +194,15 @@ public final class RivetDevicePairingStore: Sendable {
         } catch {
             throw RivetDevicePairingStoreError.invalidPath.with(error.message)
         }
-        return try RivetDevicePairingStore(path: path, busyTimeout: busyTimeout, access: access)
+        return try RivetDevicePairingStore(path: path, busyTimeout: busyTimeout, access: access, clock: clock)
     }
 
     /// The tables of schema version 1, by which a registry written before the `application_id`
     /// stamp is recognised.
     private static let tables: Set<String> = ["paired_device", "device_scope"]
 
-    private static func prepare(_ db: SQLiteDatabase, path: String, writable: Bool) throws(RivetDevicePairingStoreError) {
+    /// Recognises, checks and (when writable) migrates the file; returns its schema version.
+    private static func prepare(_ db: SQLiteDatabase, path: String, writable: Bool) throws(RivetDevicePairingStoreError) -> Int32 {
         do {
             let version = try db.userVersion
             let marker = try db.query("PRAGMA application_id").first?[0].integer ?? 0
@@ -183,11 +223,12 @@ public final class RivetDevicePairingStore: Sendable {
                 throw SQLiteError.schemaTooNew(found: version, supported: schemaVersion)
             }
             try checkIntegrity(db, path: path)
-            guard writable else { return }
+            guard writable else { return version }
             try db.enableWAL()
             try db.execute("PRAGMA secure_delete = ON")
-            try db.migrate(migrations)
+            let migrated = try db.migrate(migrations)
             if unstamped { try db.execute("PRAGMA application_id = \(sqliteApplicationID)") }
+            return migrated
         } catch let error as RivetDevicePairingStoreError {
             throw error
         } catch let error as SQLiteError where error.isSchemaTooNew {
@@ -258,11 +299,12 @@ public final class RivetDevicePairingStore: Sendable {
 
     // MARK: Writing
 
-    /// Stores a newly paired device with its verifier, metadata and scopes in one transaction.
+    /// Stores a newly paired device with its verifier, metadata and scopes, and its `paired`
+    /// history entry (by `method`; nil says how is not recorded), in one transaction.
     /// - Throws: `.deviceExists` if the ID is taken (nothing changes), `.database`.
-    public func insertPaired(_ record: RivetDevicePairedDevice, verifier: PairingVerifier)
-        throws(RivetDevicePairingStoreError)
-    {
+    public func insertPaired(
+        _ record: RivetDevicePairedDevice, verifier: PairingVerifier, method: RivetDevicePairingMethod? = nil
+    ) throws(RivetDevicePairingStoreError) {
         try withDatabase("store paired device \(record.deviceID)") { db in
             try db.transaction(.immediate) {
                 guard try self.exists(record.deviceID, db) == false else {
@@ -276,17 +318,21 @@ public final class RivetDevicePairingStore: Sendable {
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     """, self.bindings(record) + [.blob(verifier.bytes)])
                 try self.insertScopes(record, db)
+                try self.append(
+                    .paired, record.deviceID, name: record.displayName,
+                    RivetDeviceEventDetail.paired(method, again: false), db)
             }
         }
     }
 
-    /// Re-pairing confirmed: replaces a known device's verifier, metadata and scopes in one
-    /// transaction. Until this call the old verifier stays valid.
+    /// Re-pairing confirmed: replaces a known device's verifier, metadata and scopes, and adds
+    /// its `paired … again` history entry, in one transaction. Until this call the old verifier
+    /// stays valid.
     /// - Throws: `.unknownDevice` if no device has the record's ID (for example it was revoked
     ///   meanwhile; nothing changes), `.database`.
-    public func replaceVerifierOnRepair(_ record: RivetDevicePairedDevice, verifier: PairingVerifier)
-        throws(RivetDevicePairingStoreError)
-    {
+    public func replaceVerifierOnRepair(
+        _ record: RivetDevicePairedDevice, verifier: PairingVerifier, method: RivetDevicePairingMethod? = nil
+    ) throws(RivetDevicePairingStoreError) {
         try withDatabase("replace the verifier of device \(record.deviceID)") { db in
             try db.transaction(.immediate) {
                 let changed = try db.run(
@@ -299,6 +345,9 @@ public final class RivetDevicePairingStore: Sendable {
                 guard changed == 1 else { throw self.unknown(record.deviceID) }
                 try db.run("DELETE FROM device_scope WHERE device_id = ?", [.blob(record.deviceID.bytes)])
                 try self.insertScopes(record, db)
+                try self.append(
+                    .paired, record.deviceID, name: record.displayName,
+                    RivetDeviceEventDetail.paired(method, again: true), db)
             }
         }
     }
@@ -307,10 +356,65 @@ public final class RivetDevicePairingStore: Sendable {
     /// `replaceVerifierOnRepair` for a re-pairing.
     /// - Throws: as those two methods.
     public func save(_ completion: RivetDevicePairingCompletion) throws(RivetDevicePairingStoreError) {
+        let method: RivetDevicePairingMethod = completion.byLink ? .link : .code
         if completion.isRepair {
-            try replaceVerifierOnRepair(completion.record, verifier: completion.verifier)
+            try replaceVerifierOnRepair(completion.record, verifier: completion.verifier, method: method)
         } else {
-            try insertPaired(completion.record, verifier: completion.verifier)
+            try insertPaired(completion.record, verifier: completion.verifier, method: method)
+        }
+    }
+
+    /// What a change did to a device's record.
+    public struct Change: Sendable, Equatable {
+        /// The record before the change.
+        public let before: RivetDevicePairedDevice
+        /// The record after it (equal to `before` when nothing changed).
+        public let after: RivetDevicePairedDevice
+        /// Whether anything changed (and so a history entry was added).
+        public var changed: Bool { before != after }
+    }
+
+    /// Renames the device and adds its `renamed` history entry (old → new, by `actor`) in one
+    /// transaction. The same name again changes nothing and adds no entry.
+    /// - Throws: `.unknownDevice` (nothing changes), `.database`.
+    public func rename(_ id: DeviceID, to name: RivetDeviceName, by actor: RivetRegistryActor)
+        throws(RivetDevicePairingStoreError) -> Change
+    {
+        try withDatabase("rename device \(id)") { db in
+            try db.transaction(.immediate) {
+                guard let before = try self.read(id, db) else { throw self.unknown(id) }
+                guard before.displayName != name else { return Change(before: before, after: before) }
+                try db.run(
+                    "UPDATE paired_device SET display_name = ? WHERE device_id = ?", [.text(name.value), .blob(id.bytes)])
+                try self.append(
+                    .renamed, id, name: name, RivetDeviceEventDetail.renamed(from: before.displayName, to: name, by: actor), db)
+                return Change(before: before, after: try self.read(id, db) ?? before)
+            }
+        }
+    }
+
+    /// Replaces the device's scopes and adds its `scopes-changed` history entry (old → new, by
+    /// `actor`) in one transaction. The same set again changes nothing and adds no entry. The
+    /// store does not know the schema: the caller checks that each scope is declared.
+    /// - Throws: `.unknownDevice` (nothing changes), `.database`.
+    public func setScopes(_ id: DeviceID, to scopes: Set<RivetDeviceScope>, by actor: RivetRegistryActor)
+        throws(RivetDevicePairingStoreError) -> Change
+    {
+        try withDatabase("change the scopes of device \(id)") { db in
+            try db.transaction(.immediate) {
+                guard let before = try self.read(id, db) else { throw self.unknown(id) }
+                guard before.scopes != scopes else { return Change(before: before, after: before) }
+                try db.run("DELETE FROM device_scope WHERE device_id = ?", [.blob(id.bytes)])
+                let statement = try db.prepare("INSERT INTO device_scope (device_id, scope) VALUES (?, ?)")
+                for scope in scopes.sorted() {
+                    try statement.bind([.blob(id.bytes), .text(scope.name)])
+                    while try statement.step() {}
+                }
+                try self.append(
+                    .scopesChanged, id, name: before.displayName,
+                    RivetDeviceEventDetail.scopes(from: before.scopes, to: scopes, by: actor), db)
+                return Change(before: before, after: try self.read(id, db) ?? before)
+            }
         }
     }
 
@@ -327,19 +431,82 @@ public final class RivetDevicePairingStore: Sendable {
         }
     }
 
-    /// Removes the device, its scopes and its verifier in one committed (and, with
-    /// `synchronous=FULL`, durable) transaction, and returns the removed record. Use
-    /// `RivetDeviceRevoker` to also close the device's sessions afterwards.
+    /// Removes the device, its scopes and its verifier, and adds its `revoked` history entry
+    /// (by `actor`), in one committed (and, with `synchronous=FULL`, durable) transaction, and
+    /// returns the removed record. The device's history stays. Use `RivetDeviceRevoker` to also
+    /// close the device's sessions afterwards.
     /// - Throws: `.unknownDevice` for an ID that is not paired (nothing changes), `.database`.
     @discardableResult
-    public func revoke(_ id: DeviceID) throws(RivetDevicePairingStoreError) -> RivetDevicePairedDevice {
+    public func revoke(_ id: DeviceID, by actor: RivetRegistryActor) throws(RivetDevicePairingStoreError)
+        -> RivetDevicePairedDevice
+    {
         try withDatabase("revoke device \(id)") { db in
             try db.transaction(.immediate) {
                 guard let record = try self.read(id, db) else { throw self.unknown(id) }
                 try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(id.bytes)])
+                try self.append(.revoked, id, name: record.displayName, RivetDeviceEventDetail.revoked(by: actor), db)
                 return record
             }
         }
+    }
+
+    // MARK: History
+
+    /// The history of device `id` (also after its revocation), or of every device when nil,
+    /// oldest first. A schema version 1 file (opened read-only, so not migrated) keeps no
+    /// history: for it this returns the entries its migration will write, one `paired` per
+    /// device at its pairing time, and writes nothing (``keepsHistory`` tells the two apart).
+    /// - Throws: `.corruptRecord` for an entry that breaks the schema's rules, `.database`.
+    public func history(_ id: DeviceID? = nil) throws(RivetDevicePairingStoreError) -> [RivetDeviceEvent] {
+        let filter = id.map { [SQLiteValue.blob($0.bytes)] } ?? []
+        let condition = id == nil ? "" : "WHERE device_id = ?"
+        let sql =
+            keepsHistory
+            ? "SELECT device_id, time_ms, kind, name, detail FROM device_event \(condition) ORDER BY event_id"
+            : """
+            SELECT device_id, created_ms, 'paired', display_name, '\(RivetDeviceEventDetail.beforeHistory)'
+            FROM paired_device \(condition) ORDER BY created_ms, device_id
+            """
+        return try withDatabase("read the history\(id.map { " of device \($0)" } ?? "")") { db in
+            try db.transaction(.deferred) {
+                try db.query(sql, filter).map { row in try self.decodeEvent(row) }
+            }
+        }
+    }
+
+    /// Adds one history entry in the caller's transaction, then deletes the device's entries
+    /// beyond the newest ``historyLimit``.
+    private func append(
+        _ kind: RivetDeviceEvent.Kind, _ id: DeviceID, name: RivetDeviceName, _ detail: String, _ db: SQLiteDatabase
+    ) throws {
+        var text = detail
+        while text.utf8.count > Self.maximumDetailBytes { text.removeLast() }
+        try db.run(
+            "INSERT INTO device_event (device_id, time_ms, kind, name, detail) VALUES (?, ?, ?, ?, ?)",
+            [
+                .blob(id.bytes), .integer(clock.wallClockNow.unixMilliseconds), .text(kind.rawValue), .text(name.value),
+                .text(text),
+            ])
+        try db.run(
+            """
+            DELETE FROM device_event WHERE device_id = ?1 AND event_id <= (
+                SELECT event_id FROM device_event WHERE device_id = ?1 ORDER BY event_id DESC LIMIT 1 OFFSET ?2)
+            """, [.blob(id.bytes), .integer(Int64(Self.historyLimit))])
+    }
+
+    /// Decodes columns device_id, time, kind, name, detail.
+    private func decodeEvent(_ row: SQLiteRow) throws(RivetDevicePairingStoreError) -> RivetDeviceEvent {
+        let id = try decodeID(row[0])
+        guard let time = row[1].integer else { throw corrupt(id, "a history entry has no time") }
+        guard let text = row[2].text, let kind = RivetDeviceEvent.Kind(rawValue: text) else {
+            throw corrupt(id, "a history entry is of an unknown kind")
+        }
+        guard let stored = row[3].text, let name = try? RivetDeviceName(stored: stored) else {
+            throw corrupt(id, "a history entry's name is invalid")
+        }
+        guard let detail = row[4].text else { throw corrupt(id, "a history entry has no detail") }
+        return RivetDeviceEvent(
+            deviceID: id, time: WallClockTime(unixMilliseconds: time), kind: kind, name: name, detail: detail)
     }
 
     // MARK: Authentication lookup

@@ -103,13 +103,15 @@ public struct RivetDeviceRevoker: Sendable {
         self.closeSessions = closeSessions
     }
 
-    /// Removes the device from the registry (committed), then closes its sessions, and returns
-    /// the removed record.
+    /// Removes the device from the registry (committed, its history saying by `actor`), then
+    /// closes its sessions, and returns the removed record.
     /// - Throws: `RivetDevicePairingStoreError.unknownDevice` for an ID that is not paired, or
     ///   `.database`; in both cases `closeSessions` is not called.
     @discardableResult
-    public func revoke(_ id: DeviceID) async throws(RivetDevicePairingStoreError) -> RivetDevicePairedDevice {
-        let removed = try store.revoke(id)
+    public func revoke(_ id: DeviceID, by actor: RivetRegistryActor) async throws(RivetDevicePairingStoreError)
+        -> RivetDevicePairedDevice
+    {
+        let removed = try store.revoke(id, by: actor)
         await closeSessions(id)
         return removed
     }

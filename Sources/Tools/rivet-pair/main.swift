@@ -19,6 +19,15 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
         try DesktopCommands.show(id, registry: arguments[Pair.registry], json: json)
     case .revoke(let id):
         try await DesktopCommands.revoke(id, registry: arguments[Pair.registry], json: json)
+    case .rename(let id, let name):
+        try await DesktopCommands.rename(id, to: name, registry: arguments[Pair.registry], json: json)
+    case .setScopes(let id, let scopes):
+        let schema = SchemaLookup(
+            given: arguments[Pair.schema], configurationFileName: ToolSpecs.Rivetd.configurationFileName,
+            configurationNames: ToolSpecs.Rivetd.configurationNames)
+        try await DesktopCommands.setScopes(id, to: scopes, schema: schema, registry: arguments[Pair.registry], json: json)
+    case .history(let id):
+        try DesktopCommands.history(id, registry: arguments[Pair.registry], json: json)
     case .open(nil):
         try await DesktopCommands.open(json: json)
     case .open(let link?):
@@ -40,6 +49,9 @@ enum PairAction {
     case list
     case show(DeviceID)
     case revoke(DeviceID)
+    case rename(DeviceID, RivetDeviceName)
+    case setScopes(DeviceID, [String])
+    case history(DeviceID?)
     case open(link: DesktopCommands.LinkWindow?)
     case confirm(code: String?, scopes: [String])
     case sessions
@@ -52,6 +64,26 @@ enum PairAction {
             self = .show(try Self.deviceID(text, option: "--show"))
         } else if let text = arguments[Pair.revoke] {
             self = .revoke(try Self.deviceID(text, option: "--revoke"))
+        } else if let text = arguments[Pair.rename] {
+            let id = try Self.deviceID(text, option: "--rename")
+            guard let given = arguments[Pair.argument] else {
+                throw UsageError("--rename DEVICE-ID needs the new name after it", argument: "--rename")
+            }
+            do {
+                self = .rename(id, try RivetDeviceName(given))
+            } catch {
+                throw UsageError("--rename: \(error.message)", argument: given)
+            }
+        } else if let text = arguments[Pair.setScopes] {
+            let scopes = arguments[Pair.scope]
+            guard !scopes.isEmpty else {
+                throw UsageError(
+                    "--set-scopes needs at least one --scope NAME: a device granted no scope can do nothing (revoke it instead)",
+                    argument: "--set-scopes")
+            }
+            self = .setScopes(try Self.deviceID(text, option: "--set-scopes"), scopes)
+        } else if arguments[Pair.history] {
+            self = .history(try arguments[Pair.argument].map { try Self.deviceID($0, option: "--history") })
         } else if arguments[Pair.open] {
             self = .open(link: try Self.linkWindow(arguments))
         } else if arguments[Pair.confirm] {
@@ -82,7 +114,7 @@ enum PairAction {
             self = .connect(try Self.connectTarget(text))
         } else {
             throw UsageError(
-                "name one action: --list, --show DEVICE-ID, --revoke DEVICE-ID, --open, --confirm, --sessions or --connect HOST:PORT|LINK",
+                "name one action: --list, --show DEVICE-ID, --history, --rename DEVICE-ID NAME, --set-scopes DEVICE-ID, --revoke DEVICE-ID, --open, --confirm, --sessions or --connect HOST:PORT|LINK",
                 argument: nil, subcommand: nil)
         }
         try Self.checkCompanions(arguments, for: self)
@@ -92,7 +124,8 @@ enum PairAction {
     private static func checkCompanions(_ arguments: ParsedArguments, for action: PairAction) throws {
         var allowed: [OptionSpec] = [Pair.json.spec]
         switch action {
-        case .list, .show, .revoke: allowed.append(Pair.registry.spec)
+        case .list, .show, .revoke, .rename, .history: allowed.append(Pair.registry.spec)
+        case .setScopes: allowed += [Pair.scope.spec, Pair.schema.spec, Pair.registry.spec]
         case .confirm: allowed += [Pair.code.spec, Pair.scope.spec, Pair.confirm.spec]
         case .connect: allowed += [Pair.deviceName.spec, Pair.applicationID.spec, Pair.credential.spec]
         case .open(_?): allowed += [Pair.qr.spec, Pair.scope.spec, Pair.confirm.spec, Pair.linkHost.spec]
@@ -100,9 +133,16 @@ enum PairAction {
         }
         let companions = [
             Pair.confirm.spec, Pair.code.spec, Pair.scope.spec, Pair.deviceName.spec, Pair.applicationID.spec,
-            Pair.credential.spec, Pair.registry.spec, Pair.qr.spec, Pair.linkHost.spec, Pair.json.spec,
+            Pair.credential.spec, Pair.registry.spec, Pair.qr.spec, Pair.linkHost.spec, Pair.json.spec, Pair.schema.spec,
         ]
         let linkOnly = [Pair.confirm.spec, Pair.scope.spec, Pair.linkHost.spec]
+        switch action {
+        case .rename, .history: break
+        default:
+            if let extra = arguments[Pair.argument] {
+                throw UsageError("'\(extra)': only --rename (the new name) and --history (a device ID) take an argument", argument: extra)
+            }
+        }
         for option in companions where !allowed.contains(option) && arguments.isGiven(option) {
             if linkOnly.contains(option), case .open(nil) = action {
                 throw UsageError("--\(option.long) goes with --open only to pair by link: add --qr", argument: "--\(option.long)")

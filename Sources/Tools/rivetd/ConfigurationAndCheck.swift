@@ -9,7 +9,7 @@ import ToolSpecs
 /// rivetd.conf: the file `--config` names, else `$XDG_CONFIG_HOME/rivet/rivetd.conf`.
 enum DaemonConfigurationFile {
     /// The file's name in the configuration directory.
-    static let fileName = "rivetd.conf"
+    static let fileName = ToolSpecs.Rivetd.configurationFileName
 
     /// The file to read: `--config FILE`, else the standard one.
     static func path(_ commandLine: ParsedArguments) throws -> String {

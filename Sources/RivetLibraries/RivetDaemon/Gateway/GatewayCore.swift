@@ -44,6 +44,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     /// revocation is refused here, so no session outlives the revocation. (Revoked IDs never
     /// come back: a device pairing again gets a new one.)
     private var revokedDevices: Set<DeviceID> = []
+    /// Devices whose record (name, scopes) was changed through the control socket while the
+    /// daemon runs, as changed. A session that authenticated with the record from before the
+    /// change opens with this one, so no session keeps scopes taken from it.
+    private var changedDevices: [DeviceID: RivetDevicePairedDevice] = [:]
     /// While true, `perform` queues frames for sessions in their links and notes the links in
     /// `toFlush`; the caller writes them into the streams once it has released the lock.
     private var deferSends = false
@@ -152,7 +156,8 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             reserved[session.connectionID] = nil
             guard acceptingSessions, !revokedDevices.contains(session.device.deviceID) else { return nil }
             do throws(RivetDeviceGatewayError) {
-                let id = try gateway.openSession(device: session.device.deviceID, scopes: session.device.scopes)
+                let scopes = changedDevices[session.device.deviceID]?.scopes ?? session.device.scopes
+                let id = try gateway.openSession(device: session.device.deviceID, scopes: scopes)
                 let link = SessionLink(id: id, context: session, stream: stream, hello: hello)
                 links[id] = link
                 sessionByConnection[session.connectionID] = id
@@ -173,7 +178,8 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
             log.info("closed a new session of device \(session.device.deviceID): \(reason)")
             return
         }
-        let scopes = session.device.scopes.sorted().map(\.name).joined(separator: ",")
+        let scopes = monitor.withLock { gateway.session(link.id)?.scopes ?? session.device.scopes }
+            .sorted().map(\.name).joined(separator: ",")
         log.info("session \(link.id.rawValue) opened: device \(session.device.deviceID) (\(session.device.displayName.quoted)) from \(session.peerAddress), scopes [\(scopes)]")
         link.start(core: self, limits: frameLimits)
     }
@@ -277,13 +283,24 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
         }
     }
 
-    /// The open sessions, oldest first.
+    /// Records the device's changed registry record (renamed, new scopes): its open sessions
+    /// hold the record's scopes from their next frame, and sessions that start later open with
+    /// them. Returns the number of open sessions of the device.
+    func deviceChanged(_ record: RivetDevicePairedDevice) -> Int {
+        monitor.withLock {
+            changedDevices[record.deviceID] = record
+            return gateway.setScopes(device: record.deviceID, scopes: record.scopes).count
+        }
+    }
+
+    /// The open sessions, oldest first, each with its device's current name and scopes.
     func sessions() -> [RivetControlSessionInfo] {
         monitor.withLock {
             gateway.sessions.compactMap { session in
                 guard let link = links[session.id] else { return nil }
+                let device = changedDevices[session.device] ?? link.context.device
                 return RivetControlSessionInfo(
-                    session: session.id.rawValue, device: link.context.device, peerAddress: link.context.peerAddress,
+                    session: session.id.rawValue, device: device, peerAddress: link.context.peerAddress,
                     started: link.started, pendingCalls: session.pendingCallCount,
                     queuedFrames: session.queuedFrameCount, queuedBytes: session.queuedByteCount)
             }
