@@ -173,11 +173,39 @@ enum Layering {
     ]
 
     /// Modules that reach a C wrapper only through the library in front of it, never by a target
-    /// dependency or an import of their own: rivet-browse speaks `RivetDiscovery`'s types
-    /// (`RivetBrowser`, `RivetServiceInstance`, `RivetDiscoveryError`), never AvahiKit's.
+    /// dependency or an import of their own: rivet-browse and the daemon speak `RivetDiscovery`'s
+    /// types (`RivetBrowser`, `RivetAdvertiser`, `RivetServiceInstance`, `RivetHostAddress`,
+    /// `RivetDiscoveryError`), never AvahiKit's.
     static let neverDirectly: [String: (banned: Set<String>, through: String)] = [
-        "rivet-browse": (avahi, "RivetDiscovery")
+        "rivet-browse": (avahi, "RivetDiscovery"),
+        "RivetDaemon": (avahi, "RivetDiscovery"),
+        "rivetd": (avahi, "RivetDiscovery"),
     ]
+
+    /// The module whose public API stands in front of AvahiKit, and the prefix of the names of
+    /// AvahiKit's types, none of which may appear in a public declaration there.
+    static let discoveryModule = "RivetDiscovery"
+    static let avahiTypePrefix = try! NSRegularExpression(pattern: #"\bAvahi[A-Z][A-Za-z]*"#)
+
+    /// A line for each public declaration of `RivetDiscovery` (a line that starts with `public`,
+    /// or `public` after attributes) that names an AvahiKit type (`path:line: … names AvahiX`):
+    /// its callers must never need AvahiKit's types.
+    static func publicAvahiViolations(in files: [(path: String, text: String)]) -> [String] {
+        var found: [String] = []
+        for (path, text) in files.sorted(by: { $0.path < $1.path }) where path.hasPrefix(discoveryModule + "/") {
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.drop { $0 == " " }
+                guard code.hasPrefix("public ") || code.contains(" public ") && code.hasPrefix("@") else { continue }
+                let declaration = String(code)
+                let range = NSRange(declaration.startIndex..., in: declaration)
+                for match in avahiTypePrefix.matches(in: declaration, range: range) {
+                    guard let name = Range(match.range, in: declaration).map({ String(declaration[$0]) }) else { continue }
+                    found.append("\(path):\(number + 1): a public declaration of \(discoveryModule) names \(name)")
+                }
+            }
+        }
+        return found
+    }
 
     /// A line for each direct dependency of a module of `neverDirectly` on what it must reach
     /// only through another module.
@@ -411,20 +439,25 @@ func swiftExecutable() throws -> String {
         #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
     }
 
-    /// Planted: rivet-browse depending on AvahiKit and importing it (and CAvahi) again;
-    /// RivetDiscovery's own edge to AvahiKit and rivetd's are allowed.
+    /// Planted: rivet-browse, the daemon and rivetd depending on AvahiKit and importing it (and
+    /// CAvahi) again; RivetDiscovery's own edge to AvahiKit is allowed.
     @Test func rivetBrowseReachingAvahiDirectlyIsReported() {
         let graph = ModuleGraph([
             .init(name: "rivet-browse", kind: "executable", dependencies: ["CommandLineKit", "RivetDiscovery", "AvahiKit"]),
             .init(name: "RivetDiscovery", kind: "library", dependencies: ["AvahiKit"]),
+            .init(name: "RivetDaemon", kind: "library", dependencies: ["RivetDiscovery", "CAvahi"]),
             .init(name: "rivetd", kind: "executable", dependencies: ["AvahiKit"]),
         ])
         #expect(
             Layering.directViolations(in: graph) == [
-                "rivet-browse depends on AvahiKit directly; it reaches it only through RivetDiscovery"
+                "RivetDaemon depends on CAvahi directly; it reaches it only through RivetDiscovery",
+                "rivet-browse depends on AvahiKit directly; it reaches it only through RivetDiscovery",
+                "rivetd depends on AvahiKit directly; it reaches it only through RivetDiscovery",
             ])
         #expect(Layering.directViolations(in: ModuleGraph([])) == [
-            "rivet-browse is not a module of the package (renamed? update Layering.neverDirectly)"
+            "RivetDaemon is not a module of the package (renamed? update Layering.neverDirectly)",
+            "rivet-browse is not a module of the package (renamed? update Layering.neverDirectly)",
+            "rivetd is not a module of the package (renamed? update Layering.neverDirectly)",
         ])
         let files: [(path: String, text: String)] = [
             ("rivet-browse/Browse.swift", "import CommandLineKit\nimport AvahiKit\nimport RivetDiscovery"),
@@ -436,6 +469,34 @@ func swiftExecutable() throws -> String {
             Layering.directImportViolations(in: files) == [
                 "rivet-browse/Browse.swift:2: rivet-browse imports AvahiKit; it reaches it only through RivetDiscovery",
                 "rivet-browse/Lines.swift:1: rivet-browse imports CAvahi; it reaches it only through RivetDiscovery",
+            ])
+    }
+
+    /// RivetDiscovery's public declarations name none of AvahiKit's types.
+    @Test func discoveryPublicAPINamesNoAvahiType() throws {
+        let files = try SystemLayer.sources()
+        #expect(files.contains { $0.path.hasPrefix("RivetDiscovery/") })
+        let violations = Layering.publicAvahiViolations(in: files)
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// Planted: a public property, a public initializer's parameter and an attributed public
+    /// function naming Avahi types; internal ones, comments and other modules are not reported.
+    @Test func anAvahiTypeInDiscoverysPublicAPIIsReported() {
+        let files: [(path: String, text: String)] = [
+            (
+                "RivetDiscovery/A.swift",
+                "public struct A {\n    public let address: AvahiHostAddress\n    let inner: AvahiInterface\n"
+                    + "    public init(p: AvahiIPProtocol = .unspecified) {}\n    @discardableResult public func e() -> AvahiError? { nil }\n"
+                    + "    /// public AvahiClient in a comment\n}"
+            ),
+            ("RivetDaemon/B.swift", "public let x: AvahiHostAddress"),
+        ]
+        #expect(
+            Layering.publicAvahiViolations(in: files) == [
+                "RivetDiscovery/A.swift:2: a public declaration of RivetDiscovery names AvahiHostAddress",
+                "RivetDiscovery/A.swift:4: a public declaration of RivetDiscovery names AvahiIPProtocol",
+                "RivetDiscovery/A.swift:5: a public declaration of RivetDiscovery names AvahiError",
             ])
     }
 

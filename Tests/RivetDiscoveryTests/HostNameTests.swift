@@ -33,7 +33,7 @@ struct HostNameTests {
         try fixture.advertiser.start(host: bind, port: listener.port, secret: testSecret)
         let published = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
         #expect(Self.isRandomHost(published.hostName), "host: \(published.hostName)")
-        #expect(published.addresses == [try AvahiHostAddress("127.0.0.1", interface: .named("lo"))])
+        #expect(published.addresses == [RivetHostAddress(text: "127.0.0.1", isIPv6: false, interface: try .named("lo"))])
 
         let seen = try #require(await fixture.seen(published.name), "events: \(fixture.events.all)")
         #expect(seen.hostName == published.hostName)
@@ -160,12 +160,12 @@ struct HostNameTests {
         defer { fixture.close() }
         try fixture.advertiser.start(host: "0.0.0.0", port: 7412, secret: testSecret)
         let published = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
-        #expect(published.addresses == [first])
+        #expect(published.addresses == [RivetHostAddress(first)])
         #expect(await fixture.seen(published.name) { $0.addresses == ["127.0.0.1"] } != nil)
 
         let states = Collector(fixture.advertiser.stateUpdates())
         available.withLock { $0 = [other] }
-        guard let again = await states.firstPublished(where: { $0.addresses == [other] }) else {
+        guard let again = await states.firstPublished(where: { $0.addresses == [RivetHostAddress(other)] }) else {
             Issue.record("the new address was not published; states: \(states.all)")
             return
         }
@@ -180,7 +180,7 @@ struct HostNameTests {
 
         available.withLock { $0 = [first] }
         let back = try await fixture.advertiser.waitUntilPublished(timeout: .seconds(10))
-        #expect(back.name == published.name && back.addresses == [first])
+        #expect(back.name == published.name && back.addresses == [RivetHostAddress(first)])
         fixture.advertiser.stop()
         #expect(try await resolveHostName(published.hostName, until: nil) == nil)
     }

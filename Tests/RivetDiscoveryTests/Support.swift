@@ -47,7 +47,7 @@ struct AdvertiserFixture {
         addressSource: (@Sendable () -> [AvahiHostAddress])? = nil
     ) async throws {
         self.clock = clock
-        let loopback = try AvahiInterface.named("lo")
+        let loopback = try RivetNetworkInterface.named("lo")
         let configuration = RivetAdvertiser.Configuration(
             serviceType: type, interface: loopback, ipProtocol: .ipv4, clock: clock)
         if let addressSource {
@@ -58,7 +58,7 @@ struct AdvertiserFixture {
             advertiser = try RivetAdvertiser(configuration: configuration)
         }
         client = try await connectedClient()
-        browser = try RivetBrowser(client: client, serviceType: type, interface: loopback, ipProtocol: .ipv4)
+        browser = try RivetBrowser(client: client, serviceType: type, interface: loopback.avahi, ipProtocol: .ipv4)
         events = Collector(browser.events)
     }
 

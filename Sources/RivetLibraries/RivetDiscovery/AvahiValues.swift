@@ -1,7 +1,7 @@
 import AvahiKit
 
 // The one place RivetDiscovery's public values meet AvahiKit's: each converts one way or the
-// other here, so no AvahiKit type shows in the browser's API.
+// other here, so no AvahiKit type shows in the browser's or the advertiser's API.
 
 extension RivetNetworkInterface {
     /// The interface with this name (such as `"lo"`), looked up now.
@@ -43,6 +43,12 @@ extension RivetIPProtocol {
     }
 }
 
+extension RivetHostAddress {
+    init(_ address: AvahiHostAddress) {
+        self.init(text: address.text, isIPv6: address.family == .ipv6, interface: RivetNetworkInterface(address.interface))
+    }
+}
+
 extension RivetServiceInstance {
     init(_ instance: AvahiServiceInstance) {
         self.init(
@@ -62,6 +68,7 @@ extension RivetDiscoveryError {
             case .daemonNotRunning: .daemonNotRunning
             case .disconnected: .disconnected
             case .timeout: .timeout
+            case .collision: .collision
             default: .avahiFailure
             }
         self = kind.with(error.message)

@@ -26,7 +26,7 @@ public struct RivetAdvertisement: Sendable, Hashable {
     public let hostName: String
     /// The address records published for ``hostName``: the listener's addresses on the
     /// advertised interfaces, each on its own interface.
-    public let addresses: [AvahiHostAddress]
+    public let addresses: [RivetHostAddress]
 }
 
 /// Advertises the gateway's listener as `_rivet._tcp` through avahi-daemon, privacy-bounded:
@@ -41,9 +41,9 @@ public final class RivetAdvertiser: Sendable {
         /// The DNS-SD service type: `_name._tcp` or `_name._udp`, name 1–15 of `a-z 0-9 -`.
         public var serviceType: String
         /// The interface to announce on (every interface avahi-daemon uses by default).
-        public var interface: AvahiInterface
+        public var interface: RivetNetworkInterface
         /// The protocol to announce over (both by default).
-        public var ipProtocol: AvahiIPProtocol
+        public var ipProtocol: RivetIPProtocol
         /// The wall clock that decides the hour (epoch); tests inject one they move by hand.
         public var clock: any RivetClock
         /// The instance name to announce, chosen by a person (``DNSSDInstanceName``: 1 to 63
@@ -55,8 +55,8 @@ public final class RivetAdvertiser: Sendable {
 
         /// A configuration; every argument has the production default.
         public init(
-            serviceType: String = "_rivet._tcp", interface: AvahiInterface = .unspecified,
-            ipProtocol: AvahiIPProtocol = .unspecified,
+            serviceType: String = "_rivet._tcp", interface: RivetNetworkInterface = .unspecified,
+            ipProtocol: RivetIPProtocol = .unspecified,
             clock: any RivetClock = SystemClock(), instanceName: String? = nil
         ) {
             self.serviceType = serviceType
@@ -169,7 +169,7 @@ public final class RivetAdvertiser: Sendable {
 
     /// The last avahi error that kept the advertiser waiting (daemon gone, publication
     /// refused), or nil since it last published or stopped.
-    public var lastError: AvahiError? { core.lastError }
+    public var lastError: RivetDiscoveryError? { core.lastError.map(RivetDiscoveryError.init) }
 
     /// Waits until the advertisement is announced, at most `timeout`, and returns it.
     /// Throws `RivetDiscoveryError.timeout` when time runs out, and `.notPublished` when the
@@ -249,15 +249,15 @@ final class AdvertiserCore: Sendable {
         self.addressSource = addressSource
         self.addressCheckInterval = addressCheckInterval
         resources = Mutex(Resources(machine: AdvertiserMachine(
-            serviceType: configuration.serviceType, interface: configuration.interface,
-            ipProtocol: configuration.ipProtocol, nameSource: nameSource, hostSource: hostSource)))
+            serviceType: configuration.serviceType, interface: configuration.interface.avahi,
+            ipProtocol: configuration.ipProtocol.avahi, nameSource: nameSource, hostSource: hostSource)))
     }
 
     var lastError: AvahiError? { lastErrorStore.withLock { $0 } }
 
     func start(scope: ListenScope, port: UInt16, secret: RivetDiscoverySecret) {
         queue.sync {
-            let addresses = ListenerAddresses.select(addressSource(), scope: scope, interface: configuration.interface)
+            let addresses = ListenerAddresses.select(addressSource(), scope: scope, interface: configuration.interface.avahi)
             process(.start(port: port, secret: secret, addresses: addresses, now: Date(timeIntervalSince1970: configuration.clock.wallClockNow.seconds)))
             resources.withLock { resources in
                 if resources.ticker == nil { resources.ticker = makeTicker() }
@@ -425,7 +425,7 @@ final class AdvertiserCore: Sendable {
     private func makeAddressWatch(scope: ListenScope, initial: [AvahiHostAddress], id: UInt64) -> Task<Void, Never> {
         let source = addressSource
         let interval = addressCheckInterval
-        let interface = configuration.interface
+        let interface = configuration.interface.avahi
         return Task { [weak self] in
             var last = initial
             while !Task.isCancelled {
@@ -453,7 +453,7 @@ final class AdvertiserCore: Sendable {
             guard let txt = machine.txt else { return .waiting }
             return .published(RivetAdvertisement(
                 name: name, serviceType: machine.serviceType, port: machine.port, txt: txt, epoch: machine.epoch,
-                hostName: machine.hostName, addresses: machine.addresses))
+                hostName: machine.hostName, addresses: machine.addresses.map(RivetHostAddress.init)))
         }
     }
 }

@@ -25,6 +25,7 @@ public struct RivetDiscoveryError: CodedErrorMessage, Hashable {
         case daemonUnavailable
         case disconnected
         case browseRefused
+        case collision
         case avahiFailure
     }
 
@@ -57,6 +58,8 @@ public struct RivetDiscoveryError: CodedErrorMessage, Hashable {
     public static let disconnected = RivetDiscoveryError(code: .disconnected, message: "disconnected from avahi-daemon")
     /// avahi-daemon, running, refused to browse the service type on that interface and protocol.
     public static let browseRefused = RivetDiscoveryError(code: .browseRefused, message: "avahi-daemon refused to browse")
+    /// Another host announces the name being published; the advertiser picks another.
+    public static let collision = RivetDiscoveryError(code: .collision, message: "another host announces the same name")
     /// Any other failure avahi reported; `message` says which, in avahi's words.
     public static let avahiFailure = RivetDiscoveryError(code: .avahiFailure, message: "avahi failure")
 }

@@ -12,6 +12,26 @@ public struct RivetNetworkInterface: Sendable, Hashable {
     public static let unspecified = RivetNetworkInterface(index: -1)
 }
 
+/// An address published for the advertiser's host name, and the interface it is announced on.
+public struct RivetHostAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The address in numeric text form (`"192.0.2.1"`, `"fe80::1"`), as `inet_ntop` writes it.
+    public let text: String
+    /// Whether it is an IPv6 address (an AAAA record); otherwise IPv4 (an A record).
+    public let isIPv6: Bool
+    /// The interface the record is announced on (for an IPv6 link-local address, its link).
+    public let interface: RivetNetworkInterface
+
+    /// An address with these fields.
+    public init(text: String, isIPv6: Bool, interface: RivetNetworkInterface) {
+        self.text = text
+        self.isIPv6 = isIPv6
+        self.interface = interface
+    }
+
+    /// The text form.
+    public var description: String { text }
+}
+
 /// The IP protocol to browse over, or the one a service was seen over.
 public enum RivetIPProtocol: Sendable, Hashable {
     /// Every protocol avahi-daemon has enabled.
