@@ -56,7 +56,7 @@ func manPageExamples(_ page: String) throws -> [String] {
                     return value
                 }
                 guard count % 2 == 1 else { return .fixed(status: 404) }
-                return .eventStream("data: hello\n\n")
+                return .eventStream("id: 1\ndata: hello\n\n")
             case ("GET", "/export.tar"), ("GET", "/big.iso"), ("GET", "/files/report.pdf"): return .fixed(body: exportBody)
             default: return .fixed(status: 404)
             }
@@ -117,13 +117,18 @@ func manPageExamples(_ page: String) throws -> [String] {
 
     @Test func streamExamples() async throws {
         let examples = try manPageExamples("rastrillo-stream.1")
-        #expect(examples.count == 3)
+        #expect(examples.count == 4)
         let server = try Self.server()
         for example in examples {
             let (home, run) = try await runExample(example, server: server)
             defer { try? FileManager.default.removeItem(atPath: home) }
             // Each stream delivers one event, then the reconnect is refused (404, exit 6).
-            if example.contains("| jq") {
+            if example.contains("--resume-file") {
+                #expect(run.status == 6, "\(example): \(run.stderr)")
+                let saved = try String(contentsOfFile: home + "/work/events.jsonl", encoding: .utf8)
+                #expect(saved.contains(#""data":"hello","event":"message","id":"1""#), "\(saved)")
+                #expect(FileManager.default.contents(atPath: home + "/.cache/events.id") == Data("1\n".utf8))
+            } else if example.contains("| jq") {
                 #expect(run.status == 0, "\(example): \(run.stderr)")
                 #expect(run.stdout == "hello\n")
             } else if example.contains("events.jsonl") {

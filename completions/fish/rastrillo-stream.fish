@@ -17,6 +17,8 @@ complete -c rastrillo-stream -l idle-timeout -x -d 'Reconnect when an open strea
 complete -c rastrillo-stream -l snapshot -x -d 'On every connection, fetch PATH (same origin) once the stream is open and print it before any event.'
 complete -c rastrillo-stream -l raw -d 'Print the stream\'s validated lines as received instead of JSON.'
 complete -c rastrillo-stream -l once -d 'Do not reconnect: exit when the first connection ends or fails.'
+complete -c rastrillo-stream -l last-event-id -x -d 'Start the first connection from ID: send it as Last-Event-ID (at most 65536 bytes, no control character but tab).'
+complete -c rastrillo-stream -l resume-file -r -F -d 'Resume from the ID in FILE (none if missing) and keep there the ID of the last event printed (0600, at least once).'
 complete -c rastrillo-stream -l max-attempts -x -d 'Give up when N attempts in a row fail to open the stream; exit by the last failure\'s class.'
 complete -c rastrillo-stream -l give-up-after -x -d 'Give up when the stream has not been open for SECONDS; exit by the last failure\'s class.'
 complete -c rastrillo-stream -s q -l quiet -d 'Do not print a line on standard error for each failed attempt.'

@@ -13,6 +13,9 @@ extension ToolSpecs {
             stream ends or the connection fails it reconnects, sending Last-Event-ID, until \
             interrupted, printing one line on standard error for each failed attempt (what \
             failed, its retry class and when the next attempt is) unless --quiet. \
+            --last-event-id starts the first connection from an ID; --resume-file keeps the \
+            place across runs, written only after the event's line reached standard output, so \
+            a run killed at any moment loses no event (some may be printed twice). \
             --max-attempts and --give-up-after bound the retrying. The credential is read again before every reconnect, so a rotated token \
             is picked up. Redirects are never followed; the credential goes to the URL's origin \
             only.
@@ -29,15 +32,17 @@ extension ToolSpecs {
             Examples:
              rastrillo-stream https://api.example.com/v1/events --credential-env API_TOKEN | jq .
              rastrillo-stream --snapshot /v1/state --credential-file ~/.token https://api.example.com/v1/events
+             rastrillo-stream --resume-file ~/.cache/events.id https://api.example.com/v1/events >> events.jsonl
             """,
         options: [
             HTTP.header.spec, Stream.credentialFile.spec, HTTP.credentialEnv.spec, HTTP.credentialHeader.spec,
             HTTP.cacert.spec, HTTP.proxy.spec, HTTP.noproxy.spec, HTTP.connectTimeout.spec, Stream.stallTimeout.spec,
             Stream.minRate.spec, Stream.idleTimeout.spec, Stream.snapshot.spec, Stream.raw.spec, Stream.once.spec,
-            Stream.maxAttempts.spec, Stream.giveUpAfter.spec, Stream.quiet.spec,
+            Stream.lastEventID.spec, Stream.resumeFile.spec, Stream.maxAttempts.spec, Stream.giveUpAfter.spec,
+            Stream.quiet.spec,
         ],
         positionals: [Stream.url.spec],
-        exclusiveGroups: [["credential-file", "credential-env"]],
+        exclusiveGroups: [["credential-file", "credential-env"], ["last-event-id", "resume-file"]],
         exitStatuses: ExitStatus.network
     )
 }
@@ -65,6 +70,12 @@ extension ToolSpecs {
         public static let raw = OptionKey<Bool>.flag("raw", help: "Print the stream's validated lines as received instead of JSON.")
         public static let once = OptionKey<Bool>.flag(
             "once", help: "Do not reconnect: exit when the first connection ends or fails.")
+        public static let lastEventID = OptionKey<String?>.value(
+            "last-event-id", valueName: "ID",
+            help: "Start the first connection from ID: send it as Last-Event-ID (at most 65536 bytes, no control character but tab).")
+        public static let resumeFile = OptionKey<String?>.value(
+            "resume-file", valueName: "FILE", kind: .file,
+            help: "Resume from the ID in FILE (none if missing) and keep there the ID of the last event printed (0600, at least once).")
         public static let maxAttempts = OptionKey<Int?>.integer(
             "max-attempts", valueName: "N", range: 1...1_000_000,
             help: "Give up when N attempts in a row fail to open the stream; exit by the last failure's class.")

@@ -150,6 +150,29 @@ public enum PrivateFile {
         return temporary
     }
 
+    /// The temporary files ``writeTemporary(beside:_:)`` made for `path` and left in its
+    /// directory (`.<name>.tmp-<16 hex digits>`, regular files of this user's), sorted: what a
+    /// process killed while it wrote leaves.
+    public static func temporaryLeftovers(of path: String) -> [String] {
+        let (directory, name) = splitPath(path)
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        let prefix = ".\(name).tmp-"
+        var found: [String] = []
+        while let entry = readdir(stream) {
+            let entryName = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard entryName.hasPrefix(prefix), entryName.utf8.count == prefix.utf8.count + 16,
+                entryName.utf8.suffix(16).allSatisfy({ Hex.value(of: $0, lowercaseOnly: true) != nil })
+            else { continue }
+            let full = directory == "/" ? "/" + entryName : directory + "/" + entryName
+            var info = stat()
+            if lstat(full, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid() { found.append(full) }
+        }
+        return found.sorted()
+    }
+
     /// Replaces `path` atomically with `bytes` in a 0600 file: `writeTemporary`, then
     /// `rename(2)` over the final name (a symbolic link there is replaced, never written
     /// through) and `fsync` of the directory. Readers see the old file or the new one, never a

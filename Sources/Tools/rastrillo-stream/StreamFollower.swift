@@ -23,9 +23,12 @@ struct StreamFollower {
     let idleTimeout: Duration?
     /// The `--header` fields but `Last-Event-ID`, sent with every connection.
     let headers: [NativeHeaderField]
-    /// The `Last-Event-ID` given with `--header`: where the first connection resumes. Later
-    /// connections send the stream's own last event ID instead (the field is never sent twice).
+    /// Where the first connection resumes (`-H Last-Event-ID`, `--last-event-id` or the
+    /// `--resume-file`'s ID; empty for none). Later connections send the stream's own last event
+    /// ID instead (the field is never sent twice).
     let startEventID: String
+    /// `--resume-file`: told the ID of each event printed, and written as it says.
+    let resume: ResumeFile?
     /// The clock of the reconnect pauses and the give-up deadline.
     var clock: any RivetClock = SystemClock()
 
@@ -36,7 +39,12 @@ struct StreamFollower {
         let server = client.origin
         let target = reachabilityTarget
         let reconnect = NativeReconnect(connectivity: connectivity, origin: target, clock: clock)
-        let output = StreamOutput()
+        let output = StreamOutput(resume: resume)
+        let resumeWriter = resume.map { file in Task { await file.run() } }
+        defer {
+            resumeWriter?.cancel()
+            resume?.finish()
+        }
         let json = !raw
         let routes = RouteAnnouncer(host: target.host, quiet: quiet)
         let watcher = Task {
@@ -94,9 +102,9 @@ struct StreamFollower {
             let http = client.client(
                 credential: credential, observer: connectivity.trafficObserver, streamIdleTimeout: idleTimeout)
             var headers = self.headers
-            if !lastEventID.isEmpty, unsendable == nil {
-                headers.append(try NativeHeaderField(name: "Last-Event-ID", value: lastEventID))
-            }
+            let sendsID = !lastEventID.isEmpty && unsendable == nil
+            if sendsID { headers.append(try NativeHeaderField(name: "Last-Event-ID", value: lastEventID)) }
+            let resumedFrom = sendsID ? lastEventID : nil
             var parser = EventStreamParser(lastEventID: lastEventID)
             // --raw prints lines as they come, but still follows their `id` and `retry` fields,
             // so a reconnect resumes with Last-Event-ID and waits as the server asked.
@@ -106,7 +114,7 @@ struct StreamFollower {
             let onOpen: @Sendable (NativeResponse) async throws -> Void = { response in
                 reconnect.opened()
                 try output.reachability(offline: false, json: json)
-                if json { try output.open(status: response.status) }
+                if json { try output.open(status: response.status, resumedFrom: resumedFrom) }
                 if let snapshot {
                     let state: NativeResponse
                     do {
@@ -124,8 +132,10 @@ struct StreamFollower {
                 if raw {
                     try await http.stream(
                         client.target, headers: headers, onOpen: onOpen, onLineBytes: { line in
+                            // The ID of the event this line ends is noted before the line is
+                            // buffered, so the write that carries the line carries the ID too.
+                            rawFields.withLock { $0.consume(line) { _, _, id in output.rawEventID(id) } }
                             try output.raw(line)
-                            rawFields.withLock { $0.consume(line) { _, _, _ in } }
                         },
                         onIdle: { try output.flush() })
                 } else {
@@ -145,6 +155,9 @@ struct StreamFollower {
                 try output.finishConnection()
                 (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
                 unsendable = UnsendableEventID(lastEventID)
+                // Every complete event is written now: the ID a blank line committed without an
+                // event (or an empty id that cleared it) is the place too.
+                resume?.printed(lastEventID)
                 guard let failure = error as? NativeClientError,
                     failure.retryClass == .offline || failure.retryClass == .transient
                 else {
@@ -173,6 +186,7 @@ struct StreamFollower {
             }
             (lastEventID, retryFloor) = resumePoint(parser, rawFields, retryFloor)
             unsendable = UnsendableEventID(lastEventID)
+            resume?.printed(lastEventID)
             if once { return .ok }
             if opened.withLock({ $0 }) {
                 failedAttempts = 0
@@ -343,19 +357,18 @@ enum UnsendableEventID: Equatable {
     /// Over 65 536 bytes of UTF-8.
     case tooLong
 
-    /// Nil when `id` can be sent (the empty ID sends no field at all).
+    /// Nil when `id` can be sent (the empty ID sends no field at all): ``LastEventID``'s rule.
     init?(_ id: String) {
-        if id.utf8.count > Self.maxBytes {
-            self = .tooLong
-        } else if id.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) {
-            self = .controlCharacter
-        } else {
+        do throws(LastEventIDError) {
+            _ = try LastEventID(id)
             return nil
+        } catch {
+            self = error.code == .tooLong ? .tooLong : .controlCharacter
         }
     }
 
     /// The most bytes an ID sent as `Last-Event-ID` may have.
-    static let maxBytes = 65_536
+    static let maxBytes = LastEventID.maxBytes
 
     /// `control_character` or `too_long`, the JSON reconnect line's `last_event_id_dropped`.
     var code: String {

@@ -11,10 +11,17 @@ import Synchronization
 /// the reader before the tool waits for the network again; every other line is written at once.
 /// Lines are whole on every write (``OutputChannel`` serializes writes): an interrupted run never
 /// leaves half a line.
+/// With `--resume-file`, the ID of the last event of each write goes to the ``ResumeFile`` once
+/// the write returned.
 final class StreamOutput: Sendable {
     private let offline = Mutex(false)
     private let channel = OutputChannel.standardOutput
-    private let pending = PendingLines()
+    private let pending: PendingLines
+
+    /// Output that tells `resume` (when given) the ID of each event it has written.
+    init(resume: ResumeFile? = nil) {
+        pending = PendingLines(resume: resume)
+    }
 
     /// One event: `{"data":…,"event":…,"id":…|null,"type":"event"}`, from the bytes of its
     /// fields as received (not UTF-8 sequences become U+FFFD, as `String(decoding:as:)` does).
@@ -22,9 +29,15 @@ final class StreamOutput: Sendable {
     func event(
         type: UnsafeBufferPointer<UInt8>, data: UnsafeBufferPointer<UInt8>, id: UnsafeBufferPointer<UInt8>
     ) throws {
+        pending.noteEventID(id)
         try pending.append(to: channel, completesEvent: true) {
             JSONByteWriter.appendEvent(type: type, data: data, id: id, to: &$0)
         }
+    }
+
+    /// The ID of the event whose blank line is the next raw line (`--raw`; see ``ResumeFile``).
+    func rawEventID(_ id: UnsafeBufferPointer<UInt8>) {
+        pending.noteEventID(id)
     }
 
     /// One raw line of the stream, from its bytes as received (not UTF-8 sequences become
@@ -43,9 +56,15 @@ final class StreamOutput: Sendable {
         }
     }
 
-    /// `{"status":200,"type":"open"}`.
-    func open(status: Int) throws {
-        try immediate(#"{"status":\#(status),"type":"open"}"#)
+    /// `{"status":200,"type":"open"}`, with `"resumed_from":ID` first when the connection sent
+    /// `Last-Event-ID: ID`.
+    func open(status: Int, resumedFrom: String?) throws {
+        guard let resumedFrom else { return try immediate(#"{"status":\#(status),"type":"open"}"#) }
+        var line = ByteBuffer()
+        JSONByteWriter.append(#"{"resumed_from":"#, to: &line)
+        JSONByteWriter.appendString(resumedFrom, to: &line)
+        JSONByteWriter.appendString(#","status":\#(status),"type":"open"}"#, quoted: false, to: &line)
+        try immediate(line.string)
     }
 
     /// `{"body":…,"body_encoding":"utf8"|"base64","status":N,"type":"snapshot"}`.
@@ -128,15 +147,34 @@ final class PendingLines: @unchecked Sendable {
     /// How many bytes at the start of the buffer belong to complete events: only those are
     /// written.
     private var complete = 0
+    /// Told the ID of the last complete event after each write (nil without `--resume-file`).
+    private let resume: ResumeFile?
+    /// The ID of the last event noted, and whether one was noted since the last write.
+    private let eventID: UnsafeMutablePointer<ByteBuffer>
+    private var eventIDNoted = false
 
-    init() {
+    init(resume: ResumeFile?) {
+        self.resume = resume
         buffer = .allocate(capacity: 1)
         buffer.initialize(to: ByteBuffer())
+        eventID = .allocate(capacity: 1)
+        eventID.initialize(to: ByteBuffer())
     }
 
     deinit {
         buffer.deinitialize(count: 1)
         buffer.deallocate()
+        eventID.deinitialize(count: 1)
+        eventID.deallocate()
+    }
+
+    /// Notes the ID of the event the next line completes; a no-op without `--resume-file`.
+    @inline(__always)
+    func noteEventID(_ id: UnsafeBufferPointer<UInt8>) {
+        guard resume != nil else { return }
+        eventID.pointee.truncate(to: 0)
+        eventID.pointee.append(id)
+        eventIDNoted = true
     }
 
     /// Appends what `build` writes, which ends an event when `completesEvent`; writes the
@@ -154,6 +192,10 @@ final class PendingLines: @unchecked Sendable {
         let written = complete
         complete = 0
         try buffer.pointee.withBytes { try channel.write(UnsafeBufferPointer(rebasing: $0[..<written])) }
+        if let resume, eventIDNoted {
+            eventIDNoted = false
+            eventID.pointee.withBytes { resume.printed($0) }
+        }
         if written == buffer.pointee.count {
             buffer.pointee.removeAll(keepingCapacity: Self.flushThreshold * 2)
         } else {
@@ -164,6 +206,7 @@ final class PendingLines: @unchecked Sendable {
     /// Drops everything buffered.
     func discard() {
         complete = 0
+        eventIDNoted = false
         buffer.pointee.removeAll(keepingCapacity: 0)
     }
 }

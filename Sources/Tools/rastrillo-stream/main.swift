@@ -1,6 +1,8 @@
 import CommandLineKit
-import RastrilloHTTP
 import RastrilloCLI
+import RastrilloCore
+import RastrilloHTTP
+import SystemKit
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
@@ -20,13 +22,33 @@ ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
         guard resumeFields.count <= 1 else {
             throw UsageError("--header: Last-Event-ID is given \(resumeFields.count) times; give it once", argument: "Last-Event-ID")
         }
+        // --last-event-id and --resume-file are exclusive (the spec's group); either with
+        // -H Last-Event-ID would say twice where to start.
+        let startOption = arguments[ToolSpecs.Stream.lastEventID] != nil ? "--last-event-id" : "--resume-file"
+        if !resumeFields.isEmpty, arguments[ToolSpecs.Stream.lastEventID] != nil || arguments[ToolSpecs.Stream.resumeFile] != nil {
+            throw UsageError("--header: Last-Event-ID and \(startOption) both say where to start; give one", argument: "Last-Event-ID")
+        }
+        var startEventID = resumeFields.first?.value ?? ""
+        if let given = arguments[ToolSpecs.Stream.lastEventID] {
+            do throws(LastEventIDError) {
+                startEventID = try LastEventID(given).value
+            } catch {
+                throw UsageError("--last-event-id: \(error.message)", argument: "--last-event-id")
+            }
+        }
+        // The resume file is read before any connection: a damaged one stops the run here.
+        let resume = try arguments[ToolSpecs.Stream.resumeFile].map { path in
+            let start = try ResumeFile.read(path) ?? .empty
+            startEventID = start.value
+            return ResumeFile(path: path, holding: start, clock: SystemClock())
+        }
         let follower = StreamFollower(
             client: client, raw: arguments[ToolSpecs.Stream.raw], once: arguments[ToolSpecs.Stream.once], snapshot: snapshot,
             quiet: arguments[ToolSpecs.Stream.quiet], maxAttempts: arguments[ToolSpecs.Stream.maxAttempts],
             giveUpAfter: arguments[ToolSpecs.Stream.giveUpAfter].map { .seconds($0) },
             idleTimeout: arguments[ToolSpecs.Stream.idleTimeout].map { .seconds($0) },
             headers: client.headers.filter { $0.name.lowercased() != "last-event-id" },
-            startEventID: resumeFields.first?.value ?? "")
+            startEventID: startEventID, resume: resume)
         return try await follower.run()
     }
 }
