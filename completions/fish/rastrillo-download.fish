@@ -14,6 +14,8 @@ complete -c rastrillo-download -l timeout -x -d 'Give up when the whole exchange
 complete -c rastrillo-download -l connect-timeout -x -d 'Give up when connecting (DNS, TCP, TLS) takes longer than SECONDS (default 30; exit 3).'
 complete -c rastrillo-download -l stall-timeout -x -d 'Give up when no byte arrives for SECONDS (default 60; 0 for no limit; exit 4).'
 complete -c rastrillo-download -l min-rate -x -d 'Give up as too slow when less than BYTES per second arrive on average over a --stall-timeout window (default 100; 0 for no limit; exit 4).'
+complete -c rastrillo-download -l sha256 -x -d 'Save DEST only if the body\'s SHA-256 is HEX (64 hexadecimal digits); otherwise save nothing (exit 6).'
+complete -c rastrillo-download -l sha512 -x -d 'Save DEST only if the body\'s SHA-512 is HEX (128 hexadecimal digits); otherwise save nothing (exit 6).'
 complete -c rastrillo-download -l json -d 'Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr.'
 complete -c rastrillo-download -s h -l help -d 'Show this help and exit.'
 complete -c rastrillo-download -l version -d 'Show the version and exit.'

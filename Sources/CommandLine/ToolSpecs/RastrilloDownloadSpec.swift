@@ -13,6 +13,10 @@ extension ToolSpecs {
             limit and memory stays flat. The file is synced to disk before success; on any \
             failure or interruption the partial file is removed.
 
+            With --sha256 or --sha512 the bytes are hashed as they are written and DEST appears \
+            only if their digest is the one given; otherwise nothing is saved and the exit \
+            status is 6.
+
             On a terminal a progress bar (rate, time left) is drawn on standard error and \
             replaced by one summary line at the end; never in a pipe or a log.
 
@@ -35,10 +39,10 @@ extension ToolSpecs {
         options: [
             HTTP.header.spec, HTTP.credentialFile.spec, HTTP.credentialEnv.spec, HTTP.credentialHeader.spec,
             HTTP.cacert.spec, HTTP.proxy.spec, HTTP.noproxy.spec, HTTP.timeout.spec, HTTP.connectTimeout.spec,
-            HTTP.stallTimeout.spec, HTTP.minRate.spec, Download.json.spec,
+            HTTP.stallTimeout.spec, HTTP.minRate.spec, Download.sha256.spec, Download.sha512.spec, Download.json.spec,
         ],
         positionals: [Download.url.spec, Download.destination.spec],
-        exclusiveGroups: [["credential-file", "credential-env"]],
+        exclusiveGroups: [["credential-file", "credential-env"], ["sha256", "sha512"]],
         exitStatuses: ExitStatus.network
     )
 }
@@ -49,6 +53,12 @@ extension ToolSpecs {
         public static let json = OptionKey<Bool>.flag(
             "json",
             help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr.")
+        public static let sha256 = OptionKey<String?>.value(
+            "sha256", valueName: "HEX",
+            help: "Save DEST only if the body's SHA-256 is HEX (64 hexadecimal digits); otherwise save nothing (exit 6).")
+        public static let sha512 = OptionKey<String?>.value(
+            "sha512", valueName: "HEX",
+            help: "Save DEST only if the body's SHA-512 is HEX (128 hexadecimal digits); otherwise save nothing (exit 6).")
         public static let url = HTTP.url(help: "The http or https URL to download.")
         public static let destination = PositionalKey<String>.required(
             "DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.",

@@ -19,7 +19,7 @@ public struct NativeDownloadError: CodedError, Hashable {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case destinationExists, destinationMoved, cannotCreate, diskFull, writeFailed, syncFailed
+        case destinationExists, destinationMoved, cannotCreate, diskFull, writeFailed, syncFailed, checksumMismatch
     }
 
     /// The destination exists (a file, a directory or a symbolic link, dangling or not): it is
@@ -37,12 +37,17 @@ public struct NativeDownloadError: CodedError, Hashable {
     /// `fsync(2)` or `close(2)` failed: the bytes may not be on disk.
     public static let syncFailed = NativeDownloadError(code: .syncFailed, message: "the destination could not be synced to disk")
 
+    /// The bytes downloaded do not have the digest asked for (`--sha256`, `--sha512`): they were
+    /// discarded and nothing appeared at the destination. The message names both digests.
+    public static let checksumMismatch = NativeDownloadError(
+        code: .checksumMismatch, message: "the download does not have the expected digest")
+
     fileprivate static func failure(_ base: NativeDownloadError, _ message: String, errno code: Int32?) -> Self {
         NativeDownloadError(code: base.code, message: message, systemError: code)
     }
 
     /// The stable snake-case name (`destination_exists`, `destination_moved`, `cannot_create`, `disk_full`,
-    /// `write_failed`, `sync_failed`), as the tools print it.
+    /// `write_failed`, `sync_failed`, `checksum_mismatch`), as the tools print it.
     public var name: String {
         switch code {
         case .destinationExists: "destination_exists"
@@ -51,6 +56,7 @@ public struct NativeDownloadError: CodedError, Hashable {
         case .diskFull: "disk_full"
         case .writeFailed: "write_failed"
         case .syncFailed: "sync_failed"
+        case .checksumMismatch: "checksum_mismatch"
         }
     }
 }
@@ -64,6 +70,8 @@ public struct NativeDownload: Sendable, Hashable {
     /// SHA-256 of the bytes written, 32 bytes; nil when the download was asked not to compute
     /// it.
     public let sha256: [UInt8]?
+    /// SHA-512 of the bytes written, 64 bytes, when it was checked (`expectedDigest`); else nil.
+    public let sha512: [UInt8]?
     /// From the creation of the file to its publication at `path`.
     public let duration: Duration
     /// The response's headers.
@@ -72,6 +80,11 @@ public struct NativeDownload: Sendable, Hashable {
     /// `sha256` in lowercase hexadecimal, or nil.
     public var sha256Hex: String? {
         sha256.map { Hex.encode($0) }
+    }
+
+    /// `sha512` in lowercase hexadecimal, or nil.
+    public var sha512Hex: String? {
+        sha512.map { Hex.encode($0) }
     }
 }
 
@@ -85,27 +98,30 @@ extension NativeHTTP {
     /// replacing what someone made there meanwhile: `destinationExists`), and the directory
     /// `fsync`ed and checked to be the one `path` names (`destinationMoved`) before this
     /// returns. The response must be 200. On any failure or cancellation nothing is left at
-    /// `path`, and nothing else is ever removed.
+    /// `path`, and nothing else is ever removed. With `expectedDigest` the bytes are hashed as
+    /// they are written and the file is published only when their digest is the one expected.
     ///
     /// - Parameters:
     ///   - timeout: the longest the whole exchange may take; nil for no limit.
     ///   - computeSHA256: whether to hash the bytes as they are written (``NativeDownload/sha256``);
     ///     hashing costs about as much CPU as the transfer itself on loopback, so skip it when the
     ///     digest is not wanted.
+    ///   - expectedDigest: the digest the whole body must have (``DownloadDigest``); a mismatch
+    ///     is `checksumMismatch`, checked before anything is named.
     ///   - progress: called on the transfer's thread after each piece is written, with the bytes
     ///     written so far and the total the server announced (nil when it did not).
     /// - Throws: `NativeDownloadError` for the file (exists, cannot create, disk full, write or
-    ///   sync failure); `CancellationError`; `NativeClientError` for the exchange: the typed
+    ///   sync failure, checksum mismatch); `CancellationError`; `NativeClientError` for the exchange: the typed
     ///   case of a status other than 200 (a 2xx other than 200 is `rejected`), and what
     ///   ``responseDetails(_:)`` throws.
     public func download(
         _ target: String, to path: String, headers: [NativeHeaderField] = [], timeout: Duration? = nil,
-        computeSHA256: Bool = true,
+        computeSHA256: Bool = true, expectedDigest: DownloadDigest? = nil,
         progress: (@Sendable (_ written: Int64, _ total: Int64?) -> Void)? = nil
     ) async throws -> NativeDownload {
         _ = try origin.target(for: target)
         let started = clock.now
-        let file = try DownloadFile(creating: path, hashing: computeSHA256)
+        let file = try DownloadFile(creating: path, sha256: computeSHA256, expecting: expectedDigest)
         do {
             let state = DownloadState()
             // Pieces as large as the file buffer: fewer callbacks, and most bytes are written
@@ -137,7 +153,8 @@ extension NativeHTTP {
             }
             try file.finish()
             return NativeDownload(
-                path: path, byteCount: file.byteCount, sha256: file.digest, duration: clock.now - started,
+                path: path, byteCount: file.byteCount, sha256: file.sha256, sha512: file.sha512,
+                duration: clock.now - started,
                 headers: head.headers)
         } catch {
             file.discard()
@@ -162,15 +179,20 @@ final class DownloadFile {
     private var descriptor: Int32 { file.descriptor }
     private let buffer: UnsafeMutableRawBufferPointer
     private var buffered = 0
-    private let hasher: SHA256?
+    private let sha256Hasher: SHA256?
+    private let sha512Hasher: SHA512?
+    private let expected: DownloadDigest?
     /// Bytes accepted so far (written or in the buffer).
     private(set) var byteCount: Int64 = 0
-    /// The SHA-256 of every byte, set by `finish()` when hashing.
-    private(set) var digest: [UInt8]?
+    /// The SHA-256 of every byte, set by `finish()` when hashing it.
+    private(set) var sha256: [UInt8]?
+    /// The SHA-512 of every byte, set by `finish()` when checking one.
+    private(set) var sha512: [UInt8]?
 
     /// Refuses an existing `path` (never following a symbolic link) and creates the pending
-    /// file in its directory.
-    init(creating path: String, hashing: Bool) throws(NativeDownloadError) {
+    /// file in its directory; hashes with SHA-256 when `sha256` is set or `expected` is one,
+    /// with SHA-512 when `expected` is one.
+    init(creating path: String, sha256: Bool, expecting expected: DownloadDigest?) throws(NativeDownloadError) {
         var status = stat()
         if lstat(path, &status) == 0 {
             throw Self.creationError(path, errno: (status.st_mode & S_IFMT) == S_IFLNK ? ELOOP : EEXIST)
@@ -184,7 +206,9 @@ final class DownloadFile {
         }
         self.path = path
         self.buffer = .allocate(byteCount: Self.bufferSize, alignment: 16)
-        self.hasher = hashing ? SHA256() : nil
+        self.sha256Hasher = sha256 || expected?.algorithm == .sha256 ? SHA256() : nil
+        self.sha512Hasher = expected?.algorithm == .sha512 ? SHA512() : nil
+        self.expected = expected
     }
 
     deinit {
@@ -208,7 +232,8 @@ final class DownloadFile {
     /// quarter of the buffer is written straight from where libcurl put it, after what is
     /// buffered: most bytes of a fast download are never copied.
     func append(_ piece: UnsafeRawBufferPointer) -> NativeDownloadError? {
-        hasher?.update(piece)
+        sha256Hasher?.update(piece)
+        sha512Hasher?.update(piece)
         if piece.count >= buffer.count / 4 {
             if buffered > 0, let error = flush() { return error }
             if let error = write(piece) { return error }
@@ -256,10 +281,23 @@ final class DownloadFile {
         return nil
     }
 
-    /// Writes what is buffered, syncs the file to disk and publishes it at `path`.
+    /// Writes what is buffered, checks the digest when one is expected, syncs the file to disk
+    /// and publishes it at `path`.
     func finish() throws(NativeDownloadError) {
         if let error = flush() { throw error }
-        digest = hasher?.finalize()
+        sha256 = sha256Hasher?.finalize()
+        sha512 = sha512Hasher?.finalize()
+        if let expected {
+            let got = (expected.algorithm == .sha256 ? sha256 : sha512) ?? []
+            if got != expected.expected {
+                throw .failure(
+                    .checksumMismatch,
+                    "checksum mismatch: the \(byteCount) bytes downloaded have \(expected.algorithm.rawValue) \(Hex.encode(got)), "
+                        + "not the expected \(expected.expectedHex) (--\(expected.algorithm.rawValue)); they were discarded "
+                        + "and nothing was saved at \(path)",
+                    errno: nil)
+            }
+        }
         guard fsync(descriptor) == 0 else {
             let code = errno
             if code == ENOSPC || code == EDQUOT {

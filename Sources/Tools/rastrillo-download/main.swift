@@ -1,4 +1,5 @@
 import CommandLineKit
+import RastrilloCore
 import RastrilloHTTP
 import RastrilloCLI
 import ToolSpecs
@@ -10,6 +11,7 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(Fa
     return try await FailureReport.reporting(json: json, beforeReport: { bar?.finish() }) {
         let client = try ClientArguments(arguments, url: arguments[ToolSpecs.Download.url])
         client.announceProxy(json: json)
+        let digest = try expectedDigest(arguments)
         let destination = try DownloadDestination.path(for: arguments[ToolSpecs.Download.destination], target: client.target)
         DownloadDestination.announceLeftovers(of: destination, json: json)
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
@@ -18,11 +20,26 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(Fa
         let result = try await http.download(
             client.target, to: destination, headers: client.headers,
             timeout: arguments[ToolSpecs.HTTP.timeout].map { .seconds($0) }, computeSHA256: json,
+            expectedDigest: digest,
             progress: { written, total in progress.update(completed: written, total: total) })
         progress.finish(summary: summary(result))
         if json { try JSONOutput.write(DownloadJSON(result)) }
         return .ok
     }
+}
+
+/// The digest `--sha256` or `--sha512` names, if either is given.
+/// - Throws: `UsageError` (exit 2) for a value that is not exactly that many hexadecimal digits.
+func expectedDigest(_ arguments: ParsedArguments) throws -> DownloadDigest? {
+    for (key, algorithm) in [(ToolSpecs.Download.sha256, DownloadDigest.Algorithm.sha256), (ToolSpecs.Download.sha512, .sha512)] {
+        guard let hex = arguments[key] else { continue }
+        do {
+            return try DownloadDigest(algorithm, hex: hex)
+        } catch {
+            throw UsageError(error.message, argument: hex)
+        }
+    }
+    return nil
 }
 
 /// The line that replaces the progress bar on a terminal, as wget ends with one:
@@ -42,6 +59,7 @@ struct DownloadJSON: Encodable {
     let bytes: Int64
     let duration_seconds: Double
     let sha256: String?
+    let sha512: String?
 
     init(_ download: NativeDownload) {
         path = download.path
@@ -49,5 +67,6 @@ struct DownloadJSON: Encodable {
         let (seconds, attoseconds) = download.duration.components
         duration_seconds = Double(seconds) + Double(attoseconds) / 1e18
         sha256 = download.sha256Hex
+        sha512 = download.sha512Hex
     }
 }
