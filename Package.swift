@@ -208,6 +208,8 @@ let package = Package(
             name: "fuzz-proxy", dependencies: ["RastrilloCore", "RivetFuzzSupport", "ByteText"],
             path: "Sources/Fuzz/fuzz-proxy"),
         .executableTarget(
+            name: "fuzz-partial", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-partial"),
+        .executableTarget(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
@@ -335,7 +337,7 @@ let package = Package(
             name: "RivetSchemaTests", dependencies: ["RivetSchema", "ToolTestSupport"], exclude: ["Reference"]),
         // RouteNetlinkNamespaceTests observes rtnetlink through RastrilloHTTP's `NativeConnectivity.shared`.
         .testTarget(
-            name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "RastrilloHTTP", "Backoff", "fuzz-sse", "ToolTestSupport"]),
+            name: "RastrilloCoreTests", dependencies: ["TestSupport", "RastrilloCore", "RastrilloHTTP", "Backoff", "fuzz-sse", "fuzz-partial", "ToolTestSupport"]),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [

@@ -142,7 +142,7 @@ func manPageExamples(_ page: String) throws -> [String] {
 
     @Test func downloadExamples() async throws {
         let examples = try manPageExamples("rastrillo-download.1")
-        #expect(examples.count == 4)
+        #expect(examples.count == 5)
         let server = try Self.server()
         let digest = SHA256.hash(Self.exportBody).map { String(format: "%02x", $0) }.joined()
         for example in examples {
@@ -153,6 +153,10 @@ func manPageExamples(_ page: String) throws -> [String] {
                 #expect(FileManager.default.contents(atPath: home + "/work/export.tar") == Data(Self.exportBody))
             } else if example.contains("Downloads") {
                 #expect(FileManager.default.contents(atPath: home + "/Downloads/report.pdf") == Data(Self.exportBody))
+            } else if example.contains("--continue") {
+                #expect(FileManager.default.contents(atPath: home + "/work/big.iso") == Data(Self.exportBody))
+                #expect(!FileManager.default.fileExists(atPath: home + "/work/big.iso.part"))
+                #expect(!FileManager.default.fileExists(atPath: home + "/work/big.iso.part.meta"))
             } else if example.contains("--sha256") {
                 // The page's digest is the served body's: the file is saved.
                 #expect(example.contains(digest))

@@ -17,6 +17,12 @@ extension ToolSpecs {
             only if their digest is the one given; otherwise nothing is saved and the exit \
             status is 6.
 
+            With --continue a failed or interrupted download keeps its bytes in DEST.part \
+            (0600) and its validator (ETag or Last-Modified) in DEST.part.meta; the next \
+            --continue run asks for the rest with Range and If-Range, and starts over when the \
+            file changed on the server. A DEST.part that is a link, not a regular file or \
+            another user's is never used.
+
             On a terminal a progress bar (rate, time left) is drawn on standard error and \
             replaced by one summary line at the end; never in a pipe or a log.
 
@@ -39,7 +45,7 @@ extension ToolSpecs {
         options: [
             HTTP.header.spec, HTTP.credentialFile.spec, HTTP.credentialEnv.spec, HTTP.credentialHeader.spec,
             HTTP.cacert.spec, HTTP.proxy.spec, HTTP.noproxy.spec, HTTP.timeout.spec, HTTP.connectTimeout.spec,
-            HTTP.stallTimeout.spec, HTTP.minRate.spec, Download.sha256.spec, Download.sha512.spec, Download.json.spec,
+            HTTP.stallTimeout.spec, HTTP.minRate.spec, Download.sha256.spec, Download.sha512.spec, Download.continue.spec, Download.json.spec,
         ],
         positionals: [Download.url.spec, Download.destination.spec],
         exclusiveGroups: [["credential-file", "credential-env"], ["sha256", "sha512"]],
@@ -59,6 +65,9 @@ extension ToolSpecs {
         public static let sha512 = OptionKey<String?>.value(
             "sha512", valueName: "HEX",
             help: "Save DEST only if the body's SHA-512 is HEX (128 hexadecimal digits); otherwise save nothing (exit 6).")
+        public static let `continue` = OptionKey<Bool>.flag(
+            "continue", short: "c",
+            help: "Keep the bytes of a failed or interrupted download in DEST.part and resume them (Range, If-Range) on the next --continue run.")
         public static let url = HTTP.url(help: "The http or https URL to download.")
         public static let destination = PositionalKey<String>.required(
             "DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.",

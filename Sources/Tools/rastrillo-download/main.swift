@@ -12,6 +12,10 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(Fa
         let client = try ClientArguments(arguments, url: arguments[ToolSpecs.Download.url])
         client.announceProxy(json: json)
         let digest = try expectedDigest(arguments)
+        let continuing = arguments[ToolSpecs.Download.continue]
+        if continuing, let field = client.headers.first(where: { ["range", "if-range"].contains($0.name.lowercased()) }) {
+            throw UsageError("--header \(field.name) cannot be given with --continue, which sends its own", argument: field.name)
+        }
         let destination = try DownloadDestination.path(for: arguments[ToolSpecs.Download.destination], target: client.target)
         DownloadDestination.announceLeftovers(of: destination, json: json)
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
@@ -20,11 +24,30 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(Fa
         let result = try await http.download(
             client.target, to: destination, headers: client.headers,
             timeout: arguments[ToolSpecs.HTTP.timeout].map { .seconds($0) }, computeSHA256: json,
-            expectedDigest: digest,
+            expectedDigest: digest, continuing: continuing,
+            notice: { say($0, json: json) },
             progress: { written, total in progress.update(completed: written, total: total) })
         progress.finish(summary: summary(result))
         if json { try JSONOutput.write(DownloadJSON(result)) }
         return .ok
+    }
+}
+
+/// Says a download's notice on stderr: `rastrillo-download: note: MESSAGE`, or with `json` the
+/// line `{"notice":KIND,"path":PART,"bytes":N,"message":MESSAGE}`.
+func say(_ notice: NativeDownloadNotice, json: Bool) {
+    if json {
+        struct Line: Encodable {
+            let notice: String
+            let path: String
+            let bytes: Int64?
+            let message: String
+        }
+        if let line = try? JSONOutput.line(Line(notice: notice.kind.rawValue, path: notice.path, bytes: notice.bytes, message: notice.message)) {
+            try? OutputChannel.standardError.write(line)
+        }
+    } else {
+        Diagnostics.note(notice.message)
     }
 }
 
@@ -60,6 +83,7 @@ struct DownloadJSON: Encodable {
     let duration_seconds: Double
     let sha256: String?
     let sha512: String?
+    let resumed_from: Int64?
 
     init(_ download: NativeDownload) {
         path = download.path
@@ -68,5 +92,6 @@ struct DownloadJSON: Encodable {
         duration_seconds = Double(seconds) + Double(attoseconds) / 1e18
         sha256 = download.sha256Hex
         sha512 = download.sha512Hex
+        resumed_from = download.resumedFrom > 0 ? download.resumedFrom : nil
     }
 }
