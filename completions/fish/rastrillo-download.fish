@@ -17,6 +17,7 @@ complete -c rastrillo-download -l min-rate -x -d 'Give up as too slow when less 
 complete -c rastrillo-download -l sha256 -x -d 'Save DEST only if the body\'s SHA-256 is HEX (64 hexadecimal digits); otherwise save nothing (exit 6).'
 complete -c rastrillo-download -l sha512 -x -d 'Save DEST only if the body\'s SHA-512 is HEX (128 hexadecimal digits); otherwise save nothing (exit 6).'
 complete -c rastrillo-download -s c -l continue -d 'Keep the bytes of a failed or interrupted download in DEST.part and resume them (Range, If-Range) on the next --continue run.'
+complete -c rastrillo-download -l max-attempts -x -d 'Make up to N attempts (default 1), retrying offline and transient failures with backoff and Retry-After (at most 5 minutes); with --continue each retry resumes.'
 complete -c rastrillo-download -l json -d 'Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr.'
 complete -c rastrillo-download -s h -l help -d 'Show this help and exit.'
 complete -c rastrillo-download -l version -d 'Show the version and exit.'

@@ -23,6 +23,11 @@ extension ToolSpecs {
             file changed on the server. A DEST.part that is a link, not a regular file or \
             another user's is never used.
 
+            --max-attempts N retries offline and transient failures (a lost connection, a \
+            5xx, a 429) up to N attempts in all, paced as rastrillo-stream reconnects (0.5 s \
+            doubling to 10 s, a server's Retry-After up to 5 minutes), with one line on \
+            standard error per failed attempt; with --continue each retry resumes.
+
             On a terminal a progress bar (rate, time left) is drawn on standard error and \
             replaced by one summary line at the end; never in a pipe or a log.
 
@@ -45,7 +50,7 @@ extension ToolSpecs {
         options: [
             HTTP.header.spec, HTTP.credentialFile.spec, HTTP.credentialEnv.spec, HTTP.credentialHeader.spec,
             HTTP.cacert.spec, HTTP.proxy.spec, HTTP.noproxy.spec, HTTP.timeout.spec, HTTP.connectTimeout.spec,
-            HTTP.stallTimeout.spec, HTTP.minRate.spec, Download.sha256.spec, Download.sha512.spec, Download.continue.spec, Download.json.spec,
+            HTTP.stallTimeout.spec, HTTP.minRate.spec, Download.sha256.spec, Download.sha512.spec, Download.continue.spec, Download.maxAttempts.spec, Download.json.spec,
         ],
         positionals: [Download.url.spec, Download.destination.spec],
         exclusiveGroups: [["credential-file", "credential-env"], ["sha256", "sha512"]],
@@ -68,6 +73,11 @@ extension ToolSpecs {
         public static let `continue` = OptionKey<Bool>.flag(
             "continue", short: "c",
             help: "Keep the bytes of a failed or interrupted download in DEST.part and resume them (Range, If-Range) on the next --continue run.")
+        public static let maxAttempts = OptionKey<Int>.integer(
+            "max-attempts", valueName: "N", range: 1...100, default: 1,
+            help: {
+                "Make up to N attempts (default \($0)), retrying offline and transient failures with backoff and Retry-After (at most 5 minutes); with --continue each retry resumes."
+            })
         public static let url = HTTP.url(help: "The http or https URL to download.")
         public static let destination = PositionalKey<String>.required(
             "DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.",

@@ -2,6 +2,7 @@ import CommandLineKit
 import RastrilloCore
 import RastrilloHTTP
 import RastrilloCLI
+import SystemKit
 import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(FailureReport.jsonLine)) { arguments in
@@ -20,13 +21,40 @@ ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(Fa
         DownloadDestination.announceLeftovers(of: destination, json: json)
         let progress = ProgressBar(label: PathText.lastComponent(destination), total: nil)
         bar = progress
-        let http = client.client()
-        let result = try await http.download(
-            client.target, to: destination, headers: client.headers,
-            timeout: arguments[ToolSpecs.HTTP.timeout].map { .seconds($0) }, computeSHA256: json,
-            expectedDigest: digest, continuing: continuing,
-            notice: { say($0, json: json) },
-            progress: { written, total in progress.update(completed: written, total: total) })
+        let maxAttempts = arguments[ToolSpecs.Download.maxAttempts]
+        // Only a run that may retry watches the network (route netlink), as the stream does.
+        let connectivity = maxAttempts > 1 ? NativeConnectivity.shared : nil
+        let pacer = connectivity.map { NativeReconnect(connectivity: $0, origin: client.origin, clock: SystemClock()) }
+        let http = client.client(credential: client.credential, observer: connectivity?.trafficObserver)
+        var attempt = 1
+        let result: NativeDownload
+        while true {
+            do {
+                result = try await http.download(
+                    client.target, to: destination, headers: client.headers,
+                    timeout: arguments[ToolSpecs.HTTP.timeout].map { .seconds($0) }, computeSHA256: json,
+                    expectedDigest: digest, continuing: continuing,
+                    notice: { notice in
+                        // The bar counts from the bytes a resume starts with, its rate from now.
+                        if notice.kind == .resumed { progress.begin(at: notice.bytes ?? 0) }
+                        if notice.kind == .changed { progress.begin(at: 0) }
+                        progress.clear()
+                        say(notice, json: json)
+                    },
+                    progress: { written, total in progress.update(completed: written, total: total) })
+                break
+            } catch let failure as NativeClientError
+                where attempt < maxAttempts && (failure.retryClass == .offline || failure.retryClass == .transient)
+            {
+                guard let pacer else { throw failure }
+                pacer.failed(failure)
+                let wait = pacer.plannedDelay()
+                progress.clear()
+                sayRetry(failure, attempt: attempt, of: maxAttempts, wait: wait, resuming: continuing, json: json)
+                try await pacer.pause()
+                attempt += 1
+            }
+        }
         progress.finish(summary: summary(result))
         if json { try JSONOutput.write(DownloadJSON(result)) }
         return .ok
@@ -48,6 +76,34 @@ func say(_ notice: NativeDownloadNotice, json: Bool) {
         }
     } else {
         Diagnostics.note(notice.message)
+    }
+}
+
+/// Says that attempt `attempt` of `total` failed and when the next one starts:
+/// `rastrillo-download: attempt 1 of 3 failed: MESSAGE (retry class offline); next attempt in
+/// 0.7 s`, or with `json` `{"notice":"retry","attempt":1,"max_attempts":3,"retry_class":CLASS,
+/// "wait_seconds":0.7,"message":MESSAGE}`.
+func sayRetry(_ failure: NativeClientError, attempt: Int, of total: Int, wait: Duration, resuming: Bool, json: Bool) {
+    let (seconds, attoseconds) = wait.components
+    let tenths = (seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 50) / 100
+    let message = FailureReport(failure).message
+    if json {
+        struct Line: Encodable {
+            let notice = "retry"
+            let attempt: Int
+            let max_attempts: Int
+            let retry_class: String
+            let wait_seconds: Double
+            let message: String
+        }
+        let line = Line(
+            attempt: attempt, max_attempts: total, retry_class: failure.retryClass.rawValue,
+            wait_seconds: Double(tenths) / 10, message: message)
+        if let text = try? JSONOutput.line(line) { try? OutputChannel.standardError.write(text) }
+    } else {
+        Diagnostics.error(
+            "attempt \(attempt) of \(total) failed: \(message) (retry class \(failure.retryClass)); next attempt in "
+                + "\(tenths / 10).\(tenths % 10) s\(resuming ? ", resuming the kept part" : "")")
     }
 }
 
