@@ -11,7 +11,7 @@ extension ToolSpecs {
             mode 0600 before sending the request. It never overwrites or follows an existing \
             DEST, a symbolic link included. The response must be 200 OK. There is no size \
             limit and memory stays flat. The file is synced to disk before success; on any \
-            failure or interruption the partial file is removed.
+            failure or interruption the partial file is removed (unless --continue).
 
             With --sha256 or --sha512 the bytes are hashed as they are written and DEST appears \
             only if their digest is the one given; otherwise nothing is saved and the exit \
