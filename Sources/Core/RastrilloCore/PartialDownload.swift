@@ -13,7 +13,8 @@
 ///
 /// `url` and exactly one of `etag` (a strong entity tag, RFC 9110 §8.8.3) and `last-modified`
 /// (an HTTP-date, kept as sent) are required; `length` (the whole file's size, when the server
-/// said it) is optional. Every key at most once, no other key, no control character.
+/// said it, in decimal without leading zeros) is optional. Every key at most once, no other key,
+/// no control character.
 public struct PartialDownloadRecord: Sendable, Hashable {
     /// The validator sent back in `If-Range`.
     public enum Validator: Sendable, Hashable {
@@ -101,7 +102,10 @@ public struct PartialDownloadRecord: Sendable, Hashable {
         }
         var length: Int64?
         if let text = fields["length"] {
-            guard let value = ContentRange.decimal(Substring(text)) else { throw .init("its length is not a number") }
+            // Written as the tool writes it: no leading zero, so the record reads back as it is.
+            guard let value = ContentRange.decimal(Substring(text)), text == "0" || !text.hasPrefix("0") else {
+                throw .init("its length is not a number without leading zeros")
+            }
             length = value
         }
         guard let record = PartialDownloadRecord(url: url, validator: validator, length: length) else {
