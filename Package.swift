@@ -210,6 +210,8 @@ let package = Package(
         .executableTarget(
             name: "fuzz-resume", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-resume"),
         .executableTarget(
+            name: "fuzz-partial", dependencies: ["RastrilloCore", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-partial"),
+        .executableTarget(
             name: "rastrillo-bench-sse", dependencies: ["RastrilloCore"], path: "bench/stream-parser/Sources"),
 
         // MARK: The control socket's protocol and client (what rivet-pair links), and the companion side
@@ -342,7 +344,7 @@ let package = Package(
         // RouteNetlinkNamespaceTests observes rtnetlink through RastrilloHTTP's `NativeConnectivity.shared`.
         .testTarget(
             name: "RastrilloCoreTests",
-            dependencies: ["TestSupport", "RastrilloCore", "RastrilloHTTP", "Backoff", "fuzz-sse", "fuzz-resume", "ToolTestSupport"]),
+            dependencies: ["TestSupport", "RastrilloCore", "RastrilloHTTP", "Backoff", "fuzz-sse", "fuzz-resume", "fuzz-partial", "ToolTestSupport"]),
         .testTarget(
             name: "ExamplesTests",
             dependencies: [

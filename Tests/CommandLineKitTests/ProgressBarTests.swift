@@ -73,6 +73,29 @@ import Testing
 
     /// The bar keeps its size while the amount grows past 100 MiB, and shows the rate and the
     /// time left.
+    /// A resumed download (issue 30): the bar starts at the kept bytes, and the rate and time
+    /// left count only what arrives after.
+    @Test func aResumedBarStartsFromTheKeptBytesAndRatesOnlyTheNewOnes() {
+        let sink = LockedLines()
+        let clock = ManualClock()
+        let mebibyte: Int64 = 1 << 20
+        let progress = ProgressBar(
+            label: "big.iso", total: 300 * mebibyte, environment: ["TERM": "xterm", "NO_COLOR": "1"],
+            isTerminal: true, columns: 80, clock: clock, sink: sink.append)
+        progress.begin(at: 200 * mebibyte)
+        progress.update(completed: 200 * mebibyte)
+        #expect(sink.all[0].hasSuffix(" 66%  200.0 MiB / 300.0 MiB                 --:--"), "\(sink.all[0])")
+        clock.advance(by: .seconds(2))
+        progress.update(completed: 220 * mebibyte)
+        // 20 MiB in 2 s since the resume, not 220 MiB: 10 MiB/s, and 80 MiB left take 8 s.
+        #expect(sink.all[1].hasSuffix(" 73%  220.0 MiB / 300.0 MiB   10.0 MiB/s     0:08"), "\(sink.all[1])")
+        progress.clear()
+        #expect(sink.all[2] == "\r" + String(repeating: " ", count: 79) + "\r")
+        clock.advance(by: .seconds(1))
+        progress.update(completed: 230 * mebibyte)
+        #expect(sink.all.count == 4)
+    }
+
     @Test func widthStaysAndRateAndTimeLeftShowAsTheAmountGrows() {
         let sink = LockedLines()
         let clock = ManualClock()

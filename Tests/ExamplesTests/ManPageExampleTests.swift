@@ -57,7 +57,8 @@ func manPageExamples(_ page: String) throws -> [String] {
                 }
                 guard count % 2 == 1 else { return .fixed(status: 404) }
                 return .eventStream("id: 1\ndata: hello\n\n")
-            case ("GET", "/export.tar"), ("GET", "/big.iso"), ("GET", "/files/report.pdf"): return .fixed(body: exportBody)
+            case ("GET", "/export.tar"), ("GET", "/big.iso"), ("GET", "/files/report.pdf"), ("GET", "/files/release.tar.gz"):
+                return .fixed(body: exportBody)
             default: return .fixed(status: 404)
             }
         }
@@ -146,7 +147,7 @@ func manPageExamples(_ page: String) throws -> [String] {
 
     @Test func downloadExamples() async throws {
         let examples = try manPageExamples("rastrillo-download.1")
-        #expect(examples.count == 3)
+        #expect(examples.count == 5)
         let server = try Self.server()
         let digest = SHA256.hash(Self.exportBody).map { String(format: "%02x", $0) }.joined()
         for example in examples {
@@ -157,6 +158,14 @@ func manPageExamples(_ page: String) throws -> [String] {
                 #expect(FileManager.default.contents(atPath: home + "/work/export.tar") == Data(Self.exportBody))
             } else if example.contains("Downloads") {
                 #expect(FileManager.default.contents(atPath: home + "/Downloads/report.pdf") == Data(Self.exportBody))
+            } else if example.contains("--continue") {
+                #expect(FileManager.default.contents(atPath: home + "/work/big.iso") == Data(Self.exportBody))
+                #expect(!FileManager.default.fileExists(atPath: home + "/work/big.iso.part"))
+                #expect(!FileManager.default.fileExists(atPath: home + "/work/big.iso.part.meta"))
+            } else if example.contains("--sha256") {
+                // The page's digest is the served body's: the file is saved.
+                #expect(example.contains(digest))
+                #expect(FileManager.default.contents(atPath: home + "/work/release.tar.gz") == Data(Self.exportBody))
             } else {
                 let saved = try String(contentsOfFile: home + "/work/big.iso.sha256", encoding: .utf8)
                 #expect(saved == digest + "\n")

@@ -45,6 +45,20 @@ private func bytes(hex: String) -> [UInt8] {
         #expect(hex(hasher.finalize()) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
     }
 
+    @Test func sha512FIPSVectorsAndIncremental() {
+        let hex = { (bytes: [UInt8]) in bytes.map { String(format: "%02x", $0) }.joined() }
+        #expect(hex(SHA512.hash(Array("abc".utf8)))
+            == "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f")
+        #expect(hex(SHA512.hash([UInt8]()))
+            == "cf83e1357eefb8bdf1542850d66d8007d620e4050b5715dc83f4a921d36ce9ce47d0d13c5d85f2b0ff8318d2877eec2f63b931bd47417a81a538327af927da3e")
+        let message = pattern(100_003, seed: 9)
+        let hasher = SHA512()
+        hasher.update(message[..<4097])
+        hasher.update(message[4097...])
+        #expect(hasher.finalize() == SHA512.hash(message))
+        #expect(SHA512.digestCount == 64)
+    }
+
     @Test func hmacRFC4231() {
         // Test case 1.
         #expect(hex(HMACSHA256.authenticate(Array("Hi There".utf8), key: [UInt8](repeating: 0x0b, count: 20)))

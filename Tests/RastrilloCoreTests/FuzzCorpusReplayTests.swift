@@ -2,10 +2,10 @@ import Foundation
 import Testing
 import ToolTestSupport
 
-/// Runs the Rastrillo core's fuzz targets built without -DFUZZING: each replays its seed corpus
-/// (and every input the fuzzer found) through its checks and must exit 0.
+/// Runs the fuzz targets built without -DFUZZING: each replays its seed corpus (and every input
+/// the fuzzer found) through its checks and must exit 0.
 @Suite struct FuzzCorpusReplayTests {
-    /// Runs the fuzz target `name` over its corpus; the number of inputs it replayed.
+    /// Runs the fuzz target `name` and returns how many inputs it replayed.
     func replay(_ name: String) throws -> Int {
         var directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         while !FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path),
@@ -29,5 +29,10 @@ import ToolTestSupport
     /// every fault, and the forms a hand-written file takes.
     @Test func resumeCorpusReplaysCleanly() throws {
         #expect(try replay("fuzz-resume") >= 20)
+    }
+
+    /// The part records and Content-Range values of rastrillo-download --continue.
+    @Test func partialCorpusReplaysCleanly() throws {
+        #expect(try replay("fuzz-partial") >= 203)
     }
 }

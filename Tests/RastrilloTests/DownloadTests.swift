@@ -205,7 +205,7 @@ import Testing
             try #require(mount("tmpfs", mountPoint, "tmpfs", 0, "size=1m,mode=0700") == 0, "errno \(errno)")
             defer { umount(mountPoint) }
             let path = mountPoint + "/big"
-            let file = try DownloadFile(creating: path, hashing: true)
+            let file = try DownloadFile(creating: path, sha256: true, expecting: nil)
             let piece = pattern(16_384)
             var failure: NativeDownloadError?
             for _ in 0..<200 {
@@ -220,7 +220,7 @@ import Testing
             #expect(typed.systemError == ENOSPC)
             #expect(typed.message.contains("the disk is full"))
             #expect(typed.message.contains(path))
-            file.discard()
+            file.abandon(after: CancellationError())
             #expect(try FileManager.default.contentsOfDirectory(atPath: mountPoint).isEmpty)
         }
     }
@@ -236,5 +236,34 @@ import Testing
             origin: try NativeOrigin("https://127.0.0.1:\(server.port)"), options: .init(caFile: identity.certificatePath))
         let result = try await http.download("/", to: directory.file("f"))
         #expect(result.sha256 == SHA256.hash(body))
+    }
+}
+
+/// The digest check of `--sha256`/`--sha512` in the library: the file is published only when it
+/// matches.
+@Suite struct DownloadDigestCheckTests {
+    @Test func aMismatchThrowsBeforeAnythingIsNamed() async throws {
+        let directory = try TemporaryDirectory()
+        let body = pattern(300_000)
+        let server = try LoopbackHTTPServer { _ in .fixed(body: body) }
+        let http = NativeHTTP(origin: try NativeOrigin(server.baseURL))
+        let wrong = try DownloadDigest(.sha256, hex: String(repeating: "0", count: 64))
+        let error = await #expect(throws: NativeDownloadError.self) {
+            _ = try await http.download("/", to: directory.file("f"), expectedDigest: wrong)
+        }
+        #expect(error == .checksumMismatch)
+        #expect(error?.message.contains(SHA256.hash(body).map { String(format: "%02x", $0) }.joined()) == true)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []) == [])
+        let right = try DownloadDigest(.sha512, hex: SHA512.hash(body).map { String(format: "%02x", $0) }.joined())
+        let result = try await http.download("/", to: directory.file("f"), computeSHA256: false, expectedDigest: right)
+        #expect(result.sha512 == SHA512.hash(body))
+        #expect(result.sha256 == nil)
+    }
+
+    @Test func digestValuesAreValidatedExactly() throws {
+        #expect(throws: DownloadDigestError.self) { try DownloadDigest(.sha256, hex: String(repeating: "a", count: 63)) }
+        #expect(throws: DownloadDigestError.self) { try DownloadDigest(.sha512, hex: String(repeating: "a", count: 64)) }
+        #expect(throws: DownloadDigestError.self) { try DownloadDigest(.sha256, hex: String(repeating: "z", count: 64)) }
+        #expect(try DownloadDigest(.sha256, hex: String(repeating: "AB", count: 32)).expected == [UInt8](repeating: 0xAB, count: 32))
     }
 }

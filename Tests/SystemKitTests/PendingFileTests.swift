@@ -98,3 +98,58 @@ import Testing
         #expect(PendingFile.leftovers(of: "/nonexistent-pending/f") == [])
     }
 }
+
+/// Kept parts (`rastrillo-download --continue`): named from the start, kept unless discarded,
+/// resumed after their last byte, refused when they are not this user's regular file.
+@Suite struct KeptPartTests {
+    @Test func aKeptPartOutlivesItsOwnerAndResumesAfterItsLastByte() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/f"
+        do {
+            let part = try PendingFile(keepingPartFor: path)
+            #expect(part.keptSize == 0)
+            try FileDescriptor.writeAll(part.descriptor, Array("first ".utf8))
+        }
+        #expect(entries(of: directory.path) == ["f.part"])
+        #expect(mode(of: path + ".part") == 0o600)
+        let again = try PendingFile(keepingPartFor: path)
+        #expect(again.keptSize == 6)
+        try FileDescriptor.writeAll(again.descriptor, Array("second".utf8))
+        #expect(fsync(again.descriptor) == 0)
+        try again.publish()
+        #expect(entries(of: directory.path) == ["f"])
+        let bytes = try PrivateFile.read(path, limit: 100)
+        #expect(String(decoding: bytes, as: UTF8.self) == "first second")
+    }
+
+    @Test func aDiscardedPartIsRemovedAndATruncatedOneStartsAtZero() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/f"
+        let part = try PendingFile(keepingPartFor: path)
+        try FileDescriptor.writeAll(part.descriptor, Array("old".utf8))
+        try part.truncate()
+        try FileDescriptor.writeAll(part.descriptor, Array("x".utf8))
+        var status = stat()
+        #expect(fstat(part.descriptor, &status) == 0 && status.st_size == 1)
+        part.discard()
+        #expect(entries(of: directory.path) == [])
+    }
+
+    @Test func aLinkAFIFOOrAHardLinkedFileIsRefused() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/f"
+        #expect(symlink("/etc/passwd", path + ".part") == 0)
+        #expect(throws: KeptPartRefusal.symbolicLink) { try PendingFile(keepingPartFor: path) }
+        unlink(path + ".part")
+        #expect(mkfifo(path + ".part", 0o600) == 0)
+        #expect(throws: KeptPartRefusal.notRegularFile) { try PendingFile(keepingPartFor: path) }
+        unlink(path + ".part")
+        let other = directory.path + "/other"
+        close(open(other, O_CREAT | O_WRONLY, 0o600))
+        #expect(link(other, path + ".part") == 0)
+        #expect(throws: KeptPartRefusal.otherLinks) { try PendingFile(keepingPartFor: path) }
+    }
+}

@@ -34,6 +34,8 @@ public final class ProgressBar: Sendable {
 
     private struct State {
         var completed: Int64 = 0
+        /// What ``begin(at:)`` started from: the rate counts only what came after it.
+        var base: Int64 = 0
         var total: Int64?
         var start: ContinuousClock.Instant?
         var lastDraw: ContinuousClock.Instant?
@@ -86,10 +88,34 @@ public final class ProgressBar: Sendable {
             if let last = state.lastDraw, instant - last < minimumInterval { return nil }
             state.lastDraw = instant
             let elapsed = instant - (state.start ?? instant)
-            let line = render(completed: state.completed, total: state.total, elapsed: elapsed)
+            let line = render(completed: state.completed, base: state.base, total: state.total, elapsed: elapsed)
             let padding = max(0, state.drawnWidth - line.width)
             state.drawnWidth = line.width
             return "\r" + line.text + String(repeating: " ", count: padding)
+        }
+        if let text { sink(text) }
+    }
+
+    /// Starts the bar again at `completed` (a resumed download's kept bytes): the amount and the
+    /// percentage start there, and the rate and time left count only what comes after, from the
+    /// next update on.
+    public func begin(at completed: Int64) {
+        state.withLock { state in
+            state.base = completed
+            state.completed = completed
+            state.start = nil
+            state.lastDraw = nil
+        }
+    }
+
+    /// Erases the bar's line, so a message can be written in its place; the next update draws
+    /// it again. Only on a terminal.
+    public func clear() {
+        guard isEnabled else { return }
+        let text = state.withLock { state -> String? in
+            guard !state.finished, state.drawnWidth > 0 else { return nil }
+            defer { state.drawnWidth = 0 }
+            return "\r" + String(repeating: " ", count: state.drawnWidth) + "\r"
         }
         if let text { sink(text) }
     }
@@ -115,10 +141,10 @@ public final class ProgressBar: Sendable {
     private static let timeWidth = 8
 
     /// The line for the given amounts and its printed width (without escape sequences).
-    private func render(completed: Int64, total: Int64?, elapsed: Duration) -> (text: String, width: Int) {
+    private func render(completed: Int64, base: Int64, total: Int64?, elapsed: Duration) -> (text: String, width: Int) {
         let available = columns - 1
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let rate = seconds > 0 ? Double(max(completed, 0)) / seconds : nil
+        let rate = seconds > 0 ? Double(max(completed - base, 0)) / seconds : nil
         // A server's length can be anything up to Int64.max: nothing here may trap on it.
         let rateText = rate.map { format(Self.clampedInteger($0)) + "/s" } ?? ""
         guard let total, total > 0 else {

@@ -1,5 +1,45 @@
 internal import COpenSSL
 
+/// One EVP digest context: what ``SHA256`` and ``SHA512`` hash with. Not thread-safe.
+final class EVPHasher {
+    private let context: OpaquePointer
+    private let algorithm: () -> OpaquePointer?
+    private let count: Int
+    private let name: String
+
+    /// A hasher over `algorithm` (`EVP_sha256`, ...), whose digests are `count` bytes long.
+    init(_ algorithm: @escaping () -> OpaquePointer?, count: Int, name: String) {
+        guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed: out of memory") }
+        self.context = context
+        self.algorithm = algorithm
+        self.count = count
+        self.name = name
+        reset()
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    func update(_ bytes: some Collection<UInt8>) {
+        withContiguousBytes(bytes) { buffer in
+            guard buffer.count > 0 else { return }
+            precondition(EVP_DigestUpdate(context, buffer.baseAddress, buffer.count) == 1, "EVP_DigestUpdate failed")
+        }
+    }
+
+    func finalize() -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: count)
+        var length: UInt32 = 0
+        precondition(
+            EVP_DigestFinal_ex(context, &digest, &length) == 1 && Int(length) == count, "EVP_DigestFinal_ex failed")
+        reset()
+        return digest
+    }
+
+    private func reset() {
+        precondition(EVP_DigestInit_ex(context, algorithm(), nil) == 1, "EVP_DigestInit_ex(\(name)) failed")
+    }
+}
+
 /// SHA-256 (FIPS 180-4) over OpenSSL's EVP interface.
 ///
 /// Use `SHA256.hash(_:)` for bytes in memory, or create a hasher and feed it chunks with
@@ -9,16 +49,10 @@ public final class SHA256 {
     /// Length of a SHA-256 digest in bytes (32).
     public static let digestCount = 32
 
-    private let context: OpaquePointer
+    private let hasher = EVPHasher({ EVP_sha256() }, count: digestCount, name: "SHA-256")
 
     /// Creates an empty hasher. Traps only if OpenSSL cannot allocate a digest context.
-    public init() {
-        guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed: out of memory") }
-        self.context = context
-        reset()
-    }
-
-    deinit { EVP_MD_CTX_free(context) }
+    public init() {}
 
     /// The 32-byte SHA-256 digest of `bytes`.
     public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
@@ -28,26 +62,35 @@ public final class SHA256 {
     }
 
     /// Feeds more bytes into the digest. Any size, including empty.
-    public func update(_ bytes: some Collection<UInt8>) {
-        withContiguousBytes(bytes) { buffer in
-            guard buffer.count > 0 else { return }
-            precondition(EVP_DigestUpdate(context, buffer.baseAddress, buffer.count) == 1, "EVP_DigestUpdate failed")
-        }
-    }
+    public func update(_ bytes: some Collection<UInt8>) { hasher.update(bytes) }
 
     /// Returns the 32-byte digest of everything fed so far, then resets the hasher to empty so it
     /// can be reused.
-    public func finalize() -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Self.digestCount)
-        var length: UInt32 = 0
-        precondition(EVP_DigestFinal_ex(context, &digest, &length) == 1 && length == 32, "EVP_DigestFinal_ex failed")
-        reset()
-        return digest
+    public func finalize() -> [UInt8] { hasher.finalize() }
+}
+
+/// SHA-512 (FIPS 180-4) over OpenSSL's EVP interface, used as ``SHA256`` is.
+public final class SHA512 {
+    /// Length of a SHA-512 digest in bytes (64).
+    public static let digestCount = 64
+
+    private let hasher = EVPHasher({ EVP_sha512() }, count: digestCount, name: "SHA-512")
+
+    /// Creates an empty hasher. Traps only if OpenSSL cannot allocate a digest context.
+    public init() {}
+
+    /// The 64-byte SHA-512 digest of `bytes`.
+    public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
+        let hasher = SHA512()
+        hasher.update(bytes)
+        return hasher.finalize()
     }
 
-    private func reset() {
-        precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "EVP_DigestInit_ex(SHA-256) failed")
-    }
+    /// Feeds more bytes into the digest. Any size, including empty.
+    public func update(_ bytes: some Collection<UInt8>) { hasher.update(bytes) }
+
+    /// Returns the 64-byte digest of everything fed so far, then resets the hasher to empty.
+    public func finalize() -> [UInt8] { hasher.finalize() }
 }
 
 /// HMAC-SHA256 (RFC 2104, RFC 4231).

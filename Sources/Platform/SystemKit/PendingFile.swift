@@ -17,6 +17,20 @@ public enum PendingFileError: Error, Equatable, Sendable {
     case system(SystemError)
 }
 
+/// Why a kept part (``PendingFile/init(keepingPartFor:)``) is not used: each is left as it is.
+public enum KeptPartRefusal: Error, Equatable, Sendable {
+    /// `NAME.part` is a symbolic link (never followed).
+    case symbolicLink
+    /// `NAME.part` is not a regular file (a FIFO, a directory, a device, ...).
+    case notRegularFile
+    /// `NAME.part` has other hard links: writing it would change another name's file.
+    case otherLinks
+    /// `NAME.part` belongs to another user (its uid).
+    case otherOwner(UInt32)
+    /// A system call failed.
+    case system(SystemError)
+}
+
 /// A file that appears under its name only when it is complete.
 ///
 /// It is created unnamed in the target's directory (`O_TMPFILE`, mode 0600), written and
@@ -29,6 +43,10 @@ public enum PendingFileError: Error, Equatable, Sendable {
 /// not there to link one by, the file is created under a private hidden name beside the
 /// target, `.NAME.rastrillo-XXXXXX` (`O_EXCL`, 0600), removed on failure; only a kill can leave
 /// one, and ``leftovers(of:)`` finds them.
+///
+/// A *kept part* (``init(keepingPartFor:)``, `rastrillo-download --continue`) is named
+/// `NAME.part` from the start, so its bytes outlive the process (a kill included), and is
+/// published by the same link; it is removed only by ``discard()``, never by `deinit`.
 public final class PendingFile {
     /// The descriptor to write to (the caller must not close it).
     public private(set) var descriptor: Int32
@@ -42,6 +60,106 @@ public final class PendingFile {
     private let device: UInt
     private let inode: UInt
     private var published = false
+    /// Whether this is a kept part (``init(keepingPartFor:)``).
+    public let isKeptPart: Bool
+    /// The bytes a kept part held when it was opened (0 for a new one, and for the others).
+    public let keptSize: Int64
+
+    /// `NAME.part` for `path`, in its directory: where ``init(keepingPartFor:)`` keeps the bytes.
+    public static func partPath(for path: String) -> String { path + ".part" }
+
+    /// Opens `NAME.part` beside `path` to resume it, or creates it (mode 0600) when there is
+    /// none: its bytes stay after the process, a kill included. An existing one is used only
+    /// when it is a regular file of this user with no other hard link (looked at without
+    /// following a link, opened `O_NOFOLLOW|O_NONBLOCK` so a FIFO put there meanwhile is never
+    /// waited on, and checked again on the descriptor); its mode is set to 0600 and writes go
+    /// after its last byte (``keptSize``).
+    /// - Throws: `KeptPartRefusal`; nothing is changed then.
+    public init(keepingPartFor path: String) throws(KeptPartRefusal) {
+        let (directoryPath, name) = PrivateFile.splitPath(path)
+        let partName = name + ".part"
+        let directory = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw .system(.current("open", path: directoryPath)) }
+        let partPath = directoryPath == "/" ? "/" + partName : directoryPath + "/" + partName
+        var found = stat()
+        var descriptor: Int32
+        do throws(KeptPartRefusal) {
+            if fstatat(directory, partName, &found, AT_SYMLINK_NOFOLLOW) == 0 {
+                try Self.checkPart(found)
+                descriptor = openat(directory, partName, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+                guard descriptor >= 0 else {
+                    throw errno == ELOOP ? .symbolicLink : .system(.current("open", path: partPath))
+                }
+                var opened = stat()
+                guard fstat(descriptor, &opened) == 0, opened.st_dev == found.st_dev, opened.st_ino == found.st_ino else {
+                    FileDescriptor.close(descriptor)
+                    throw .notRegularFile
+                }
+                do throws(KeptPartRefusal) { try Self.checkPart(opened) } catch {
+                    FileDescriptor.close(descriptor)
+                    throw error
+                }
+                _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+                guard lseek(descriptor, 0, SEEK_END) >= 0 else {
+                    let error = SystemError.current("lseek", path: partPath)
+                    FileDescriptor.close(descriptor)
+                    throw .system(error)
+                }
+            } else if errno == ENOENT {
+                descriptor = openat(directory, partName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+                guard descriptor >= 0 else { throw .system(.current("create", path: partPath)) }
+                found = stat()
+            } else {
+                throw .system(.current("inspect", path: partPath))
+            }
+        } catch {
+            FileDescriptor.close(directory)
+            throw error
+        }
+        var status = stat()
+        if fchmod(descriptor, 0o600) != 0 || fstat(descriptor, &status) != 0 {
+            let error = SystemError.current("fchmod", path: partPath)
+            FileDescriptor.close(descriptor)
+            FileDescriptor.close(directory)
+            throw .system(error)
+        }
+        self.descriptor = descriptor
+        self.path = path
+        self.temporaryName = partName
+        self.directory = directory
+        self.directoryPath = directoryPath
+        self.name = name
+        self.device = UInt(status.st_dev)
+        self.inode = UInt(status.st_ino)
+        self.isKeptPart = true
+        self.keptSize = Int64(status.st_size)
+    }
+
+    private static func checkPart(_ status: stat) throws(KeptPartRefusal) {
+        switch status.st_mode & S_IFMT {
+        case S_IFLNK: throw .symbolicLink
+        case S_IFREG: break
+        default: throw .notRegularFile
+        }
+        if status.st_uid != geteuid() { throw .otherOwner(status.st_uid) }
+        if status.st_nlink > 1 { throw .otherLinks }
+    }
+
+    /// Empties a kept part, to write it again from its first byte.
+    /// - Throws: `SystemError` (`"ftruncate"`).
+    public func truncate() throws(SystemError) {
+        guard ftruncate(descriptor, 0) == 0, lseek(descriptor, 0, SEEK_SET) == 0 else {
+            throw .current("ftruncate", path: directoryPath + "/" + (temporaryName ?? name))
+        }
+    }
+
+    /// Closes a kept part, leaving it under its name for a later run (the caller syncs it
+    /// first); a no-op for the others, and once published.
+    public func keep() {
+        guard isKeptPart, descriptor >= 0 else { return }
+        FileDescriptor.close(descriptor)
+        descriptor = -1
+    }
 
     /// The prefix of the hidden names for `name`: `.NAME.rastrillo-`.
     public static func hiddenPrefix(for name: String) -> String { ".\(name).rastrillo-" }
@@ -95,10 +213,12 @@ public final class PendingFile {
         self.name = name
         self.device = UInt(status.st_dev)
         self.inode = UInt(status.st_ino)
+        self.isKeptPart = false
+        self.keptSize = 0
     }
 
     deinit {
-        discard()
+        if isKeptPart { keep() } else { discard() }
         FileDescriptor.close(directory)
     }
 
@@ -141,8 +261,9 @@ public final class PendingFile {
         }
     }
 
-    /// Closes the file and removes what of it has a name (the hidden name; ``path`` only if a
-    /// failed ``publish()`` linked it and it still names this file). A no-op once published.
+    /// Closes the file and removes what of it has a name (the hidden name or the kept part;
+    /// ``path`` only if a failed ``publish()`` linked it and it still names this file). A no-op
+    /// once published.
     public func discard() {
         if descriptor >= 0 {
             FileDescriptor.close(descriptor)

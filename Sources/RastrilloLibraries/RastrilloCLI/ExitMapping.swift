@@ -19,7 +19,8 @@ public enum HTTPToolExit {
     /// `invalidRequest` (refused before any I/O, so the command line was at fault: 2) and
     /// `requestBodyFailed` (a local file failed: 1); a usage error 2; any other error (a local
     /// file, a download's destination, the output) 1. An event stream's line or event over its
-    /// bound (`EventStreamError`) is permanent: 6.
+    /// bound (`EventStreamError`) and a download whose digest is not the one asked for
+    /// (`NativeDownloadError.checksumMismatch`) are permanent: 6.
     public static func status(for error: any Error) -> ExitStatus {
         switch error {
         case let client as NativeClientError:
@@ -27,6 +28,8 @@ public enum HTTPToolExit {
             if client == .requestBodyFailed { return .failure }
             return status(for: client.retryClass)
         case is EventStreamError:
+            return .permanent
+        case let download as NativeDownloadError where download == .checksumMismatch:
             return .permanent
         case is UsageError:
             return .usage

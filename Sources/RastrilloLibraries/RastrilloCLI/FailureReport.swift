@@ -11,7 +11,8 @@ public struct FailureReport: Encodable, Equatable {
     public let error: String
     /// A finer name for a failure a person must not take for a network blip:
     /// `tls-certificate` (the server's certificate is not trusted), `proxy-auth` (the proxy
-    /// refused or wanted its credential: 407); nil for the others.
+    /// refused or wanted its credential: 407), `checksum-mismatch` (a download's bytes do not
+    /// have the digest asked for); nil for the others.
     public let reason: String?
     /// The retry class, or nil for a local failure.
     public let retry_class: String?
@@ -40,6 +41,13 @@ public struct FailureReport: Encodable, Equatable {
                 reason = nil
                 message = client.message
             }
+        case let download as NativeDownloadError where download == .checksumMismatch:
+            self.error = download.name
+            reason = "checksum-mismatch"
+            retry_class = NativeRetryClass.permanent.rawValue
+            retry_after = nil
+            status = nil
+            message = download.message
         case let download as NativeDownloadError:
             self.error = download.name
             reason = nil
