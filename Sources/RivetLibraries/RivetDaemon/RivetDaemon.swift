@@ -454,10 +454,21 @@ private struct ControlHandler: Sendable {
             guard case .object(var members) = body else { return body }
             members["declared_scopes"] = .array(policy.declaredScopes.map { .string($0.name) })
             return .object(members)
-        case .confirm(let code, let names):
-            let scopes = try grantable(names)
-            let device = try desk.confirm(code: code, scopes: scopes)
-            return ["ok": true, "device": RivetControlShapes.device(device)]
+        case .confirm(let code, let names, let replace):
+            // Replacing a device with no scope named keeps that device's scopes.
+            let scopes = names.isEmpty && replace != nil ? nil : try grantable(names)
+            let paired = try desk.confirm(code: code, scopes: scopes, replace: replace)
+            var body: [String: RivetControlJSON] = ["ok": true, "device": RivetControlShapes.device(paired.device)]
+            guard replace != nil else { return .object(body) }
+            // The registry forgot the replaced device with the new one's storing; now its
+            // sessions close, as a revocation's do.
+            let peers = paired.replaced.map { core.revoke(device: $0.deviceID) } ?? []
+            if let old = paired.replaced {
+                log.info("revoked device \(old.deviceID) (\(old.displayName.quoted)), replaced by \(paired.device.deviceID); \(Self.closed(peers))")
+            }
+            body["replaced"] = paired.replaced.map(RivetControlShapes.device) ?? .null
+            body["sessions_closed"] = .integer(Int64(peers.count))
+            return .object(body)
         case .reject:
             try desk.reject()
             return ["ok": true]
@@ -477,8 +488,7 @@ private struct ControlHandler: Sendable {
                 throw RivetControlError.registryFailed.with(error.message)
             }
             let peers = core.revoke(device: id)
-            let closed = peers.isEmpty ? "no live session" : "closed its live session\(peers.count == 1 ? "" : "s") from \(peers.joined(separator: ", "))"
-            log.info("revoked device \(id) (\(removed.displayName.quoted)); \(closed)")
+            log.info("revoked device \(id) (\(removed.displayName.quoted)); \(Self.closed(peers))")
             return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(peers.count))]
         case .rename(let id, let name):
             let (change, sessions) = try changes.apply(core) { () throws(RivetControlError) in
@@ -500,6 +510,11 @@ private struct ControlHandler: Sendable {
             }
             return Self.changed(change, sessions: sessions)
         }
+    }
+
+    /// `no live session`, or `closed its live sessions from PEER, PEER`.
+    private static func closed(_ peers: [String]) -> String {
+        peers.isEmpty ? "no live session" : "closed its live session\(peers.count == 1 ? "" : "s") from \(peers.joined(separator: ", "))"
     }
 
     /// Runs a registry change of device `id`, its errors as control errors.

@@ -15,6 +15,9 @@ public struct RivetDeviceEvent: Sendable, Equatable {
         case renamed
         /// It was revoked (`detail`: by whom).
         case revoked
+        /// It was replaced by a new pairing of the same device (a reinstall) and revoked with it
+        /// (`detail`: by which new device ID).
+        case replaced
     }
 
     /// The device.
@@ -63,6 +66,17 @@ enum RivetDeviceEventDetail {
     static func paired(_ method: RivetDevicePairingMethod?, again: Bool) -> String {
         guard let method else { return again ? "again (how is not recorded)" : "how is not recorded" }
         return again ? "again by \(method.rawValue), with a new credential" : "by \(method.rawValue)"
+    }
+
+    /// A new device's `paired` entry when it replaced `old` (revoked in the same transaction;
+    /// `gone` when it was revoked meanwhile).
+    static func paired(_ method: RivetDevicePairingMethod?, replacing old: DeviceID, gone: Bool) -> String {
+        "\(paired(method, again: false)), replacing \(old)\(gone ? " (already revoked)" : "")"
+    }
+
+    /// The replaced device's entry.
+    static func replaced(by new: DeviceID, _ method: RivetDevicePairingMethod?) -> String {
+        "by \(new), which paired \(method.map { "by \($0.rawValue) " } ?? "")under its name"
     }
 
     static func scopes(from old: Set<RivetDeviceScope>, to new: Set<RivetDeviceScope>, by actor: RivetRegistryActor) -> String {
