@@ -232,6 +232,9 @@ import ToolTestSupport
         #expect(check.stdout.hasPrefix("config: ok (rivetd.conf)\nlisten: ok (0.0.0.0:7447)\napplication-id: ok (net.example.scoreboard)\n"), "\(check.stdout)")
         #expect(check.stdout.contains("schema: ok (2 calls, 1 event, 1 state key, 2 scopes; rivet.rktd)\n"), "\(check.stdout)")
         #expect(check.stdout.contains("backend: ok (/usr/bin/python3)\n"), "\(check.stdout)")
+        #expect(
+            check.stdout.contains("expire-unseen: ok (devices not seen for 365 days are revoked at start and once a day; 0 devices are past it now)\n"),
+            "\(check.stdout)")
         let fromFile = try Self.shell("cd '\(home.path)' && exec rivetd --config rivetd.conf --listen 127.0.0.1:0", home)
         try await eventually("the ready line from the configuration file") {
             if let status = fromFile.poll() { throw TestFailure("rivetd exited with \(status): \(fromFile.stderr)") }

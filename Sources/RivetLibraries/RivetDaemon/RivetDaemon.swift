@@ -64,6 +64,9 @@ public struct RivetDaemonConfiguration: Sendable {
     /// The clock every part runs on (the system's; tests may give their own). It replaces the
     /// listener's and the advertiser's clocks when the daemon starts them.
     public var clock: any RivetClock = SystemClock()
+    /// `expire-unseen`: revoke devices not seen for this many days, at start and once a day
+    /// after (on `clock`); nil (the default) never expires a device.
+    public var expireUnseen: RivetDeviceExpiry?
 
     /// A configuration with the default bounds.
     public init(
@@ -146,7 +149,7 @@ public final class RivetDaemon: Sendable {
         let store: RivetDevicePairingStore
         let authenticator: RivetDeviceSessionAuthenticator
         do {
-            store = try RivetDevicePairingStore(path: configuration.registryPath)
+            store = try RivetDevicePairingStore(path: configuration.registryPath, clock: configuration.clock)
         } catch {
             throw RivetDaemonError.registryFailed.with(error.message)
         }
@@ -171,15 +174,19 @@ public final class RivetDaemon: Sendable {
             discoverySecret: discoverySecret, log: log, clock: configuration.clock)
         // Evictions of pending connections are summed up, at most one line a second.
         let evictions = EvictionLog(clock: configuration.clock) { log.warn($0) }
+        let expiry = configuration.expireUnseen.map {
+            DeviceExpiry(rule: $0, store: store, clock: configuration.clock, log: log)
+        }
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, sessionLimits: configuration.sessionLimits,
             backendCommand: configuration.backendCommand, applicationID: configuration.applicationID,
             backendLimits: configuration.backendLimits, log: log,
             sessionLoop: loop, clock: configuration.clock,
-            tick: {
+            tick: { core in
                 desk.tick()
                 evictions.flush()
                 log.reportSuppressed()
+                expiry?.tick(core)
             })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
         let control = ControlServer(
@@ -226,6 +233,11 @@ public final class RivetDaemon: Sendable {
         }
         let host = listener.host ?? configuration.listenHost
         desk.listening(host: host, port: port)
+        if let expiry {
+            // The first pass, before any device is served; the timer runs the next a day later.
+            log.info("devices not seen for \(expiry.rule.days) days expire (expire-unseen), checked now and once a day")
+            expiry.pass(core)
+        }
         do {
             try core.startBackend()
         } catch {

@@ -1,3 +1,4 @@
+import Foundation
 import RivetPairing
 import Timekeeping
 
@@ -18,6 +19,9 @@ public struct RivetDeviceEvent: Sendable, Equatable {
         /// It was replaced by a new pairing of the same device (a reinstall) and revoked with it
         /// (`detail`: by which new device ID).
         case replaced
+        /// rivetd revoked it for not being seen for its `expire-unseen` days (`detail`: how
+        /// long, and when it was last seen or paired).
+        case expired
     }
 
     /// The device.
@@ -88,6 +92,18 @@ enum RivetDeviceEventDetail {
     }
 
     static func revoked(by actor: RivetRegistryActor) -> String { "by \(actor.rawValue)" }
+
+    /// An `expired` entry: the rule's days and the device's last contact.
+    static func expired(_ rule: RivetDeviceExpiry, _ device: RivetDevicePairedDevice) -> String {
+        let since = device.lastSeen.map { "last seen \(timestamp($0))" } ?? "never seen; paired \(timestamp(device.created))"
+        return "not seen for more than \(rule.days) day\(rule.days == 1 ? "" : "s") (\(since)), by rivetd"
+    }
+
+    /// RFC 3339 in UTC with milliseconds, as rivet-pair prints times.
+    private static func timestamp(_ time: WallClockTime) -> String {
+        Date(timeIntervalSince1970: Double(time.unixMilliseconds) / 1000)
+            .formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
 
     private static func list(_ scopes: Set<RivetDeviceScope>) -> String {
         scopes.isEmpty ? "(none)" : scopes.sorted().map(\.name).joined(separator: ",")

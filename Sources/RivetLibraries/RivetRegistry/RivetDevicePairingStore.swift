@@ -22,7 +22,7 @@ import Timekeeping
 ///   The credential `K` itself is never stored, so a copied registry cannot be used to
 ///   impersonate a device.
 /// - From schema version 2 it keeps each device's history (`RivetDeviceEvent`: paired, scopes
-///   changed, renamed, revoked, replaced), written in the transaction of the change it records, kept after
+///   changed, renamed, revoked, replaced, expired), written in the transaction of the change it records, kept after
 ///   a revocation, and trimmed to the newest ``historyLimit`` entries per device in that same
 ///   transaction. No entry holds a credential, verifier or token.
 ///
@@ -481,6 +481,34 @@ public final class RivetDevicePairingStore: Sendable {
                 try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(id.bytes)])
                 try self.append(.revoked, id, name: record.displayName, RivetDeviceEventDetail.revoked(by: actor), db)
                 return record
+            }
+        }
+    }
+
+    /// Revokes every device `rule` finds due at `now` (not seen, or if never seen not paired,
+    /// for more than its days) except those in `sparing` (the devices with a live session), each
+    /// with its `expired` history entry, in one transaction; returns the removed records, oldest
+    /// first. A device seen meanwhile is not due: the check is the transaction's own.
+    /// - Throws: `.corruptRecord`, `.database` (nothing changes).
+    public func expire(_ rule: RivetDeviceExpiry, at now: WallClockTime, sparing: Set<DeviceID>)
+        throws(RivetDevicePairingStoreError) -> [RivetDevicePairedDevice]
+    {
+        try withDatabase("expire devices not seen for \(rule.days) days") { db in
+            try db.transaction(.immediate) {
+                let due = try db.query(
+                    """
+                    SELECT device_id FROM paired_device WHERE coalesce(last_seen_ms, created_ms) < ?
+                    ORDER BY created_ms, device_id
+                    """, [.integer(rule.cutoff(at: now).unixMilliseconds)])
+                var expired: [RivetDevicePairedDevice] = []
+                for row in due {
+                    let id = try self.decodeID(row[0])
+                    guard !sparing.contains(id), let record = try self.read(id, db) else { continue }
+                    try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(id.bytes)])
+                    try self.append(.expired, id, name: record.displayName, RivetDeviceEventDetail.expired(rule, record), db)
+                    expired.append(record)
+                }
+                return expired
             }
         }
     }

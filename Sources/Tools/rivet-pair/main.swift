@@ -12,11 +12,14 @@ private typealias Pair = ToolSpecs.Pair
 ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { arguments in
     let action = try PairAction(arguments)
     let json = arguments[Pair.json]
+    // rivetd's configuration file, read as rivetd reads it: the expiry dates and the schema.
+    let settings = DaemonSettings(
+        configurationFileName: ToolSpecs.Rivetd.configurationFileName, configurationNames: ToolSpecs.Rivetd.configurationNames)
     switch action {
     case .list:
-        try DesktopCommands.list(registry: arguments[Pair.registry], json: json)
+        try DesktopCommands.list(registry: arguments[Pair.registry], json: json, expiry: settings.expiry())
     case .show(let id):
-        try DesktopCommands.show(id, registry: arguments[Pair.registry], json: json)
+        try DesktopCommands.show(id, registry: arguments[Pair.registry], json: json, expiry: settings.expiry())
     case .revoke(let id):
         try await DesktopCommands.revoke(id, registry: arguments[Pair.registry], json: json)
     case .rename(let id, let name):
