@@ -1,7 +1,11 @@
 import Foundation
 import Glibc
+import RivetDaemon
+import RivetPairing
 import RivetRegistry
+import SystemKit
 import Testing
+import Timekeeping
 import ToolTestSupport
 
 /// Every file and directory under `root`: type and mode, size, modification time and, for a
@@ -79,6 +83,41 @@ func treeSnapshot(_ root: String) -> [String: String] {
         try await Self.expectRefused("advertise = off\n", line: 1, saying: "'advertise' takes yes or no, not 'off'")
         try await Self.expectRefused("schema =\n", line: 1, saying: "'schema' has no value")
         try await Self.expectRefused("backend = \"my backend\n", line: 1, saying: "a double quote is not closed")
+        try await Self.expectRefused("expire-unseen = 0\n", line: 1, saying: "'expire-unseen'")
+        try await Self.expectRefused("\nexpire-unseen = 3651\n", line: 2, saying: "'expire-unseen'")
+    }
+
+    @Test("expire-unseen takes 1 to 3650 days; --check reports it and how many devices are past it")
+    func expireUnseen() async throws {
+        let home = try Home()
+        defer { home.remove() }
+        for days in ["0", "3651", "ninety"] {
+            let run = try await Self.rivetd(["--expire-unseen", days] + Self.complete, home)
+            #expect(run.status == 2, "\(run.stderr)")
+            #expect(run.stderr.contains("--expire-unseen"), "\(run.stderr)")
+        }
+        let none = try await Self.rivetd(["--check"] + Self.complete, home)
+        #expect(none.stdoutLines.contains("expire-unseen: ok (not set: devices never expire)"), "\(none.stdout)")
+        // A device paired 2 days ago and never seen is past 1 day, not past 3650.
+        let fingerprint = try RivetDaemon.identity(stateDirectory: home.stateDirectory, registryPath: home.registry).fingerprint
+        let store = try RivetDevicePairingStore(path: home.registry)
+        try store.insertPaired(
+            RivetDevicePairedDevice(
+                deviceID: DeviceID(bytes: Array(repeating: 7, count: 16))!, displayName: try RivetDeviceName("Phone"),
+                applicationID: try RivetApplicationID(testApplication), serverFingerprint: fingerprint, scopes: [],
+                created: SystemClock().wallClockNow + Duration.seconds(-2 * 86_400), lastSeen: nil),
+            verifier: PairingCredential(bytes: Array(repeating: 9, count: 32))!.verifier)
+        store.close()
+        try Self.writeConfiguration("expire-unseen = 1\n", in: home)
+        let one = try await Self.rivetd(["--check"] + Self.complete, home)
+        #expect(one.status == 0, "\(one.stdout)")
+        #expect(
+            one.stdoutLines.contains("expire-unseen: ok (devices not seen for 1 day are revoked at start and once a day; 1 device is past it now)"),
+            "\(one.stdout)")
+        let most = try await Self.rivetd(["--check", "--expire-unseen", "3650"] + Self.complete, home)
+        #expect(
+            most.stdoutLines.contains("expire-unseen: ok (devices not seen for 3650 days are revoked at start and once a day; 0 devices are past it now)"),
+            "\(most.stdout)")
     }
 
     @Test("a name set twice is refused at its second line, naming the first")
@@ -217,7 +256,7 @@ func treeSnapshot(_ root: String) -> [String: String] {
         #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
         #expect(run.stderr == "")
         let names = run.stdoutLines.map { String($0.prefix { $0 != ":" }) }
-        #expect(names == ["config", "listen", "application-id", "schema", "state", "key", "secret", "registry", "backend"])
+        #expect(names == ["config", "listen", "application-id", "schema", "state", "key", "secret", "registry", "expire-unseen", "backend"])
         #expect(run.stdoutLines.allSatisfy { $0.contains(": ok (") }, "\(run.stdout)")
         #expect(run.stdoutLines.contains("key: ok (fingerprint \(daemon.fingerprint.hex); \(home.stateDirectory)/server-key.pem)"))
         #expect(run.stdoutLines.contains("registry: ok (1 device; \(home.registry))"))

@@ -297,6 +297,12 @@ import ToolTestSupport
             #expect(await code(line(#"{"op":"confirm","code":"12","scopes":["viewer"]}"#)) == "invalid-argument")
             #expect(await code(line(#"{"op":"confirm","code":null,"scopes":["ghost"]}"#)) == "unknown-scope")
             #expect(await code(line(#"{"op":"confirm","code":null,"scopes":["viewer"]}"#)) == "window-closed")
+            // `replace` is a device ID or null; with it no scope keeps the replaced device's.
+            #expect(await code(line(#"{"op":"confirm","code":null,"scopes":[],"replace":"zz"}"#)) == "invalid-argument")
+            #expect(await code(line(#"{"op":"confirm","code":null,"scopes":[],"replace":7}"#)) == "malformed-request")
+            #expect(
+                await code(line(#"{"op":"confirm","code":null,"scopes":[],"replace":"00000000000000000000000000000000"}"#))
+                    == "window-closed")
             #expect(await code(line(String(repeating: "[", count: 40)) ) == "malformed-request")
             // A line of exactly 64 KiB is read; one byte more is discarded unread.
             let request = #"{"op":"pending"}"#

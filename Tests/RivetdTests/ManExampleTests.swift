@@ -3,6 +3,7 @@ import Glibc
 import OpenSSLKit
 import RivetPairing
 import RivetRegistry
+import RivetState
 import RivetWire
 import TestSupport
 import Testing
@@ -26,7 +27,7 @@ import ToolTestSupport
     @Test("every EXAMPLES command of rivet-pair(1) runs and does what the page says")
     func rivetPairExamples() async throws {
         let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
-        try #require(commands.count == 9, "\(commands)")
+        try #require(commands.count == 11, "\(commands)")
         #expect(commands[0] == "rivet-pair --open")
         #expect(commands[1] == "rivet-pair --confirm --scope viewer")
         #expect(commands[2].hasPrefix("echo y | rivet-pair --connect 192.0.2.10:7447 "))
@@ -76,7 +77,7 @@ import ToolTestSupport
     @Test("rivet-pair(1)'s pairing-by-link EXAMPLES run: the desktop's QR code, then a machine pairs by the link")
     func rivetPairLinkExamples() async throws {
         let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
-        try #require(commands.count == 9, "\(commands)")
+        try #require(commands.count == 11, "\(commands)")
         #expect(commands[4] == "rivet-pair --open --qr --scope viewer")
         let pagedLink = try #require(commands[5].split(separator: "'").dropFirst().first.map(String.init))
         #expect(commands[5].hasPrefix("rivet-pair --connect '\(pagedLink)' \\\n"))
@@ -106,7 +107,7 @@ import ToolTestSupport
     @Test("rivet-pair(1)'s EXAMPLES of a device's life run: rename, set-scopes on a live session, history as JSON")
     func rivetPairDeviceLifeExamples() async throws {
         let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
-        try #require(commands.count == 9, "\(commands)")
+        try #require(commands.count == 11, "\(commands)")
         let paged = "249d18073cba24dfc64d54ee03eb9ef8"
         #expect(commands[6] == "rivet-pair --rename \(paged) 'Kitchen Tablet'")
         #expect(commands[7] == "rivet-pair --set-scopes \(paged) --scope viewer")
@@ -123,7 +124,7 @@ import ToolTestSupport
             #expect(try await session.next()?.kind == .result)
             // Only the device ID differs from the page: this daemon's device.
             var runs: [Spawned] = []
-            for command in commands[6...] {
+            for command in commands[6...8] {
                 let run = try Self.shell(command.replacingOccurrences(of: paged, with: id), home)
                 #expect(try await run.wait() == 0, "\(command): \(run.stderr)")
                 runs.append(run)
@@ -139,6 +140,52 @@ import ToolTestSupport
             #expect(entries.compactMap { $0["kind"] as? String } == ["paired", "renamed", "scopes-changed"], "\(runs[2].stdout)")
             #expect(entries.dropFirst().allSatisfy { ($0["detail"] as? String)?.hasSuffix("by rivetd control") == true })
             #expect(entries.last?["name"] as? String == "Kitchen Tablet")
+        }
+    }
+
+    @Test("rivet-pair(1)'s EXAMPLES of a reinstalled device run: --confirm --replace, then --open --qr --replace")
+    func rivetPairReplaceExamples() async throws {
+        let commands = try ManPageExamples.commands(repositoryRoot + "/man/man1/rivet-pair.1")
+        try #require(commands.count == 11, "\(commands)")
+        let paged = "249d18073cba24dfc64d54ee03eb9ef8"
+        #expect(commands[9] == "rivet-pair --confirm --replace \(paged)")
+        #expect(commands[10] == "rivet-pair --open --qr --replace \(paged)")
+        let home = try Home()
+        try await withDaemon(home) { daemon in
+            let old = try daemon.pairDirectly(name: "Kitchen Tablet", scopes: ["controller", "viewer"])
+            let session = try await daemon.raw(old)
+            defer { session.close() }
+            _ = try await daemon.request(.open())
+            let reinstalled = try home.device("reinstalled")
+            let tablet = try PairingTests.connect(daemon, deviceHome: reinstalled, name: "Kitchen Tablet")
+            _ = try await PairingTests.code(of: tablet)
+            // On a terminal (script(1) gives one), with only the device ID differing from the page.
+            let confirm = try Spawned.start(
+                "/usr/bin/script", ["-qfec", commands[9].replacingOccurrences(of: paged, with: old.deviceID.hex), "/dev/null"],
+                environment: Self.shellEnvironment(home), directory: home.path, stdinPipe: true)
+            try await eventually("the desktop to ask") { confirm.stdout.contains("Does the device show the same code? [y/N]") }
+            #expect(confirm.stdout.contains("replaces \"Kitchen Tablet\" (\(old.deviceID.hex)), paired "))
+            confirm.write("y\n")
+            tablet.write("y\n")
+            #expect(try await tablet.wait() == 0)
+            #expect(try await confirm.wait() == 0)
+            #expect(confirm.stdout.contains("with scopes controller,viewer; it replaces \(old.deviceID.hex), revoked (1 live session closed)"))
+            #expect(try await session.next()?.name == "rivet.revoked")
+            let second = try RivetCompanionCredentialStore(path: reinstalled.path + "/state/rivet/companion-credential.json").load()
+
+            // Reinstalled once more, it pairs by the link, replacing the device paired just now.
+            let open = try Self.shell(commands[10].replacingOccurrences(of: paged, with: second.deviceID.hex), home)
+            var link = ""
+            try await eventually("the QR code and the link") {
+                guard let last = open.stdout.split(separator: "\n").last, last.hasPrefix("rivet://") else { return false }
+                link = String(last)
+                return true
+            }
+            let run = try await LinkPairingTests.connect(link, try home.device("again"), name: "Kitchen Tablet")
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try await open.wait() == 0, "\(open.stderr)")
+            #expect(open.stdout.hasSuffix("with scopes controller,viewer; it replaces \(second.deviceID.hex), revoked (0 live sessions closed)\n"))
+            #expect(try PairingTests.pairedNames(home) == ["Kitchen Tablet"])
         }
     }
 
@@ -185,6 +232,9 @@ import ToolTestSupport
         #expect(check.stdout.hasPrefix("config: ok (rivetd.conf)\nlisten: ok (0.0.0.0:7447)\napplication-id: ok (net.example.scoreboard)\n"), "\(check.stdout)")
         #expect(check.stdout.contains("schema: ok (2 calls, 1 event, 1 state key, 2 scopes; rivet.rktd)\n"), "\(check.stdout)")
         #expect(check.stdout.contains("backend: ok (/usr/bin/python3)\n"), "\(check.stdout)")
+        #expect(
+            check.stdout.contains("expire-unseen: ok (devices not seen for 365 days are revoked at start and once a day; 0 devices are past it now)\n"),
+            "\(check.stdout)")
         let fromFile = try Self.shell("cd '\(home.path)' && exec rivetd --config rivetd.conf --listen 127.0.0.1:0", home)
         try await eventually("the ready line from the configuration file") {
             if let status = fromFile.poll() { throw TestFailure("rivetd exited with \(status): \(fromFile.stderr)") }

@@ -10,6 +10,7 @@ complete -c rivetd -l registry -r -F -d 'Use the pairing registry at FILE instea
 complete -c rivetd -l log-level -x -a 'error warn info debug' -d 'Log events at this level and above to standard error (default info).'
 complete -c rivetd -l name -x -d 'Advertise under NAME instead of a random name; everyone on the network sees it.'
 complete -c rivetd -l no-advertise -d 'Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address).'
+complete -c rivetd -l expire-unseen -x -d 'Revoke devices not seen for more than DAYS days (1 to 3650), at start and once a day; one with a live session is kept.'
 complete -c rivetd -l config -r -F -d 'Read settings from FILE instead of $XDG_CONFIG_HOME/rivet/rivetd.conf; the command line overrides them.'
 complete -c rivetd -l check -d 'Check the configuration, schema, server key, registry and backend, one line each, and exit; start nothing.'
 complete -c rivetd -l fingerprint -d 'Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed.'

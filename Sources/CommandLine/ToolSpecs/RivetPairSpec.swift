@@ -29,6 +29,13 @@ extension ToolSpecs {
             link the desktop printed, pinned to the link's fingerprint before a byte is sent, \
             with no code to compare.
 
+            A reinstalled device pairs anew under its old name; --confirm says which paired \
+            device it has the name of ("replaces NAME, paired DATE, last seen DATE" with \
+            --replace). With --replace DEVICE-ID (after --confirm, or up front with --open --qr) \
+            the new device takes that device's place: the old record is revoked in the same \
+            registry transaction that stores the new one, its live sessions close, and its scopes \
+            carry over unless --scope is given. Without --replace it pairs beside the old one.
+
             Give exactly one action: --list, --show, --history, --rename, --set-scopes, --revoke, \
             --open, --confirm, --sessions or --connect (--open --qr may take --confirm).
             """,
@@ -36,7 +43,7 @@ extension ToolSpecs {
             Pair.list.spec, Pair.show.spec, Pair.revoke.spec, Pair.open.spec, Pair.qr.spec, Pair.linkHost.spec,
             Pair.confirm.spec, Pair.code.spec, Pair.scope.spec, Pair.sessions.spec, Pair.connect.spec,
             Pair.deviceName.spec, Pair.applicationID.spec, Pair.credential.spec, Pair.json.spec, Pair.registry.spec,
-            Pair.history.spec, Pair.rename.spec, Pair.setScopes.spec, Pair.schema.spec,
+            Pair.history.spec, Pair.rename.spec, Pair.setScopes.spec, Pair.schema.spec, Pair.replace.spec,
         ],
         positionals: [Pair.argument.spec],
         exclusiveGroups: [
@@ -85,7 +92,10 @@ extension ToolSpecs {
             help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking.")
         public static let scope = OptionKey<[String]>.repeated(
             "scope", valueName: "NAME",
-            help: "With --confirm, --open --qr or --set-scopes: grant this scope, one the schema declares (at least one).")
+            help: "With --confirm, --open --qr or --set-scopes: grant this scope, one the schema declares (at least one, unless --replace keeps the replaced device's).")
+        public static let replace = OptionKey<String?>.value(
+            "replace", valueName: "DEVICE-ID",
+            help: "With --confirm or --open --qr: pair the device in place of this paired device of the same name and application (a reinstall), revoked at once; its scopes carry over unless --scope is given.")
         public static let sessions = OptionKey<Bool>.flag("sessions", help: "List the running rivetd's live sessions.")
         public static let connect = OptionKey<String?>.value(
             "connect", valueName: "TARGET",

@@ -29,6 +29,10 @@ extension ToolSpecs {
             --name advertises under a name of your choice instead, which everyone on the \
             network sees. --no-advertise turns advertising off.
 
+            --expire-unseen DAYS revokes every device not seen for more than DAYS days (since \
+            it paired, if it never resumed) when rivetd starts and once a day after; a device \
+            with a live session is kept.
+
             Settings may also come from a configuration file, $XDG_CONFIG_HOME/rivet/rivetd.conf \
             (~/.config/rivet/rivetd.conf) or the file --config names: one 'name = value' a line, \
             the names of the options above without their dashes (advertise = yes or no), \
@@ -40,7 +44,8 @@ extension ToolSpecs {
             """,
         options: [
             Rivetd.listen.spec, Rivetd.schema.spec, Rivetd.applicationID.spec, Rivetd.registry.spec, Rivetd.logLevel.spec,
-            Rivetd.name.spec, Rivetd.noAdvertise.spec, Rivetd.config.spec, Rivetd.check.spec, Rivetd.fingerprint.spec, Rivetd.backend.spec,
+            Rivetd.name.spec, Rivetd.noAdvertise.spec, Rivetd.expireUnseen.spec, Rivetd.config.spec, Rivetd.check.spec,
+            Rivetd.fingerprint.spec, Rivetd.backend.spec,
         ],
         exclusiveGroups: [
             ["fingerprint", "listen"], ["fingerprint", "no-advertise"], ["fingerprint", "check"], ["fingerprint", "name"],
@@ -81,6 +86,9 @@ extension ToolSpecs {
         public static let noAdvertise = OptionKey<Bool>.flag(
             "no-advertise",
             help: "Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address).")
+        public static let expireUnseen = OptionKey<Int?>.integer(
+            "expire-unseen", valueName: "DAYS", range: 1...3650,
+            help: "Revoke devices not seen for more than DAYS days (1 to 3650), at start and once a day; one with a live session is kept.")
         public static let config = OptionKey<String?>.value(
             "config", valueName: "FILE", kind: .file,
             help: "Read settings from FILE instead of $XDG_CONFIG_HOME/rivet/rivetd.conf; the command line overrides them.")
@@ -102,7 +110,7 @@ extension ToolSpecs {
         /// name (1 to 63 bytes of UTF-8, no control character) when it is read.
         public static let configurationNames: [ConfigurationName] = [
             .option(listen.spec), .option(schema.spec), .option(applicationID.spec), .option(backend.spec),
-            .option(registry.spec), .option(logLevel.spec), .option(name.spec),
+            .option(registry.spec), .option(logLevel.spec), .option(name.spec), .option(expireUnseen.spec),
             .flag("advertise", option: noAdvertise.spec, givenWhen: false),
         ]
     }

@@ -55,20 +55,30 @@ public struct RivetDevicePairingCoordinator: Sendable {
         /// A device's `PairBegin` arrived on `connection`. `knownDevice` is the registry's record
         /// for the message's `existingDeviceID`, looked up by the caller (`nil` if absent); it is
         /// used only when its ID and application ID match the message, otherwise the device is
-        /// paired as new.
-        case begin(RivetDevicePairBegin, from: RivetPairingConnectionID, knownDevice: RivetDevicePairedDevice?)
+        /// paired as new. `namesakes` are the paired devices with the name and application the
+        /// message gives (a reinstalled device's old record among them), looked up by the
+        /// caller: the desktop may replace one of them (`desktopConfirm`'s `replacing`).
+        case begin(
+            RivetDevicePairBegin, from: RivetPairingConnectionID, knownDevice: RivetDevicePairedDevice?,
+            namesakes: [RivetDevicePairedDevice] = [])
         /// A device's `PairReveal` arrived.
         case reveal(RivetDevicePairReveal, from: RivetPairingConnectionID)
-        /// A device's `PairLinkBegin` arrived (RVD2); `knownDevice` as for `begin`.
-        case beginLink(RivetDevicePairLinkBegin, from: RivetPairingConnectionID, knownDevice: RivetDevicePairedDevice?)
+        /// A device's `PairLinkBegin` arrived (RVD2); `knownDevice` and `namesakes` as for `begin`.
+        case beginLink(
+            RivetDevicePairLinkBegin, from: RivetPairingConnectionID, knownDevice: RivetDevicePairedDevice?,
+            namesakes: [RivetDevicePairedDevice] = [])
         /// A device's `PairLinkProof` arrived (RVD2).
         case linkProof(RivetPairingLinkProof, from: RivetPairingConnectionID)
         /// The device's person confirmed the code (`PairConfirm`).
         case deviceConfirm(from: RivetPairingConnectionID)
         /// The device's person rejected the code (`PairReject`).
         case deviceReject(from: RivetPairingConnectionID)
-        /// The desktop's person confirmed and grants `scopes` (an empty set grants nothing).
-        case desktopConfirm(DesktopConfirmation, scopes: Set<RivetDeviceScope>)
+        /// The desktop's person confirmed and grants `scopes` (an empty set grants nothing; nil,
+        /// the scopes of the device it replaces). With `replacing`, the ID of one of the
+        /// attempt's namesakes, the new record replaces that device's: the completion carries it
+        /// (`supersedes`), to be revoked in the transaction that stores the new one. Any other ID
+        /// is refused (`notANamesake`) and nothing changes.
+        case desktopConfirm(DesktopConfirmation, scopes: Set<RivetDeviceScope>?, replacing: DeviceID? = nil)
         /// The desktop's person rejected the attempt.
         case desktopReject
         /// A device connection closed.
@@ -151,6 +161,10 @@ public struct RivetDevicePairingCoordinator: Sendable {
         let deviceName: RivetDeviceName
         let opening: Opening
         let replacing: RivetDevicePairedDevice?
+        /// Paired devices with this attempt's name and application (not `replacing`).
+        let namesakes: [RivetDevicePairedDevice]
+        /// The namesake the desktop chose to replace, once it confirmed.
+        var supersedes: RivetDevicePairedDevice?
         let serverNonce: Nonce
         var step: Step
 
@@ -235,20 +249,21 @@ public struct RivetDevicePairingCoordinator: Sendable {
         switch input {
         case .open: open(at: now, link: false, &step)
         case .openForLink: open(at: now, link: true, &step)
-        case .begin(let message, let connection, let known):
+        case .begin(let message, let connection, let known, let namesakes):
             begin(
                 connection, applicationID: message.applicationID, deviceName: message.deviceName,
-                existingDeviceID: message.existingDeviceID, opening: .commitment(message.commitment), known, &step)
-        case .beginLink(let message, let connection, let known):
+                existingDeviceID: message.existingDeviceID, opening: .commitment(message.commitment), known, namesakes, &step)
+        case .beginLink(let message, let connection, let known, let namesakes):
             begin(
                 connection, applicationID: message.applicationID, deviceName: message.deviceName,
-                existingDeviceID: message.existingDeviceID, opening: .link(clientNonce: message.clientNonce), known, &step)
+                existingDeviceID: message.existingDeviceID, opening: .link(clientNonce: message.clientNonce), known, namesakes,
+                &step)
         case .reveal(let message, let connection): reveal(message, connection, &step)
         case .linkProof(let proof, let connection): linkProof(proof, connection, &step)
         case .deviceConfirm(let connection): deviceConfirm(connection, &step)
         case .deviceReject(let connection):
             if attempt(of: connection, &step) != nil { fail(.rejectedByDevice, &step) }
-        case .desktopConfirm(let confirmation, let scopes): desktopConfirm(confirmation, scopes, &step)
+        case .desktopConfirm(let confirmation, let scopes, let replacing): desktopConfirm(confirmation, scopes, replacing, &step)
         case .desktopReject:
             if desktopAttempt(&step) != nil { fail(.rejectedByDesktop, &step) }
         case .connectionLost(let connection):
@@ -284,7 +299,8 @@ public struct RivetDevicePairingCoordinator: Sendable {
 
     private mutating func begin(
         _ connection: RivetPairingConnectionID, applicationID: RivetApplicationID, deviceName: RivetDeviceName,
-        existingDeviceID: DeviceID?, opening: Opening, _ known: RivetDevicePairedDevice?, _ step: inout StepOutput
+        existingDeviceID: DeviceID?, opening: Opening, _ known: RivetDevicePairedDevice?,
+        _ namesakes: [RivetDevicePairedDevice], _ step: inout StepOutput
     ) {
         guard case .open(var window) = phase else {
             step.refuse(.device(connection), .windowClosed)
@@ -323,9 +339,14 @@ public struct RivetDevicePairingCoordinator: Sendable {
         let replacing = known.flatMap { known in
             known.deviceID == existingDeviceID && known.applicationID == applicationID ? known : nil
         }
+        // Only true namesakes, never the record this attempt re-pairs as itself.
+        let alike = namesakes.filter { namesake in
+            namesake.displayName == deviceName && namesake.applicationID == applicationID
+                && namesake.deviceID != replacing?.deviceID
+        }
         window.attempt = Attempt(
             connection: connection, applicationID: applicationID, deviceName: deviceName, opening: opening,
-            replacing: replacing, serverNonce: serverNonce, step: .awaitingReveal)
+            replacing: replacing, namesakes: alike, supersedes: nil, serverNonce: serverNonce, step: .awaitingReveal)
         phase = .open(window)
         step.actions.append(.sendServerNonce(connection, RivetDevicePairServerNonce(nonce: serverNonce)))
     }
@@ -395,7 +416,8 @@ public struct RivetDevicePairingCoordinator: Sendable {
     }
 
     private mutating func desktopConfirm(
-        _ confirmation: DesktopConfirmation, _ scopes: Set<RivetDeviceScope>, _ step: inout StepOutput
+        _ confirmation: DesktopConfirmation, _ scopes: Set<RivetDeviceScope>?, _ replacing: DeviceID?,
+        _ step: inout StepOutput
     ) {
         guard var attempt = desktopAttempt(&step), case .open(var window) = phase else { return }
         guard case .awaitingConfirmation(let code, let deviceConfirmed, let granted) = attempt.step else {
@@ -406,6 +428,16 @@ public struct RivetDevicePairingCoordinator: Sendable {
             step.refuse(.desktop, .alreadyConfirmed)
             return
         }
+        // Checked before the code, so a wrong ID costs no failure and changes nothing.
+        var supersedes: RivetDevicePairedDevice?
+        if let replacing {
+            guard let namesake = attempt.namesakes.first(where: { $0.deviceID == replacing }) else {
+                step.refuse(.desktop, .notANamesake)
+                return
+            }
+            supersedes = namesake
+        }
+        let scopes = scopes ?? supersedes?.scopes ?? []
         if case .typedCode(let typed) = confirmation {
             guard let code else {
                 step.refuse(.desktop, .noCodeForLink)
@@ -418,6 +450,7 @@ public struct RivetDevicePairingCoordinator: Sendable {
             }
         }
         attempt.step = .awaitingConfirmation(code: code, deviceConfirmed: deviceConfirmed, grantedScopes: scopes)
+        attempt.supersedes = supersedes
         window.attempt = attempt
         phase = .open(window)
         if deviceConfirmed {
@@ -519,7 +552,8 @@ public struct RivetDevicePairingCoordinator: Sendable {
         let completion = RivetDevicePairingCompletion(
             connection: attempt.connection,
             accepted: RivetDevicePairAccepted(deviceID: deviceID, credential: credential, discoverySecret: discoverySecret),
-            record: record, verifier: credential.verifier, replacing: attempt.replacing, byLink: attempt.isByLink)
+            record: record, verifier: credential.verifier, replacing: attempt.replacing, supersedes: attempt.supersedes,
+            byLink: attempt.isByLink)
         phase = .closed(.paired)
         step.actions.append(.complete(completion))
         step.actions.append(.windowClosed(.paired))
@@ -542,7 +576,8 @@ public struct RivetDevicePairingCoordinator: Sendable {
             connection: attempt.connection, deviceName: attempt.deviceName,
             applicationID: attempt.applicationID, replacing: attempt.replacing, code: code,
             deviceConfirmed: deviceConfirmed, desktopConfirmed: desktopConfirmed, timeLeft: timeLeft,
-            failures: window.failures, byLink: attempt.isByLink)
+            failures: window.failures, byLink: attempt.isByLink, namesakes: attempt.namesakes,
+            supersedes: attempt.supersedes)
     }
 
     /// Actions of one input, with each connection told at most once that its attempt is over.
@@ -586,6 +621,34 @@ public struct RivetDevicePairingPendingAttempt: Equatable, Sendable {
     /// True when the device pairs by link: once it proved the token, `deviceConfirmed` is true
     /// and there is no code.
     public let byLink: Bool
+    /// The paired devices with the name and application this device gives (not the record it
+    /// re-pairs as itself): a reinstalled device's old record is among them. The desktop may
+    /// replace one (``RivetDevicePairingCoordinator/Input/desktopConfirm(_:scopes:replacing:)``);
+    /// otherwise the device pairs beside them.
+    public let namesakes: [RivetDevicePairedDevice]
+    /// The namesake the desktop chose to replace when it confirmed, or `nil`.
+    public let supersedes: RivetDevicePairedDevice?
+
+    /// The attempt as the coordinator shows it.
+    public init(
+        connection: RivetPairingConnectionID, deviceName: RivetDeviceName, applicationID: RivetApplicationID,
+        replacing: RivetDevicePairedDevice?, code: ConfirmationCode?, deviceConfirmed: Bool, desktopConfirmed: Bool,
+        timeLeft: Duration, failures: Int, byLink: Bool, namesakes: [RivetDevicePairedDevice] = [],
+        supersedes: RivetDevicePairedDevice? = nil
+    ) {
+        self.connection = connection
+        self.deviceName = deviceName
+        self.applicationID = applicationID
+        self.replacing = replacing
+        self.code = code
+        self.deviceConfirmed = deviceConfirmed
+        self.desktopConfirmed = desktopConfirmed
+        self.timeLeft = timeLeft
+        self.failures = failures
+        self.byLink = byLink
+        self.namesakes = namesakes
+        self.supersedes = supersedes
+    }
 }
 
 /// A finished pairing: what to store and what to send. Its text forms never show the credential.
@@ -600,6 +663,10 @@ public struct RivetDevicePairingCompletion: Equatable, Sendable, CustomStringCon
     public let verifier: PairingVerifier
     /// The record this pairing replaces (same device ID), or `nil` for a new device.
     public let replacing: RivetDevicePairedDevice?
+    /// Another device's record that the desktop chose to replace with this one (a reinstalled
+    /// device pairing anew under its old name): store the new record and revoke this one in
+    /// one transaction, then close its sessions. `nil` when the device pairs beside it.
+    public let supersedes: RivetDevicePairedDevice?
 
     /// True when the device proved it held a pairing link; false when it paired by code.
     public let byLink: Bool
@@ -609,6 +676,7 @@ public struct RivetDevicePairingCompletion: Equatable, Sendable, CustomStringCon
 
     /// The device ID and name; never the credential.
     public var description: String {
-        "pairing of \(record.displayName) as \(record.deviceID)\(isRepair ? " (re-pairing)" : "")"
+        let replaced = supersedes.map { " (replacing \($0.deviceID))" } ?? ""
+        return "pairing of \(record.displayName) as \(record.deviceID)\(isRepair ? " (re-pairing)" : "")\(replaced)"
     }
 }

@@ -17,6 +17,7 @@ public struct RivetDevicePairingRefusal: CodedError {
         case rejectedByDevice, rejectedByDesktop, connectionLost, cancelled, windowExpired
         case tooManyFailures, randomnessUnavailable
         case linkRequired, linkNotOpen, linkProofMismatch, noCodeForLink
+        case notANamesake
     }
 
     /// No pairing window is open.
@@ -80,4 +81,10 @@ public struct RivetDevicePairingRefusal: CodedError {
     /// The desktop typed a code for an attempt by link, which has none.
     public static let noCodeForLink = Self(
         code: .noCodeForLink, message: "this device pairs by link and has no code; confirm it without --code")
+
+    /// The desktop asked to replace a device that is not paired under the name and application
+    /// of the device asking; nothing was confirmed and the attempt goes on.
+    public static let notANamesake = Self(
+        code: .notANamesake,
+        message: "the device to replace is not paired under the name and application of the device asking; nothing was confirmed")
 }

@@ -37,6 +37,10 @@ public struct RivetControlError: IdentifiedCodedError {
     public static let permissionDenied = Self(code: "permission-denied", message: "only the daemon's own user may use the control socket")
     /// The daemon already serves its maximum of control connections; this one is closed.
     public static let busy = Self(code: "busy", message: "the control socket serves too many connections; try again")
+    /// `confirm` asked to replace a device that is not paired under the name and application
+    /// of the device asking (not one of the attempt's `namesakes`); nothing was confirmed.
+    public static let replaceRefused = Self(
+        code: "replace-refused", message: "the device to replace is not a namesake of the device asking")
     /// `confirm` named no scope: nothing would be granted.
     public static let noScopes = Self(code: "no-scopes", message: "no scope was named, so nothing would be granted")
     /// `confirm` named a scope the schema does not declare.
@@ -86,6 +90,7 @@ public struct RivetControlError: IdentifiedCodedError {
         case .codeNotReady: code = .codeNotReady
         case .alreadyConfirmed: code = .alreadyConfirmed
         case .codeMismatch: code = .codeMismatch
+        case .notANamesake: code = .replaceRefused
         default: code = .pairingRefused
         }
         self = code.with(refusal.message)
@@ -112,8 +117,11 @@ public enum RivetControlRequest: Sendable, Equatable {
     /// sent as `{"op":"pending","changed_after":N,"wait_ms":M}`.
     case pendingChanges(after: Int64, waitMilliseconds: Int)
     /// Confirms the pending attempt and grants `scopes`; `code` is the six digits the device
-    /// shows (compared in constant time), or nil when the person compared the screens.
-    case confirm(code: String?, scopes: [String])
+    /// shows (compared in constant time), or nil when the person compared the screens. With
+    /// `replace`, the ID of one of the attempt's namesakes, the new device replaces it (revoked
+    /// in the transaction that stores the new one), and an empty `scopes` keeps its scopes
+    /// (sent as `"replace":ID`; null or absent: pair beside it).
+    case confirm(code: String?, scopes: [String], replace: DeviceID? = nil)
     /// Rejects the pending attempt.
     case reject
     /// Closes the window and ends any attempt.
@@ -146,8 +154,13 @@ public enum RivetControlRequest: Sendable, Equatable {
     /// The request as the JSON object sent on the wire.
     public var json: RivetControlJSON {
         switch self {
-        case .confirm(let code, let scopes):
+        case .confirm(let code, let scopes, nil):
             return ["op": "confirm", "code": code.map { .string($0) } ?? .null, "scopes": .array(scopes.map { .string($0) })]
+        case .confirm(let code, let scopes, let replace?):
+            return [
+                "op": "confirm", "code": code.map { .string($0) } ?? .null, "scopes": .array(scopes.map { .string($0) }),
+                "replace": .string(replace.hex),
+            ]
         case .revoke(let id):
             return ["op": "revoke", "device_id": .string(id.hex)]
         case .rename(let id, let name):
@@ -227,7 +240,13 @@ public enum RivetControlRequest: Sendable, Equatable {
             default:
                 throw RivetControlError.malformedRequest.with("`code` must be a string of six digits or null")
             }
-            self = .confirm(code: code, scopes: try Self.scopeNames(json))
+            let replace: DeviceID?
+            switch json["replace"] {
+            case nil, .null?: replace = nil
+            case .string?: replace = try Self.deviceID(json, operation, member: "replace")
+            default: throw RivetControlError.malformedRequest.with("`replace` must be a device ID or null")
+            }
+            self = .confirm(code: code, scopes: try Self.scopeNames(json), replace: replace)
         case "revoke":
             self = .revoke(try Self.deviceID(json, operation))
         case "rename":
@@ -248,13 +267,15 @@ public enum RivetControlRequest: Sendable, Equatable {
         }
     }
 
-    /// The request's `device_id`.
-    private static func deviceID(_ json: RivetControlJSON, _ operation: String) throws(RivetControlError) -> DeviceID {
-        guard let text = json["device_id"]?.string else {
-            throw RivetControlError.malformedRequest.with("`\(operation)` needs a string member `device_id`")
+    /// The request's `device_id` (or another member naming a device).
+    private static func deviceID(_ json: RivetControlJSON, _ operation: String, member: String = "device_id")
+        throws(RivetControlError) -> DeviceID
+    {
+        guard let text = json[member]?.string else {
+            throw RivetControlError.malformedRequest.with("`\(operation)` needs a string member `\(member)`")
         }
         guard let id = DeviceID(hex: text) else {
-            throw RivetControlError.invalidArgument.with("`device_id` must be 32 hexadecimal digits")
+            throw RivetControlError.invalidArgument.with("`\(member)` must be 32 hexadecimal digits")
         }
         return id
     }

@@ -64,6 +64,9 @@ public struct RivetDaemonConfiguration: Sendable {
     /// The clock every part runs on (the system's; tests may give their own). It replaces the
     /// listener's and the advertiser's clocks when the daemon starts them.
     public var clock: any RivetClock = SystemClock()
+    /// `expire-unseen`: revoke devices not seen for this many days, at start and once a day
+    /// after (on `clock`); nil (the default) never expires a device.
+    public var expireUnseen: RivetDeviceExpiry?
 
     /// A configuration with the default bounds.
     public init(
@@ -146,7 +149,7 @@ public final class RivetDaemon: Sendable {
         let store: RivetDevicePairingStore
         let authenticator: RivetDeviceSessionAuthenticator
         do {
-            store = try RivetDevicePairingStore(path: configuration.registryPath)
+            store = try RivetDevicePairingStore(path: configuration.registryPath, clock: configuration.clock)
         } catch {
             throw RivetDaemonError.registryFailed.with(error.message)
         }
@@ -171,15 +174,19 @@ public final class RivetDaemon: Sendable {
             discoverySecret: discoverySecret, log: log, clock: configuration.clock)
         // Evictions of pending connections are summed up, at most one line a second.
         let evictions = EvictionLog(clock: configuration.clock) { log.warn($0) }
+        let expiry = configuration.expireUnseen.map {
+            DeviceExpiry(rule: $0, store: store, clock: configuration.clock, log: log)
+        }
         let core = GatewayCore(
             policy: policy, limits: configuration.limits, sessionLimits: configuration.sessionLimits,
             backendCommand: configuration.backendCommand, applicationID: configuration.applicationID,
             backendLimits: configuration.backendLimits, log: log,
             sessionLoop: loop, clock: configuration.clock,
-            tick: {
+            tick: { core in
                 desk.tick()
                 evictions.flush()
                 log.reportSuppressed()
+                expiry?.tick(core)
             })
         let handler = ControlHandler(desk: desk, core: core, store: store, policy: policy, log: log)
         let control = ControlServer(
@@ -226,6 +233,11 @@ public final class RivetDaemon: Sendable {
         }
         let host = listener.host ?? configuration.listenHost
         desk.listening(host: host, port: port)
+        if let expiry {
+            // The first pass, before any device is served; the timer runs the next a day later.
+            log.info("devices not seen for \(expiry.rule.days) days expire (expire-unseen), checked now and once a day")
+            expiry.pass(core)
+        }
         do {
             try core.startBackend()
         } catch {
@@ -454,10 +466,21 @@ private struct ControlHandler: Sendable {
             guard case .object(var members) = body else { return body }
             members["declared_scopes"] = .array(policy.declaredScopes.map { .string($0.name) })
             return .object(members)
-        case .confirm(let code, let names):
-            let scopes = try grantable(names)
-            let device = try desk.confirm(code: code, scopes: scopes)
-            return ["ok": true, "device": RivetControlShapes.device(device)]
+        case .confirm(let code, let names, let replace):
+            // Replacing a device with no scope named keeps that device's scopes.
+            let scopes = names.isEmpty && replace != nil ? nil : try grantable(names)
+            let paired = try desk.confirm(code: code, scopes: scopes, replace: replace)
+            var body: [String: RivetControlJSON] = ["ok": true, "device": RivetControlShapes.device(paired.device)]
+            guard replace != nil else { return .object(body) }
+            // The registry forgot the replaced device with the new one's storing; now its
+            // sessions close, as a revocation's do.
+            let peers = paired.replaced.map { core.revoke(device: $0.deviceID) } ?? []
+            if let old = paired.replaced {
+                log.info("revoked device \(old.deviceID) (\(old.displayName.quoted)), replaced by \(paired.device.deviceID); \(Self.closed(peers))")
+            }
+            body["replaced"] = paired.replaced.map(RivetControlShapes.device) ?? .null
+            body["sessions_closed"] = .integer(Int64(peers.count))
+            return .object(body)
         case .reject:
             try desk.reject()
             return ["ok": true]
@@ -477,8 +500,7 @@ private struct ControlHandler: Sendable {
                 throw RivetControlError.registryFailed.with(error.message)
             }
             let peers = core.revoke(device: id)
-            let closed = peers.isEmpty ? "no live session" : "closed its live session\(peers.count == 1 ? "" : "s") from \(peers.joined(separator: ", "))"
-            log.info("revoked device \(id) (\(removed.displayName.quoted)); \(closed)")
+            log.info("revoked device \(id) (\(removed.displayName.quoted)); \(Self.closed(peers))")
             return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(peers.count))]
         case .rename(let id, let name):
             let (change, sessions) = try changes.apply(core) { () throws(RivetControlError) in
@@ -500,6 +522,11 @@ private struct ControlHandler: Sendable {
             }
             return Self.changed(change, sessions: sessions)
         }
+    }
+
+    /// `no live session`, or `closed its live sessions from PEER, PEER`.
+    private static func closed(_ peers: [String]) -> String {
+        peers.isEmpty ? "no live session" : "closed its live session\(peers.count == 1 ? "" : "s") from \(peers.joined(separator: ", "))"
     }
 
     /// Runs a registry change of device `id`, its errors as control errors.

@@ -10,17 +10,20 @@ import ThreadSupport
 
 /// The desktop person's actions, through the running rivetd's control socket.
 public enum DesktopCommands {
-    /// `--open --qr`: the scopes to grant, whether the person approves the device by name
-    /// (`--confirm`), and the host to put in the link (`--link-host`).
+    /// `--open --qr`: the scopes to grant (empty with `replace`: the replaced device's), whether
+    /// the person approves the device by name (`--confirm`), the host to put in the link
+    /// (`--link-host`), and the paired device the new one replaces (`--replace`).
     public struct LinkWindow: Sendable {
         public let scopes: [String]
         public let approve: Bool
         public let host: String?
+        public let replace: DeviceID?
 
-        public init(scopes: [String], approve: Bool, host: String?) {
+        public init(scopes: [String], approve: Bool, host: String?, replace: DeviceID? = nil) {
             self.scopes = scopes
             self.approve = approve
             self.host = host
+            self.replace = replace
         }
     }
 
@@ -67,14 +70,25 @@ public enum DesktopCommands {
             let application = attempt["application_id"]?.string ?? ""
             try OutputChannel.standardError.write(
                 "device \(DisplayText.quoted(name)) (\(DisplayText.escaped(application))) opened the link and asks to pair\n")
+            let replaced: RivetControlJSON?
+            do {
+                replaced = try Namesakes(attempt).describe(replacing: window.replace, scopes: window.scopes)
+            } catch {
+                // The device has used the link up: rejecting it closes the window.
+                _ = try? await request(client, .reject)
+                throw error
+            }
             if window.approve {
-                guard try await answeredYes(to: "Pair \(DisplayText.quoted(name)) with scopes \(window.scopes.joined(separator: ","))?") else {
+                let granted = window.scopes.isEmpty ? Namesakes.scopes(of: replaced) : window.scopes.joined(separator: ",")
+                guard try await answeredYes(to: "Pair \(DisplayText.quoted(name)) with scopes \(granted)?") else {
                     _ = try await request(client, .reject)
                     throw ControlCommandError(code: "rejected", message: "rejected: \(DisplayText.quoted(name)) was not paired, and the link no longer works")
                 }
             }
             let timeout = Duration.seconds(secondsLeft + 10)
-            return try printPaired(try await request(client, .confirm(code: nil, scopes: window.scopes), timeout: timeout), json: json)
+            return try printPaired(
+                try await request(client, .confirm(code: nil, scopes: window.scopes, replace: window.replace), timeout: timeout),
+                json: json)
         } catch {
             // The link must not outlive this command: whatever ended it (Ctrl-C, a closed
             // standard output, a failed request), close a window still open, on a connection of
@@ -160,15 +174,31 @@ public enum DesktopCommands {
         return last
     }
 
-    /// Prints the device a `confirm` response carries, as a line of text or JSON.
+    /// Prints the device a `confirm` response carries, as a line of text or JSON; a replacement
+    /// adds the replaced device (`replaced` in JSON: its device object, or null when it had been
+    /// revoked already).
     private static func printPaired(_ response: RivetControlJSON, json: Bool) throws -> ExitStatus {
         let device = response["device"] ?? .null
+        let replaced = response["replaced"]
         if json {
-            try StandardOutput.write(device.line + "\n")
+            guard let replaced, case .object(var members) = device else {
+                try StandardOutput.write(device.line + "\n")
+                return .ok
+            }
+            members["replaced"] = replaced
+            try StandardOutput.write(RivetControlJSON.object(members).line + "\n")
         } else {
             let granted = (device["scopes"]?.array ?? []).compactMap(\.string).joined(separator: ",")
-            try StandardOutput.write(
-                "paired \(DisplayText.escaped(device["device_id"]?.string ?? "")) (\(DisplayText.escaped(device["name"]?.string ?? ""))) with scopes \(DisplayText.escaped(granted))\n")
+            var line =
+                "paired \(DisplayText.escaped(device["device_id"]?.string ?? "")) (\(DisplayText.escaped(device["name"]?.string ?? ""))) with scopes \(DisplayText.escaped(granted))"
+            if let old = replaced, !old.isNull {
+                let closed = response["sessions_closed"]?.integer ?? 0
+                line +=
+                    "; it replaces \(DisplayText.escaped(old["device_id"]?.string ?? "")), revoked (\(closed) live session\(closed == 1 ? "" : "s") closed)"
+            } else if replaced != nil {
+                line += "; the device it was to replace had been revoked already"
+            }
+            try StandardOutput.write(line + "\n")
         }
         return .ok
     }
@@ -255,9 +285,12 @@ public enum DesktopCommands {
         }
     }
 
-    /// `--confirm`: waits until a device's code is known, shows it, confirms (with the typed
-    /// code, or after asking the person) or rejects.
-    public static func confirm(code: String?, scopes: [String], json: Bool) async throws -> ExitStatus {
+    /// `--confirm`: waits until a device's code is known, shows it and the paired devices it has
+    /// the name of, confirms (with the typed code, or after asking the person; in place of the
+    /// device `replace` names, if given) or rejects.
+    public static func confirm(code: String?, scopes: [String], replace: DeviceID? = nil, json: Bool) async throws
+        -> ExitStatus
+    {
         let client = try connect()
         var said = false
         var found: RivetControlJSON?
@@ -300,6 +333,9 @@ public enum DesktopCommands {
         let grouped = "\(shown.prefix(3)) \(shown.dropFirst(3))"
         try OutputChannel.standardError.write(
             "device \(DisplayText.quoted(name)) (\(DisplayText.escaped(application))) asks to pair\ncode: \(grouped)\n")
+        // A --replace that names no namesake is refused here, before anything is confirmed: the
+        // attempt waits for a corrected --confirm.
+        _ = try Namesakes(attempt).describe(replacing: replace, scopes: scopes)
         // Without --code standard input is a terminal (PairAction makes sure), so it asks.
         if code == nil {
             guard try await answeredYes(to: "Does the device show the same code?") else {
@@ -308,7 +344,8 @@ public enum DesktopCommands {
             }
         }
         let timeout = Duration.seconds(secondsLeft + 10)
-        return try printPaired(try await request(client, .confirm(code: code, scopes: scopes), timeout: timeout), json: json)
+        return try printPaired(
+            try await request(client, .confirm(code: code, scopes: scopes, replace: replace), timeout: timeout), json: json)
     }
 
     /// Refuses a scope the schema does not declare before anything is waited for, so the window

@@ -3,28 +3,30 @@ import RivetPairing
 import RivetRegistry
 
 extension DesktopCommands {
-    /// `--list`: every paired device in the registry, as a table or one JSON line each.
-    public static func list(registry: String?, json: Bool) throws {
+    /// `--list`: every paired device in the registry, as a table or one JSON line each; with
+    /// `expiry` (rivetd.conf's `expire-unseen`), each device's expiry date too.
+    public static func list(registry: String?, json: Bool, expiry: RivetDeviceExpiry? = nil) throws {
         let store = try openRegistry(registry, access: .readOnly)
         defer { store?.close() }
         let devices = try store?.list() ?? []
         if json {
             let writer = JSONLinesWriter()
-            for device in devices { try writer.write(DeviceJSON(device)) }
+            for device in devices { try writer.write(DeviceJSON(device, expiry: expiry)) }
         } else {
-            try StandardOutput.write(DeviceTable.render(devices))
+            try StandardOutput.write(DeviceTable.render(devices, expiry: expiry))
         }
     }
 
-    /// `--show`: one paired device, one field per line or as JSON.
-    public static func show(_ id: DeviceID, registry: String?, json: Bool) throws {
+    /// `--show`: one paired device, one field per line or as JSON; with `expiry`, its expiry
+    /// date too.
+    public static func show(_ id: DeviceID, registry: String?, json: Bool, expiry: RivetDeviceExpiry? = nil) throws {
         let store = try openRegistry(registry, access: .readOnly)
         defer { store?.close() }
         guard let device = try store?.device(id) else { throw RegistryCommandError.unknownDevice(id) }
         if json {
-            try JSONOutput.write(DeviceJSON(device))
+            try JSONOutput.write(DeviceJSON(device, expiry: expiry))
         } else {
-            try StandardOutput.write(DeviceTable.details(device))
+            try StandardOutput.write(DeviceTable.details(device, expiry: expiry))
         }
     }
 }

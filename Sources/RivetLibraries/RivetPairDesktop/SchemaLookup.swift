@@ -33,14 +33,14 @@ public struct SchemaLookup: Sendable {
     func find() throws -> (path: String, source: String) {
         if let given { return (given, "given by --schema") }
         let path: String
+        let read: ConfigurationFile?
         do {
-            path = try XDGDirectories(appName: "rivet").config.path + "/" + configurationFileName
-        } catch {
+            (path, read) = try DaemonSettings(configurationFileName: configurationFileName, configurationNames: configurationNames)
+                .read()
+        } catch let error as XDGError {
             throw Self.noSchema("the configuration directory cannot be found (\(error))")
         }
-        guard let file = try ConfigurationFile.read(path: path, names: configurationNames, required: false) else {
-            throw Self.noSchema("there is no \(path)")
-        }
+        guard let file = read else { throw Self.noSchema("there is no \(path)") }
         guard let setting = file.settings.first(where: { $0.name == "schema" }), case .word(let schema) = setting.value else {
             throw Self.noSchema("\(path) sets no schema")
         }

@@ -1,3 +1,4 @@
+import Foundation
 import RivetPairing
 import Timekeeping
 
@@ -15,6 +16,12 @@ public struct RivetDeviceEvent: Sendable, Equatable {
         case renamed
         /// It was revoked (`detail`: by whom).
         case revoked
+        /// It was replaced by a new pairing of the same device (a reinstall) and revoked with it
+        /// (`detail`: by which new device ID).
+        case replaced
+        /// rivetd revoked it for not being seen for its `expire-unseen` days (`detail`: how
+        /// long, and when it was last seen or paired).
+        case expired
     }
 
     /// The device.
@@ -65,6 +72,17 @@ enum RivetDeviceEventDetail {
         return again ? "again by \(method.rawValue), with a new credential" : "by \(method.rawValue)"
     }
 
+    /// A new device's `paired` entry when it replaced `old` (revoked in the same transaction;
+    /// `gone` when it was revoked meanwhile).
+    static func paired(_ method: RivetDevicePairingMethod?, replacing old: DeviceID, gone: Bool) -> String {
+        "\(paired(method, again: false)), replacing \(old)\(gone ? " (already revoked)" : "")"
+    }
+
+    /// The replaced device's entry.
+    static func replaced(by new: DeviceID, _ method: RivetDevicePairingMethod?) -> String {
+        "by \(new), which paired \(method.map { "by \($0.rawValue) " } ?? "")under its name"
+    }
+
     static func scopes(from old: Set<RivetDeviceScope>, to new: Set<RivetDeviceScope>, by actor: RivetRegistryActor) -> String {
         "\(list(old)) → \(list(new)), by \(actor.rawValue)"
     }
@@ -74,6 +92,18 @@ enum RivetDeviceEventDetail {
     }
 
     static func revoked(by actor: RivetRegistryActor) -> String { "by \(actor.rawValue)" }
+
+    /// An `expired` entry: the rule's days and the device's last contact.
+    static func expired(_ rule: RivetDeviceExpiry, _ device: RivetDevicePairedDevice) -> String {
+        let since = device.lastSeen.map { "last seen \(timestamp($0))" } ?? "never seen; paired \(timestamp(device.created))"
+        return "not seen for more than \(rule.days) day\(rule.days == 1 ? "" : "s") (\(since)), by rivetd"
+    }
+
+    /// RFC 3339 in UTC with milliseconds, as rivet-pair prints times.
+    private static func timestamp(_ time: WallClockTime) -> String {
+        Date(timeIntervalSince1970: Double(time.unixMilliseconds) / 1000)
+            .formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
 
     private static func list(_ scopes: Set<RivetDeviceScope>) -> String {
         scopes.isEmpty ? "(none)" : scopes.sorted().map(\.name).joined(separator: ",")

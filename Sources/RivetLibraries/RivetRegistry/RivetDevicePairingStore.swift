@@ -22,7 +22,7 @@ import Timekeeping
 ///   The credential `K` itself is never stored, so a copied registry cannot be used to
 ///   impersonate a device.
 /// - From schema version 2 it keeps each device's history (`RivetDeviceEvent`: paired, scopes
-///   changed, renamed, revoked), written in the transaction of the change it records, kept after
+///   changed, renamed, revoked, replaced, expired), written in the transaction of the change it records, kept after
 ///   a revocation, and trimmed to the newest ``historyLimit`` entries per device in that same
 ///   transaction. No entry holds a credential, verifier or token.
 ///
@@ -289,6 +289,18 @@ public final class RivetDevicePairingStore: Sendable {
         }
     }
 
+    /// The paired devices named `name` for `application`, the most recently seen (or paired)
+    /// first: the namesakes of a device that asks to pair under that name, among them a
+    /// reinstalled device's old record.
+    /// - Throws: `.corruptRecord`, `.database`.
+    public func devices(named name: RivetDeviceName, application: RivetApplicationID) throws(RivetDevicePairingStoreError)
+        -> [RivetDevicePairedDevice]
+    {
+        try list()
+            .filter { $0.displayName == name && $0.applicationID == application }
+            .sorted { ($0.lastSeen ?? $0.created) > ($1.lastSeen ?? $1.created) }
+    }
+
     /// The device with `id`, or `nil` if none is paired under it.
     /// - Throws: `.corruptRecord`, `.database`.
     public func device(_ id: DeviceID) throws(RivetDevicePairingStoreError) -> RivetDevicePairedDevice? {
@@ -307,20 +319,7 @@ public final class RivetDevicePairingStore: Sendable {
     ) throws(RivetDevicePairingStoreError) {
         try withDatabase("store paired device \(record.deviceID)") { db in
             try db.transaction(.immediate) {
-                guard try self.exists(record.deviceID, db) == false else {
-                    throw RivetDevicePairingStoreError.deviceExists.with(
-                        "a device with ID \(record.deviceID) is already paired in \(self.path)")
-                }
-                try db.run(
-                    """
-                    INSERT INTO paired_device
-                        (device_id, display_name, application_id, server_fingerprint, created_ms, last_seen_ms, verifier)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
-                    """, self.bindings(record) + [.blob(verifier.bytes)])
-                try self.insertScopes(record, db)
-                try self.append(
-                    .paired, record.deviceID, name: record.displayName,
-                    RivetDeviceEventDetail.paired(method, again: false), db)
+                try self.insert(record, verifier: verifier, RivetDeviceEventDetail.paired(method, again: false), db)
             }
         }
     }
@@ -352,16 +351,52 @@ public final class RivetDevicePairingStore: Sendable {
         }
     }
 
-    /// Stores what a finished pairing produced: `insertPaired` for a new device,
-    /// `replaceVerifierOnRepair` for a re-pairing.
-    /// - Throws: as those two methods.
-    public func save(_ completion: RivetDevicePairingCompletion) throws(RivetDevicePairingStoreError) {
+    /// Stores a newly paired device in place of `old`, another device's record (a reinstalled
+    /// device pairing anew under its name), in one transaction: the new device with its verifier
+    /// and its `paired … replacing OLD` entry, `old` removed with its scopes and verifier and its
+    /// `replaced` entry (by the new ID). If `old` was revoked meanwhile, the new device is stored
+    /// all the same and its entry says so. Returns the removed record, or nil in that case.
+    /// - Throws: `.deviceExists` if the new ID is taken, `.database`; nothing changes then.
+    @discardableResult
+    public func insertPaired(
+        _ record: RivetDevicePairedDevice, verifier: PairingVerifier, method: RivetDevicePairingMethod? = nil,
+        replacing old: DeviceID
+    ) throws(RivetDevicePairingStoreError) -> RivetDevicePairedDevice? {
+        try withDatabase("store paired device \(record.deviceID) in place of \(old)") { db in
+            try db.transaction(.immediate) {
+                let removed = try self.read(old, db)
+                if removed != nil {
+                    try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(old.bytes)])
+                }
+                try self.insert(
+                    record, verifier: verifier,
+                    RivetDeviceEventDetail.paired(method, replacing: old, gone: removed == nil), db)
+                if let removed {
+                    try self.append(
+                        .replaced, old, name: removed.displayName, RivetDeviceEventDetail.replaced(by: record.deviceID, method), db)
+                }
+                return removed
+            }
+        }
+    }
+
+    /// Stores what a finished pairing produced: `insertPaired` for a new device (in place of the
+    /// record it `supersedes`, when the desktop chose to replace one), `replaceVerifierOnRepair`
+    /// for a re-pairing. Returns the record it replaced and removed, if any.
+    /// - Throws: as those methods.
+    @discardableResult
+    public func save(_ completion: RivetDevicePairingCompletion) throws(RivetDevicePairingStoreError)
+        -> RivetDevicePairedDevice?
+    {
         let method: RivetDevicePairingMethod = completion.byLink ? .link : .code
         if completion.isRepair {
             try replaceVerifierOnRepair(completion.record, verifier: completion.verifier, method: method)
+        } else if let old = completion.supersedes {
+            return try insertPaired(completion.record, verifier: completion.verifier, method: method, replacing: old.deviceID)
         } else {
             try insertPaired(completion.record, verifier: completion.verifier, method: method)
         }
+        return nil
     }
 
     /// What a change did to a device's record.
@@ -446,6 +481,34 @@ public final class RivetDevicePairingStore: Sendable {
                 try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(id.bytes)])
                 try self.append(.revoked, id, name: record.displayName, RivetDeviceEventDetail.revoked(by: actor), db)
                 return record
+            }
+        }
+    }
+
+    /// Revokes every device `rule` finds due at `now` (not seen, or if never seen not paired,
+    /// for more than its days) except those in `sparing` (the devices with a live session), each
+    /// with its `expired` history entry, in one transaction; returns the removed records, oldest
+    /// first. A device seen meanwhile is not due: the check is the transaction's own.
+    /// - Throws: `.corruptRecord`, `.database` (nothing changes).
+    public func expire(_ rule: RivetDeviceExpiry, at now: WallClockTime, sparing: Set<DeviceID>)
+        throws(RivetDevicePairingStoreError) -> [RivetDevicePairedDevice]
+    {
+        try withDatabase("expire devices not seen for \(rule.days) days") { db in
+            try db.transaction(.immediate) {
+                let due = try db.query(
+                    """
+                    SELECT device_id FROM paired_device WHERE coalesce(last_seen_ms, created_ms) < ?
+                    ORDER BY created_ms, device_id
+                    """, [.integer(rule.cutoff(at: now).unixMilliseconds)])
+                var expired: [RivetDevicePairedDevice] = []
+                for row in due {
+                    let id = try self.decodeID(row[0])
+                    guard !sparing.contains(id), let record = try self.read(id, db) else { continue }
+                    try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(id.bytes)])
+                    try self.append(.expired, id, name: record.displayName, RivetDeviceEventDetail.expired(rule, record), db)
+                    expired.append(record)
+                }
+                return expired
             }
         }
     }
@@ -585,6 +648,22 @@ public final class RivetDevicePairingStore: Sendable {
             scopes.insert(try decodeScope(scope[0], device: id))
         }
         return try decodeDevice(row, id: id, scopes: scopes)
+    }
+
+    /// Inserts a new device, its scopes and its `paired` entry (`detail`) in the caller's
+    /// transaction; `.deviceExists` if its ID is taken.
+    private func insert(_ record: RivetDevicePairedDevice, verifier: PairingVerifier, _ detail: String, _ db: SQLiteDatabase) throws {
+        guard try exists(record.deviceID, db) == false else {
+            throw RivetDevicePairingStoreError.deviceExists.with("a device with ID \(record.deviceID) is already paired in \(path)")
+        }
+        try db.run(
+            """
+            INSERT INTO paired_device
+                (device_id, display_name, application_id, server_fingerprint, created_ms, last_seen_ms, verifier)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, bindings(record) + [.blob(verifier.bytes)])
+        try insertScopes(record, db)
+        try append(.paired, record.deviceID, name: record.displayName, detail, db)
     }
 
     private func bindings(_ record: RivetDevicePairedDevice) -> [SQLiteValue] {

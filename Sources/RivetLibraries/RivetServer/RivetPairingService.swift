@@ -81,6 +81,10 @@ public final class RivetPairingService: RivetPairingHost {
         case attempt(RivetDevicePairingPendingAttempt)
         /// A device was paired and stored.
         case paired(RivetDevicePairedDevice)
+        /// A device was paired and stored in place of another device's record (`replaced`),
+        /// which was revoked in the same transaction (`wasPaired` false: it had been revoked
+        /// meanwhile). The replaced device's sessions are still open: the caller closes them.
+        case pairedReplacing(RivetDevicePairedDevice, replaced: RivetDevicePairedDevice, wasPaired: Bool)
         /// The window closed.
         case windowClosed(RivetDevicePairingCoordinator.Closure)
         /// The registry failed while storing a pairing; the device got `serverError`.
@@ -158,13 +162,16 @@ public final class RivetPairingService: RivetPairingHost {
         ![.cancelled, .windowExpired, .randomnessUnavailable].contains(reason)
     }
 
-    /// The desktop's person confirms the pending attempt and grants `scopes`.
+    /// The desktop's person confirms the pending attempt and grants `scopes` (nil: those of the
+    /// device it replaces), replacing the namesake `replacing` when given (see
+    /// ``RivetDevicePairingCoordinator/Input/desktopConfirm(_:scopes:replacing:)``).
     /// - Throws: the coordinator's refusal (`windowClosed`, `noAttempt`, `codeNotReady`,
-    ///   `alreadyConfirmed`, `codeMismatch`).
-    public func confirm(_ confirmation: RivetDevicePairingCoordinator.DesktopConfirmation, scopes: Set<RivetDeviceScope>)
-        throws(RivetDevicePairingRefusal)
-    {
-        try apply(.desktopConfirm(confirmation, scopes: scopes))
+    ///   `alreadyConfirmed`, `codeMismatch`, `notANamesake`).
+    public func confirm(
+        _ confirmation: RivetDevicePairingCoordinator.DesktopConfirmation, scopes: Set<RivetDeviceScope>?,
+        replacing: DeviceID? = nil
+    ) throws(RivetDevicePairingRefusal) {
+        try apply(.desktopConfirm(confirmation, scopes: scopes, replacing: replacing))
     }
 
     /// The desktop's person rejects the pending attempt.
@@ -185,17 +192,20 @@ public final class RivetPairingService: RivetPairingHost {
     }
 
     /// Feeds a device's message to the coordinator (looking up the registry record of a
-    /// re-pairing device's `existingDeviceID`) and replies through `channel`.
+    /// re-pairing device's `existingDeviceID`, and the paired devices with the name and
+    /// application it gives) and replies through `channel`.
     public func deviceSent(_ message: RivetPairingDeviceMessage, on channel: RivetPairingChannel) {
         let connection = channel.connection
         let input: RivetDevicePairingCoordinator.Input
         switch message {
         case .begin(let begin):
-            let known = attemptStarts(on: channel, named: begin.deviceName, existingDeviceID: begin.existingDeviceID)
-            input = .begin(begin, from: connection, knownDevice: known)
+            let (known, namesakes) = attemptStarts(
+                on: channel, named: begin.deviceName, for: begin.applicationID, existingDeviceID: begin.existingDeviceID)
+            input = .begin(begin, from: connection, knownDevice: known, namesakes: namesakes)
         case .linkBegin(let begin):
-            let known = attemptStarts(on: channel, named: begin.deviceName, existingDeviceID: begin.existingDeviceID)
-            input = .beginLink(begin, from: connection, knownDevice: known)
+            let (known, namesakes) = attemptStarts(
+                on: channel, named: begin.deviceName, for: begin.applicationID, existingDeviceID: begin.existingDeviceID)
+            input = .beginLink(begin, from: connection, knownDevice: known, namesakes: namesakes)
         case .reveal(let reveal): input = .reveal(reveal, from: connection)
         case .linkProof(let proof): input = .linkProof(proof, from: connection)
         case .confirm: input = .deviceConfirm(from: connection)
@@ -204,14 +214,22 @@ public final class RivetPairingService: RivetPairingHost {
         try? apply(input)
     }
 
+    /// The most namesakes an attempt carries (the most recently seen).
+    public static let namesakeLimit = 8
+
     /// Remembers the channel and the name of a connection whose first pairing message arrived,
-    /// and returns the registry's record of the device it says it was (a re-pairing), if any.
+    /// and returns the registry's record of the device it says it was (a re-pairing), if any,
+    /// and the paired devices with its name and application (at most ``namesakeLimit``). A
+    /// registry that cannot be read gives no namesakes: the device then pairs beside them.
     private func attemptStarts(
-        on channel: RivetPairingChannel, named name: RivetDeviceName, existingDeviceID: DeviceID?
-    ) -> RivetDevicePairedDevice? {
+        on channel: RivetPairingChannel, named name: RivetDeviceName, for application: RivetApplicationID,
+        existingDeviceID: DeviceID?
+    ) -> (RivetDevicePairedDevice?, [RivetDevicePairedDevice]) {
         channels.withLock { $0[channel.connection] = channel }
         names.withLock { $0[channel.connection] = name }
-        return existingDeviceID.flatMap { id in try? store.device(id) }
+        let known = existingDeviceID.flatMap { id in try? store.device(id) }
+        let namesakes = (try? store.devices(named: name, application: application)) ?? []
+        return (known, Array(namesakes.filter { $0.deviceID != known?.deviceID }.prefix(Self.namesakeLimit)))
     }
 
     /// Tells the coordinator the connection is gone (a failure if it owned the active attempt)
@@ -253,9 +271,13 @@ public final class RivetPairingService: RivetPairingHost {
             case .showAttempt(let attempt): desktopEvents(.attempt(attempt))
             case .complete(let completion):
                 do {
-                    try store.save(completion)
+                    let removed = try store.save(completion)
                     channel(completion.connection)?.reply(.accepted(completion.accepted))
-                    desktopEvents(.paired(completion.record))
+                    if let old = completion.supersedes {
+                        desktopEvents(.pairedReplacing(completion.record, replaced: removed ?? old, wasPaired: removed != nil))
+                    } else {
+                        desktopEvents(.paired(completion.record))
+                    }
                 } catch {
                     channel(completion.connection)?.reply(.failed)
                     desktopEvents(.storeFailed(error.message))

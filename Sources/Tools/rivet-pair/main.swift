@@ -12,11 +12,14 @@ private typealias Pair = ToolSpecs.Pair
 ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { arguments in
     let action = try PairAction(arguments)
     let json = arguments[Pair.json]
+    // rivetd's configuration file, read as rivetd reads it: the expiry dates and the schema.
+    let settings = DaemonSettings(
+        configurationFileName: ToolSpecs.Rivetd.configurationFileName, configurationNames: ToolSpecs.Rivetd.configurationNames)
     switch action {
     case .list:
-        try DesktopCommands.list(registry: arguments[Pair.registry], json: json)
+        try DesktopCommands.list(registry: arguments[Pair.registry], json: json, expiry: settings.expiry())
     case .show(let id):
-        try DesktopCommands.show(id, registry: arguments[Pair.registry], json: json)
+        try DesktopCommands.show(id, registry: arguments[Pair.registry], json: json, expiry: settings.expiry())
     case .revoke(let id):
         try await DesktopCommands.revoke(id, registry: arguments[Pair.registry], json: json)
     case .rename(let id, let name):
@@ -32,8 +35,8 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
         try await DesktopCommands.open(json: json)
     case .open(let link?):
         return try await DesktopCommands.openForLink(link, json: json)
-    case .confirm(let code, let scopes):
-        return try await DesktopCommands.confirm(code: code, scopes: scopes, json: json)
+    case .confirm(let code, let scopes, let replace):
+        return try await DesktopCommands.confirm(code: code, scopes: scopes, replace: replace, json: json)
     case .sessions:
         try await DesktopCommands.sessions(json: json)
     case .connect(let target):
@@ -53,7 +56,7 @@ enum PairAction {
     case setScopes(DeviceID, [String])
     case history(DeviceID?)
     case open(link: DesktopCommands.LinkWindow?)
-    case confirm(code: String?, scopes: [String])
+    case confirm(code: String?, scopes: [String], replace: DeviceID?)
     case sessions
     case connect(CompanionCommand.ConnectTarget)
 
@@ -88,9 +91,10 @@ enum PairAction {
             self = .open(link: try Self.linkWindow(arguments))
         } else if arguments[Pair.confirm] {
             let scopes = arguments[Pair.scope]
-            guard !scopes.isEmpty else {
+            let replace = try arguments[Pair.replace].map { try Self.deviceID($0, option: "--replace") }
+            guard !scopes.isEmpty || replace != nil else {
                 throw UsageError(
-                    "--confirm needs at least one --scope NAME: a device granted no scope can do nothing, so nothing would be granted",
+                    "--confirm needs at least one --scope NAME (or --replace DEVICE-ID, whose scopes carry over): a device granted no scope can do nothing, so nothing would be granted",
                     argument: "--confirm")
             }
             let typed = arguments[Pair.code]
@@ -107,7 +111,7 @@ enum PairAction {
                     "--confirm asks on a terminal; standard input is not one, so give --code NNNNNN (the code the device shows)",
                     argument: "--confirm")
             }
-            self = .confirm(code: code, scopes: scopes)
+            self = .confirm(code: code, scopes: scopes, replace: replace)
         } else if arguments[Pair.sessions] {
             self = .sessions
         } else if let text = arguments[Pair.connect] {
@@ -126,16 +130,17 @@ enum PairAction {
         switch action {
         case .list, .show, .revoke, .rename, .history: allowed.append(Pair.registry.spec)
         case .setScopes: allowed += [Pair.scope.spec, Pair.schema.spec, Pair.registry.spec]
-        case .confirm: allowed += [Pair.code.spec, Pair.scope.spec, Pair.confirm.spec]
+        case .confirm: allowed += [Pair.code.spec, Pair.scope.spec, Pair.confirm.spec, Pair.replace.spec]
         case .connect: allowed += [Pair.deviceName.spec, Pair.applicationID.spec, Pair.credential.spec]
-        case .open(_?): allowed += [Pair.qr.spec, Pair.scope.spec, Pair.confirm.spec, Pair.linkHost.spec]
+        case .open(_?): allowed += [Pair.qr.spec, Pair.scope.spec, Pair.confirm.spec, Pair.linkHost.spec, Pair.replace.spec]
         case .open(nil), .sessions: break
         }
         let companions = [
             Pair.confirm.spec, Pair.code.spec, Pair.scope.spec, Pair.deviceName.spec, Pair.applicationID.spec,
             Pair.credential.spec, Pair.registry.spec, Pair.qr.spec, Pair.linkHost.spec, Pair.json.spec, Pair.schema.spec,
+            Pair.replace.spec,
         ]
-        let linkOnly = [Pair.confirm.spec, Pair.scope.spec, Pair.linkHost.spec]
+        let linkOnly = [Pair.confirm.spec, Pair.scope.spec, Pair.linkHost.spec, Pair.replace.spec]
         switch action {
         case .rename, .history: break
         default:
@@ -151,16 +156,19 @@ enum PairAction {
         }
     }
 
-    /// `--open`'s link options: nil without `--qr`; with it at least one `--scope`.
+    /// `--open`'s link options: nil without `--qr`; with it at least one `--scope`, unless
+    /// `--replace` names the device whose scopes carry over.
     private static func linkWindow(_ arguments: ParsedArguments) throws -> DesktopCommands.LinkWindow? {
         guard arguments[Pair.qr] else { return nil }
         let scopes = arguments[Pair.scope]
-        guard !scopes.isEmpty else {
+        let replace = try arguments[Pair.replace].map { try Self.deviceID($0, option: "--replace") }
+        guard !scopes.isEmpty || replace != nil else {
             throw UsageError(
-                "--open --qr needs at least one --scope NAME: the device that holds the link is paired with these scopes",
+                "--open --qr needs at least one --scope NAME (or --replace DEVICE-ID, whose scopes carry over): the device that holds the link is paired with these scopes",
                 argument: "--qr")
         }
-        return DesktopCommands.LinkWindow(scopes: scopes, approve: arguments[Pair.confirm], host: arguments[Pair.linkHost])
+        return DesktopCommands.LinkWindow(
+            scopes: scopes, approve: arguments[Pair.confirm], host: arguments[Pair.linkHost], replace: replace)
     }
 
     /// `--connect`'s value: a `rivet://` link, or `HOST:PORT`.

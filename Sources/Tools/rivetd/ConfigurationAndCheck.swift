@@ -4,6 +4,7 @@ import Foundation
 import RivetDaemon
 import RivetPairing
 import RivetState
+import SystemKit
 import ToolSpecs
 
 /// rivetd.conf: the file `--config` names, else `$XDG_CONFIG_HOME/rivet/rivetd.conf`.
@@ -74,6 +75,10 @@ enum DaemonCheck {
         items.append(RivetDaemonCheck.key(stateDirectory: stateDirectory, registry: reading))
         items.append(RivetDaemonCheck.secret(stateDirectory: stateDirectory))
         items.append(RivetDaemonCheck.registry(reading))
+        items.append(
+            RivetDaemonCheck.expiry(
+                arguments[ToolSpecs.Rivetd.expireUnseen].flatMap(RivetDeviceExpiry.init(days:)), registry: reading,
+                now: SystemClock().wallClockNow))
         if let backend = arguments[ToolSpecs.Rivetd.backend] {
             items.append(RivetDaemonCheck.backend(backend, searchPath: ProcessInfo.processInfo.environment["PATH"]))
         } else {

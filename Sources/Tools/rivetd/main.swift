@@ -136,6 +136,8 @@ enum DaemonCommandLine {
         configuration.advertise = !arguments[ToolSpecs.Rivetd.noAdvertise]
         // Checked as a DNS-SD instance name when parsed (`.text(maxBytes: 63)`).
         configuration.advertiser.instanceName = arguments[ToolSpecs.Rivetd.name]
+        // Checked against RivetDeviceExpiry.allowedDays when parsed.
+        configuration.expireUnseen = arguments[ToolSpecs.Rivetd.expireUnseen].flatMap(RivetDeviceExpiry.init(days:))
         return configuration
     }
 }

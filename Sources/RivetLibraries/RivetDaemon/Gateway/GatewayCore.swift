@@ -80,7 +80,8 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     let frameLimits: RVT1Limits
     private let encoder: RVT1Encoder
     private let hello: [UInt8]
-    private let tick: @Sendable () -> Void
+    /// Called about once a second on the timer thread, outside the core's lock, with the core.
+    private let tick: @Sendable (GatewayCore) -> Void
     /// The listener's session loop, which also reads the backend's stdout.
     private let sessionLoop: StreamEventLoop
 
@@ -91,7 +92,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
         policy: RivetDeviceGatewayPolicy, limits: RivetDeviceGatewayLimits, sessionLimits: RivetSessionLimits = RivetSessionLimits(),
         backendCommand: [String],
         applicationID: RivetApplicationID, backendLimits: RivetBackendLimits = RivetBackendLimits(), log: RivetDaemonLog,
-        sessionLoop: StreamEventLoop, clock: any RivetClock, tick: @escaping @Sendable () -> Void
+        sessionLoop: StreamEventLoop, clock: any RivetClock, tick: @escaping @Sendable (GatewayCore) -> Void
     ) {
         self.clock = clock
         self.origin = clock.now
@@ -293,6 +294,11 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
         }
     }
 
+    /// The devices with an open session.
+    func liveDevices() -> Set<DeviceID> {
+        monitor.withLock { Set(gateway.sessions.map(\.device)) }
+    }
+
     /// The open sessions, oldest first, each with its device's current name and scopes.
     func sessions() -> [RivetControlSessionInfo] {
         monitor.withLock {
@@ -467,7 +473,7 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                 return false
             }
             guard tickDue else { return }
-            tick()
+            tick(self)
             nextTick = clock.now + .seconds(1)
         }
     }

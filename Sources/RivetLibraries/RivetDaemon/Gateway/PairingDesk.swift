@@ -178,6 +178,7 @@ final class PairingDesk: RivetPairingHost {
                 "device_confirmed": .bool(attempt.deviceConfirmed), "desktop_confirmed": .bool(attempt.desktopConfirmed),
                 "replaces": attempt.replacing.map { .string($0.deviceID.hex) } ?? .null,
                 "by_link": .bool(attempt.byLink),
+                "namesakes": .array(attempt.namesakes.map(RivetControlShapes.device)),
             ]
         } else {
             body["attempt"] = .null
@@ -193,18 +194,26 @@ final class PairingDesk: RivetPairingHost {
         return .object(body)
     }
 
-    /// Confirms the pending attempt with `scopes` and waits until it completes (both sides
+    /// A paired device, and the record it replaced (revoked in the same transaction), if any.
+    struct Paired {
+        let device: RivetDevicePairedDevice
+        let replaced: RivetDevicePairedDevice?
+    }
+
+    /// Confirms the pending attempt with `scopes` (nil: those of the device it replaces),
+    /// replacing the namesake `replace` when given, and waits until it completes (both sides
     /// confirmed and the device is stored) or ends otherwise, at most until the window's end.
     /// - Throws: the coordinator's refusal as a ``RivetControlError`` (`code-mismatch` counts as
-    ///   a failure), ``RivetControlError/attemptEnded``, ``RivetControlError/registryFailed``.
-    func confirm(code: String?, scopes: Set<RivetDeviceScope>) throws(RivetControlError) -> RivetDevicePairedDevice {
+    ///   a failure; `replace-refused` changes nothing), ``RivetControlError/attemptEnded``,
+    ///   ``RivetControlError/registryFailed``.
+    func confirm(code: String?, scopes: Set<RivetDeviceScope>?, replace: DeviceID?) throws(RivetControlError) -> Paired {
         let confirmation: RivetDevicePairingCoordinator.DesktopConfirmation = code.map { .typedCode($0) } ?? .yes
         let attempt = service.pendingAttempt
         let before = state.outcomes
         do {
             // Without an attempt the coordinator refuses (window closed, or no attempt) and
             // changes nothing.
-            try service.confirm(confirmation, scopes: scopes)
+            try service.confirm(confirmation, scopes: scopes, replacing: replace)
         } catch {
             throw RivetControlError(error)
         }
@@ -214,7 +223,7 @@ final class PairingDesk: RivetPairingHost {
         while true {
             if let outcome = state.waitForOutcome(after: before, until: clock.now + .milliseconds(100)) {
                 switch outcome {
-                case .paired(let device): return device
+                case .paired(let paired): return paired
                 case .storeFailed(let message): throw RivetControlError.registryFailed.with(message)
                 }
             }
@@ -257,7 +266,7 @@ final class PairingDesk: RivetPairingHost {
 // @unchecked Sendable: every mutable field is read and written only under `monitor`.
 private final class DeskState: @unchecked Sendable {
     enum Outcome {
-        case paired(RivetDevicePairedDevice)
+        case paired(PairingDesk.Paired)
         case storeFailed(String)
     }
 
@@ -326,9 +335,15 @@ private final class DeskState: @unchecked Sendable {
                 }
                 log.info("pairing attempt of \(attempt.deviceName.quoted): \(stage)")
             case .paired(let device):
-                history.append(.paired(device))
+                history.append(.paired(PairingDesk.Paired(device: device, replaced: nil)))
                 let scopes = device.scopes.sorted().map(\.name).joined(separator: ",")
                 log.info("paired device \(device.deviceID) (\(device.displayName.quoted)) with scopes [\(scopes)]")
+            case .pairedReplacing(let device, let old, let wasPaired):
+                history.append(.paired(PairingDesk.Paired(device: device, replaced: wasPaired ? old : nil)))
+                let scopes = device.scopes.sorted().map(\.name).joined(separator: ",")
+                let revoked = wasPaired ? "revoked in the same transaction" : "which had been revoked already"
+                log.info(
+                    "paired device \(device.deviceID) (\(device.displayName.quoted)) with scopes [\(scopes)] in place of device \(old.deviceID) (\(old.displayName.quoted)), \(revoked)")
             case .windowClosed(.tooManyFailures):
                 windowEnd = nil
                 let last = lastEnded.map { " (the last: \($0.name.quoted) from \($0.peer))" } ?? ""

@@ -4,6 +4,7 @@ import RivetRegistry
 import RivetSchema
 import RivetServer
 import SystemKit
+import Timekeeping
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -85,6 +86,20 @@ public enum RivetDaemonCheck {
         case .success(let devices): return .passed("registry", "ok (\(counted(devices.count, "device")); \(path))")
         case .failure(let error): return .failed("registry", error.message)
         }
+    }
+
+    /// The `expire-unseen` setting, and how many of the registry's devices are past it at
+    /// `now` (they go when rivetd starts, unless they hold a live session).
+    public static func expiry(_ rule: RivetDeviceExpiry?, registry: RegistryReading, now: WallClockTime) -> RivetDaemonCheckItem {
+        guard let rule else { return .passed("expire-unseen", "ok (not set: devices never expire)") }
+        var past = ""
+        if case .success(let devices)? = registry.devices {
+            let due = devices.count { rule.isDue($0, at: now) }
+            past = "; \(due == 1 ? "1 device is" : "\(due) devices are") past it now"
+        }
+        return .passed(
+            "expire-unseen",
+            "ok (devices not seen for \(counted(rule.days, "day")) are revoked at start and once a day\(past))")
     }
 
     /// The backend's program: a path (when it contains a slash) or the first match in
