@@ -276,6 +276,22 @@ func stderrText(_ result: ExitTest.Result?) -> String {
         #expect(!Diagnostics.colorAllowed(environment: [:], isTerminal: false))
     }
 
+    /// Under `--json` (``Diagnostics/setJSONLines(_:)``) each message is one JSON object, hidden
+    /// characters still shown escaped, never coloured.
+    @Test func diagnosticsAsJSONLines() {
+        let lines = LockedLines()
+        let json = Diagnostics(toolName: "demo", usesColor: true, jsonLines: true, sink: lines.append)
+        json.note("rivetd is not running; \"x\"")
+        json.warning("slow\nlink\u{202E}")
+        json.error("cannot open x")
+        #expect(
+            lines.all == [
+                #"{"message":"rivetd is not running; \"x\"","notice":"note"}"# + "\n",
+                #"{"message":"slow link\\u{202E}","notice":"warning"}"# + "\n",
+                #"{"error":"failure","message":"cannot open x"}"# + "\n",
+            ])
+    }
+
     @Test func exitStatusCodes() {
         let codes = CommandLineKit.ExitStatus.network.map(\.code)
         #expect(codes == [0, 1, 2, 3, 4, 5, 6, 7, 129, 130, 143])

@@ -63,7 +63,10 @@ import ToolTestSupport
         #expect(run.status == 0, "\(run.stderr)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any])
         #expect(object["device_id"] as? String == id && object["scopes"] as? [String] == ["viewer"] && object["name"] as? String == "Phone 1")
-        #expect(run.stderrLines.first?.hasSuffix("checked against the schema \(Self.exampleSchema) (given by --schema)") == true, "\(run.stderr)")
+        // Under --json the note is a JSON line too.
+        let note = try #require(try JSONSerialization.jsonObject(with: Data((run.stderrLines.first ?? "").utf8)) as? [String: Any])
+        #expect(note["notice"] as? String == "note", "\(run.stderr)")
+        #expect((note["message"] as? String)?.hasSuffix("checked against the schema \(Self.exampleSchema) (given by --schema)") == true, "\(run.stderr)")
         let again = try await home.run("--set-scopes", id, "--scope", "viewer", "--schema", Self.exampleSchema)
         #expect(again.status == 0)
         #expect(again.stderrLines.last == "rivet-pair: note: \(id) already has exactly these scopes: nothing was changed")

@@ -83,8 +83,8 @@ import ToolTestSupport
         #expect(run.stderrLines.last == "rivet-pair: no paired device has ID \(unknown); nothing was changed (see 'rivet-pair --list')")
         let json = try await home.run("--rename", unknown, "Ghost", "--json")
         #expect(json.status == 1)
-        // The note, then the failure as one JSON object.
-        #expect(json.stderrLines.first == "rivet-pair: note: rivetd is not running; renaming in the registry directly")
+        // The note, then the failure, each one JSON object: standard error holds only JSON.
+        #expect(json.stderrLines.first == #"{"message":"rivetd is not running; renaming in the registry directly","notice":"note"}"#)
         #expect(try Self.objects(json.stderrLines.last ?? "").first?["error"] as? String == "unknown-device")
         #expect(try Self.names(home) == ["Phone 1"])
     }
@@ -173,10 +173,14 @@ import ToolTestSupport
         let entries = try Self.objects(run.stdout)
         #expect(entries.compactMap { $0["name"] as? String } == ["Old 1", "Old 2"])
         #expect(entries.allSatisfy { $0["kind"] as? String == "paired" && $0["detail"] as? String == "before the registry kept history" })
+        // Under --json the note is a JSON line too.
+        #expect(run.stderrLines.count == 1, "\(run.stderr)")
+        let note = try Self.objects(run.stderrLines.first ?? "").first
+        #expect(note?["notice"] as? String == "note")
         #expect(
-            run.stderrLines == [
-                "rivet-pair: note: \(home.registry) was written before the registry kept history (schema version 1): shown is each device's pairing time, as rivetd records it when it next starts; nothing was changed"
-            ])
+            note?["message"] as? String
+                == "\(home.registry) was written before the registry kept history (schema version 1): shown is each device's pairing time, as rivetd records it when it next starts; nothing was changed"
+        )
         #expect(try Data(contentsOf: URL(fileURLWithPath: home.registry)) == before)
         #expect(!FileManager.default.fileExists(atPath: home.registry + "-wal"))
     }

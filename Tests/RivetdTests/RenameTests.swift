@@ -26,7 +26,8 @@ import ToolTestSupport
             #expect(json.status == 0)
             let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
             #expect(object["name"] as? String == "Kitchen Tablet" && object["device_id"] as? String == phone.deviceID.hex)
-            #expect(json.stderrLines == ["rivet-pair: note: \(phone.deviceID.hex) is already named \"Kitchen Tablet\": nothing was changed"])
+            // Under --json the note is a JSON line too.
+            #expect(json.stderrLines == [#"{"message":"\#(phone.deviceID.hex) is already named \"Kitchen Tablet\": nothing was changed","notice":"note"}"#])
             // The session still works under its new name.
             #expect(try await session.call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
         }

@@ -13,12 +13,17 @@ public struct Diagnostics: Sendable {
     public let toolName: String
     /// Whether the labels are coloured with ANSI escapes.
     public let usesColor: Bool
+    /// Whether each message is one JSON object instead (`--json`), keys sorted:
+    /// `{"message":…,"notice":"note"}`, `{"message":…,"notice":"warning"}`,
+    /// `{"error":"failure","message":…}`.
+    public let jsonLines: Bool
     private let sink: @Sendable (String) -> Void
 
     /// A diagnostics writer that hands each finished line (with its newline) to `sink`.
-    public init(toolName: String, usesColor: Bool, sink: @escaping @Sendable (String) -> Void) {
+    public init(toolName: String, usesColor: Bool, jsonLines: Bool = false, sink: @escaping @Sendable (String) -> Void) {
         self.toolName = toolName
         self.usesColor = usesColor
+        self.jsonLines = jsonLines
         self.sink = sink
     }
 
@@ -30,11 +35,19 @@ public struct Diagnostics: Sendable {
     /// The writer for this process: standard error, the name set by ``ToolRunner`` (or the
     /// program's file name), colour decided from `NO_COLOR` and `isatty(2)`.
     public static var standard: Diagnostics {
-        Diagnostics(
+        let json = jsonLinesMode.withLock { $0 }
+        return Diagnostics(
             toolName: currentToolName,
-            usesColor: colorAllowed(
+            usesColor: !json && colorAllowed(
                 environment: ProcessEnvironment.current(), isTerminal: isatty(STDERR_FILENO) == 1),
+            jsonLines: json,
             sink: { line in try? OutputChannel.standardError.write(line) })
+    }
+
+    /// Makes ``standard`` write JSON lines (what ``ToolRunner`` does for a tool run with the
+    /// `--json` its failures follow), so a script reading standard error reads only JSON.
+    public static func setJSONLines(_ on: Bool) {
+        jsonLinesMode.withLock { $0 = on }
     }
 
     /// Writes `TOOL: message`.
@@ -61,6 +74,14 @@ public struct Diagnostics: Sendable {
 
     private func emit(label: String?, color: String, message: String) {
         let text = Self.oneLine(message)
+        if jsonLines {
+            let object: JSONValue =
+                label.map { ["notice": .string($0), "message": .string(text)] } ?? ["error": "failure", "message": .string(text)]
+            // Two strings nest nothing: the writer cannot refuse them.
+            let bytes = (try? object.bytes()) ?? []
+            sink(String(decoding: bytes, as: UTF8.self) + "\n")
+            return
+        }
         var line: String
         if usesColor {
             if let label {
@@ -111,6 +132,7 @@ public struct Diagnostics: Sendable {
 }
 
 private let toolNameOverride = Mutex<String?>(nil)
+private let jsonLinesMode = Mutex(false)
 
 /// An error a tool reports to the user: ``ToolRunner`` prints `TOOL: message` on standard error
 /// and exits with ``exitStatus``. The HTTP tools map their retry classes to

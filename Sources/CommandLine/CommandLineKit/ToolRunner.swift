@@ -85,6 +85,8 @@ public enum ToolRunner {
             exit(ExitStatus.usage.code)
         }
         let json = jsonFailures.map { $0.coversBody && parsed.flag($0.flag) } ?? false
+        // Notes and warnings then go out as JSON lines too: standard error holds only JSON.
+        if json { Diagnostics.setJSONLines(true) }
         switch parsed.action {
         case .help:
             exit(writeData(spec.helpText(subcommand: parsed.subcommand)))
