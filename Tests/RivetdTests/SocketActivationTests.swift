@@ -141,17 +141,7 @@ import ToolTestSupport
 
         // A companion pairs through the inherited socket and calls.
         #expect(try await PairingTests.rivetPair(home, ["--open"]).wait() == 0)
-        let deviceHome = try home.device("phone")
-        let (connect, code) = try await PairingTests.ask(daemon, deviceHome: deviceHome)
-        let confirm = try PairingTests.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
-        try await daemon.waitForLog("the desktop confirmed; waiting for the device")
-        connect.write("y\n")
-        #expect(try await connect.wait() == 0, "\(connect.stderr)")
-        #expect(try await confirm.wait() == 0)
-        let paired = try RivetCompanionCredentialStore(path: deviceHome.path + "/state/rivet/companion-credential.json").load()
-        let pairedSession = try await daemon.companion(paired)
-        #expect(try await pairedSession.client.send(CurrentScore(gameID: "final")).away == 1)
-        await pairedSession.close()
+        try await Self.pairByCodeAndCall(daemon, home)
         #expect(try await daemon.stop() == 0)
     }
 
@@ -252,6 +242,13 @@ import ToolTestSupport
         #expect(daemon.port == port)
         #expect(try String(contentsOfFile: home.path + "/run/rivet/control.pid", encoding: .utf8) == "\(daemon.process.pid)\n")
 
+        try await Self.pairByCodeAndCall(daemon, home)
+        #expect(try await daemon.stop() == 0)
+    }
+
+    /// A device in `home` pairs by code with the running `daemon` (the window already open),
+    /// granted `viewer`, and calls through the session it resumes.
+    static func pairByCodeAndCall(_ daemon: Daemon, _ home: Home) async throws {
         let deviceHome = try home.device("phone")
         let (connect, code) = try await PairingTests.ask(daemon, deviceHome: deviceHome)
         let confirm = try PairingTests.rivetPair(home, ["--confirm", "--code", code, "--scope", "viewer"])
@@ -263,7 +260,6 @@ import ToolTestSupport
         let session = try await daemon.companion(paired)
         #expect(try await session.client.send(CurrentScore(gameID: "final")).away == 1)
         await session.close()
-        #expect(try await daemon.stop() == 0)
     }
 
     /// Runs rivetd (configured but for where it listens) with `passing` as its descriptors from
