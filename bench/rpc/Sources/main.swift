@@ -16,7 +16,9 @@
 //   rivet-bench-rpc load STATE_DIR PORT SESSIONS SECONDS
 //                                                  SESSIONS sessions each making one call at a
 //                                                  time for SECONDS (after 1 s of warm-up);
-//                                                  prints `calls seconds p50_us p99_us`
+//                                                  prints `calls seconds p50_us p99_us all`,
+//                                                  all counting the warm-up's calls too (for
+//                                                  the server's CPU per call over the run)
 //   rivet-bench-rpc hold STATE_DIR PORT SESSIONS   opens SESSIONS idle sessions, prints "ready",
 //                                                  holds them until stdin closes
 import Foundation
@@ -212,7 +214,7 @@ struct Caller {
 }
 
 func load(state: String, port: UInt16, sessions: Int, seconds: Int) {
-    let results = Mutex<(calls: Int, latencies: [Int64])>((0, []))
+    let results = Mutex<(calls: Int, all: Int, latencies: [Int64])>((0, 0, []))
     let group = DispatchGroup()
     // Sessions open one after another: the listener admits at most 4 unauthenticated
     // connections per address at once.
@@ -224,11 +226,16 @@ func load(state: String, port: UInt16, sessions: Int, seconds: Int) {
         let thread = Thread {
             var caller = opened
             var latencies: [Int64] = []
-            while ContinuousClock.now < start { _ = caller.call() }
+            var warmUp = 0
+            while ContinuousClock.now < start {
+                _ = caller.call()
+                warmUp += 1
+            }
             while ContinuousClock.now < end { latencies.append(caller.call()) }
             caller.session.stream.close()
             results.withLock {
                 $0.calls += latencies.count
+                $0.all += latencies.count + warmUp
                 $0.latencies += latencies
             }
             group.leave()
@@ -236,11 +243,11 @@ func load(state: String, port: UInt16, sessions: Int, seconds: Int) {
         thread.start()
     }
     group.wait()
-    let (calls, latencies) = results.withLock { ($0.calls, $0.latencies.sorted()) }
+    let (calls, all, latencies) = results.withLock { ($0.calls, $0.all, $0.latencies.sorted()) }
     guard !latencies.isEmpty else { fail("no call finished") }
     let p50 = latencies[latencies.count / 2] / 1000
     let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)] / 1000
-    say("\(calls) \(seconds) \(p50) \(p99)")
+    say("\(calls) \(seconds) \(p50) \(p99) \(all)")
 }
 
 func hold(state: String, port: UInt16, sessions: Int) {
