@@ -21,6 +21,11 @@
 //                                                  the server's CPU per call over the run)
 //   rivet-bench-rpc hold STATE_DIR PORT SESSIONS   opens SESSIONS idle sessions, prints "ready",
 //                                                  holds them until stdin closes
+//   rivet-bench-rpc resume STATE_DIR PORT COUNT    COUNT resumes one after another (TCP, TLS 1.3,
+//                                                  RVD1 resume, close), turn by turn as the 8
+//                                                  devices, after 20 of warm-up; prints
+//                                                  `count p50_us p99_us` of their latencies
+//                                                  (bench/scale)
 import Foundation
 import Glibc
 import OpenSSLKit
@@ -262,6 +267,32 @@ func hold(state: String, port: UInt16, sessions: Int) {
     for caller in callers { caller.session.stream.close() }
 }
 
+// MARK: resume
+
+func resumes(state: String, port: UInt16, count: Int) {
+    let credentials = (0..<benchDevices).map { index in
+        do {
+            return try RivetCompanionCredentialStore(path: credentialPath(state, index)).load()
+        } catch {
+            fail("loading credential \(index): \(error)")
+        }
+    }
+    let connector = RivetClientConnector()
+    var latencies: [Int64] = []
+    for index in 0..<(count + 20) {
+        let started = ContinuousClock.now
+        do throws(RivetClientError) {
+            try connector.resume(credentials[index % benchDevices], host: "127.0.0.1", port: port).stream.close()
+        } catch {
+            fail("resume \(index + 1) failed: \(error)")
+        }
+        let elapsed = (ContinuousClock.now - started).components
+        if index >= 20 { latencies.append(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000) }
+    }
+    latencies.sort()
+    say("\(latencies.count) \(latencies[latencies.count / 2] / 1000) \(latencies[min(latencies.count - 1, latencies.count * 99 / 100)] / 1000)")
+}
+
 let arguments = CommandLine.arguments
 switch (arguments.count > 1 ? arguments[1] : "", arguments.count) {
 case ("provision", 3): provision(state: arguments[2])
@@ -275,6 +306,9 @@ case ("load", 6):
 case ("hold", 5):
     guard let port = UInt16(arguments[3]), let sessions = Int(arguments[4]) else { fail("hold STATE_DIR PORT SESSIONS") }
     hold(state: arguments[2], port: port, sessions: sessions)
+case ("resume", 5):
+    guard let port = UInt16(arguments[3]), let count = Int(arguments[4]), count > 0 else { fail("resume STATE_DIR PORT COUNT") }
+    resumes(state: arguments[2], port: port, count: count)
 default:
-    fail("usage: provision STATE_DIR | backend | echo STATE_DIR | load STATE_DIR PORT SESSIONS SECONDS | hold STATE_DIR PORT SESSIONS")
+    fail("usage: provision STATE_DIR | backend | echo STATE_DIR | load STATE_DIR PORT SESSIONS SECONDS | hold STATE_DIR PORT SESSIONS | resume STATE_DIR PORT COUNT")
 }
