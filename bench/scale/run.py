@@ -5,7 +5,7 @@ registry through RivetDevicePairingStore with 8 devices whose credentials it kee
 are inserted with SQLite directly in one transaction, each device with a scope and its `paired`
 history entry, as RivetDevicePairingStore.insertPaired writes them). For each:
   - rivetd start to its ready line (START runs, median), from launching the process to reading
-    the line, and rivetd's RSS when ready;
+    the line, rivetd's CPU time by then (/proc/PID/stat, clock ticks) and its RSS when ready;
   - resume latency through rivetd, p50 and p99 of RESUMES resumes (TCP, TLS 1.3, RVD1 resume,
     close; one at a time, turn by turn as the 8 devices), and rivetd's RSS after them;
   - `rivet-pair --list --json` (LISTS runs, median): wall time, CPU time (user + system, from
@@ -41,6 +41,13 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def cpu_seconds(pid):
+    """User + system time of process PID so far (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def environment(home):
@@ -131,12 +138,14 @@ def measure(bins, devices, args):
     fill(os.path.join(state, "pairing.sqlite3"), devices - 8)
     figures = {}
 
-    starts, ready_rss = [], []
+    starts, ready_rss, ready_cpu = [], [], []
     for _ in range(args.starts):
         daemon, port, elapsed = start_rivetd(bins, home)
         starts.append(elapsed)
         ready_rss.append(rss_kib(daemon.pid))
+        ready_cpu.append(cpu_seconds(daemon.pid))
         stop(daemon)
+    figures["start_cpu"] = statistics.median(ready_cpu) * 1e3
     figures["start"] = statistics.median(starts) * 1e3
     figures["start_spread"] = (min(starts) * 1e3, max(starts) * 1e3)
     figures["ready_rss"] = statistics.median(ready_rss)
@@ -201,6 +210,7 @@ def main():
     small, large = measure(bins, 10, args), measure(bins, args.devices, args)
     rows = [
         ("rivetd start to ready line (ms, median)", "start", "{:.1f}"),
+        ("rivetd CPU to the ready line (ms, median)", "start_cpu", "{:.0f}"),
         ("rivetd RSS when ready (KiB)", "ready_rss", "{:.0f}"),
         ("resume p50 (us)", "resume_p50", "{:.0f}"),
         ("resume p99 (us)", "resume_p99", "{:.0f}"),
