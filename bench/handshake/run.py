@@ -4,8 +4,12 @@
 and the memory per idle authenticated session.
 
 Usage: python3 bench/handshake/run.py [--seconds S] [--idle N] [--skip-build]
-Loopback (127.0.0.1) only. Prints both rates, their ratio (target >= 1.0), the rate of 2 resume loops at once against one
-server over the rate of one (target >= 1.7), and KiB per session.
+Loopback (127.0.0.1) only. Prints both rates, their ratio (target >= 1.0); the server's CPU time
+(user + system, from /proc/PID/stat over the measured loop, at the kernel's clock-tick
+resolution) per handshake of each and their ratio (target <= 1.0), first each with its own
+client (our resume loop: TLS 1.3 handshake and RVD1 resume; s_time -new), then with the same
+client, s_time -new, against both (our server then does the TLS handshake alone); the rate of 2 resume loops at once against one server over the rate of
+one (target >= 1.7); and KiB per session.
 """
 import argparse
 import os
@@ -27,6 +31,16 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError(f"no VmRSS for {pid}")
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """User + system time of process PID (all its threads, those gone too), in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def free_port():
@@ -57,9 +71,11 @@ def rivet_rate(binary, work, seconds):
     try:
         # Warm-up, then the measured loop.
         subprocess.run([binary, "resume", state, str(port), "1"], check=True, capture_output=True)
+        before = cpu_seconds(server.pid)
         out = subprocess.run([binary, "resume", state, str(port), str(seconds)], check=True, capture_output=True, text=True)
+        cpu = cpu_seconds(server.pid) - before
         count, elapsed = out.stdout.split()
-        return int(count) / float(elapsed), int(count), float(elapsed)
+        return int(count) / float(elapsed), int(count), float(elapsed), cpu / int(count)
     finally:
         stop(server)
 
@@ -84,6 +100,22 @@ def rivet_parallel_rate(binary, work, seconds, clients):
         stop(server)
 
 
+def s_time(port, server_pid, seconds):
+    """`openssl s_time -new` against the server on PORT: (connections/s, count, elapsed, the
+    server's CPU seconds per connection)."""
+    before = cpu_seconds(server_pid)
+    started = time.monotonic()
+    out = subprocess.run([OPENSSL, "s_time", "-connect", f"127.0.0.1:{port}", "-new", "-time", str(seconds)],
+                         check=True, capture_output=True, text=True)
+    elapsed = time.monotonic() - started
+    cpu = cpu_seconds(server_pid) - before
+    match = re.search(r"(\d+) connections in [\d.]+s", out.stdout)
+    if not match:
+        raise RuntimeError("unexpected s_time output:\n" + out.stdout)
+    count = int(match.group(1))
+    return count / elapsed, count, elapsed, cpu / count
+
+
 def openssl_rate(work, seconds):
     key = os.path.join(work, "p256-key.pem")
     cert = os.path.join(work, "p256-cert.pem")
@@ -101,18 +133,20 @@ def openssl_rate(work, seconds):
                 break
             except OSError:
                 time.sleep(0.05)
-        started = time.monotonic()
-        out = subprocess.run([OPENSSL, "s_time", "-connect", f"127.0.0.1:{port}", "-new", "-time", str(seconds)],
-                             check=True, capture_output=True, text=True)
-        elapsed = time.monotonic() - started
-        match = re.search(r"(\d+) connections in [\d.]+s", out.stdout)
-        if not match:
-            raise RuntimeError("unexpected s_time output:\n" + out.stdout)
-        count = int(match.group(1))
-        return count / elapsed, count, elapsed
+        return s_time(port, server.pid, seconds)
     finally:
         server.kill()
         server.wait()
+
+
+def rivet_s_time(binary, work, seconds):
+    """The same client as s_server's, `openssl s_time -new`, against our server: its TLS 1.3
+    handshake alone (the client closes before any RVD1 preface)."""
+    server, port = start_server(binary, os.path.join(work, "s_time"))
+    try:
+        return s_time(port, server.pid, seconds)
+    finally:
+        stop(server)
 
 
 def idle_memory(binary, work, count):
@@ -145,14 +179,22 @@ def main():
         subprocess.run(["swift", "build", "-c", "release", "--product", "rivet-bench-handshake"], cwd=ROOT, check=True)
     binary = os.path.join(ROOT, ".build", "release", "rivet-bench-handshake")
     with tempfile.TemporaryDirectory(prefix="rivet-bench-") as work:
-        ours, ours_count, ours_time = rivet_rate(binary, work, args.seconds)
+        ours, ours_count, ours_time, ours_cpu = rivet_rate(binary, work, args.seconds)
         parallel = rivet_parallel_rate(binary, work, args.seconds, 2)
-        theirs, theirs_count, theirs_time = openssl_rate(work, int(args.seconds))
+        theirs, theirs_count, theirs_time, theirs_cpu = openssl_rate(work, int(args.seconds))
+        _, same_count, _, same_cpu = rivet_s_time(binary, work, int(args.seconds))
         per_session, before, after = idle_memory(binary, work, args.idle)
     ratio = ours / theirs
     print(f"rivet resume (TLS 1.3 + RVD1):   {ours:8.1f} /s  ({ours_count} in {ours_time:.2f} s)")
     print(f"openssl s_time -new (P-256):     {theirs:8.1f} /s  ({theirs_count} in {theirs_time:.2f} s)")
     print(f"ratio:                           {ratio:8.2f}  (target >= 1.0: {'met' if ratio >= 1.0 else 'NOT met'})")
+    cpu_ratio = ours_cpu / theirs_cpu
+    print(f"server CPU per handshake:        {ours_cpu * 1e6:8.0f} us  (openssl s_server: {theirs_cpu * 1e6:.0f} us)")
+    print(f"server CPU ratio (ours / s_server): {cpu_ratio:5.2f}  (target <= 1.0: {'met' if cpu_ratio <= 1.0 else 'NOT met'})")
+    same_ratio = same_cpu / theirs_cpu
+    print(f"same client (s_time -new), our server's CPU per TLS handshake: {same_cpu * 1e6:.0f} us ({same_count} handshakes)")
+    print(f"server CPU ratio, same client (ours / s_server): {same_ratio:5.2f}  (target <= 1.0: "
+          f"{'met' if same_ratio <= 1.0 else 'NOT met'})")
     scaling = parallel / ours
     print(f"2 parallel clients / 1 client:   {scaling:8.2f}  ({parallel:.1f} /s; target >= 1.7: "
           f"{'met' if scaling >= 1.7 else 'NOT met'})")

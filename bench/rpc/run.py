@@ -2,7 +2,10 @@
 """bench/rpc: round trips per second and p50/p99 latency through rivetd to a trivial backend,
 for 1 and 8 sessions, against the same frames bounced by a minimal TLS echo (the same TLS 1.3
 listener and RVD1 resume, then the connection answers each call itself: the physical floor of
-TLS plus one hop); the ratio (targets: >= 0.9 of the echo's calls/s at 1 session, >= 1.0 at 8); and rivetd's memory per
+TLS plus one hop); the ratio (targets: >= 0.9 of the echo's calls/s at 1 session, >= 1.0 at 8;
+p99 at 1 session <= 1.5x the echo's); the server's CPU time per call (rivetd's, its backend's
+reported apart, against the echo's: target <= 1.2x at 8 sessions; from /proc/PID/stat over each
+whole load run, warm-up included, at the kernel's clock-tick resolution); and rivetd's memory per
 idle session: from a daemon that never had one (what the target is about; it includes what the
 first session touches once: code pages, allocator arenas), and, on a second daemon, after one
 session came and went (what each further session costs).
@@ -64,13 +67,50 @@ def start_rivetd(bins, home, state):
     return daemon, ready["port"]
 
 
-def load(bins, state, port, sessions, seconds):
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    """User + system time of process PID (all its threads, those gone too), in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def children(pid):
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as listed:
+            found += [int(child) for child in listed.read().split()]
+    return found
+
+
+def cpu_of(pids):
+    """{pid: CPU seconds} of the processes in PIDS that still run."""
+    times = {}
+    for pid in pids:
+        try:
+            times[pid] = cpu_seconds(pid)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return times
+
+
+def load(bins, state, port, sessions, seconds, server_pid, with_children=False):
+    """Runs the load; its figures, and the server's CPU (and its children's: rivetd's backend)
+    over the whole run, warm-up included, per call of the whole run."""
+    before = cpu_seconds(server_pid)
+    children_before = cpu_of(children(server_pid)) if with_children else {}
     out = subprocess.run([os.path.join(bins, "rivet-bench-rpc"), "load", state, str(port), str(sessions), str(seconds)],
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(f"load with {sessions} sessions failed: {out.stderr.strip()}")
-    calls, secs, p50, p99 = out.stdout.split()
-    return {"rate": int(calls) / int(secs), "p50": int(p50), "p99": int(p99)}
+    server_cpu = cpu_seconds(server_pid) - before
+    children_after = cpu_of(children(server_pid)) if with_children else {}
+    backend_cpu = sum(after - children_before.get(pid, 0.0) for pid, after in children_after.items())
+    calls, secs, p50, p99, all_calls = out.stdout.split()
+    return {"rate": int(calls) / int(secs), "p50": int(p50), "p99": int(p99), "all": int(all_calls),
+            "cpu_us": server_cpu / int(all_calls) * 1e6, "backend_cpu_us": backend_cpu / int(all_calls) * 1e6}
 
 
 def hold(bins, state, port, sessions):
@@ -128,7 +168,7 @@ def main():
         per_session = idle_memory_per_session(bins, state, port, daemon.pid)
         time.sleep(0.5)
         for sessions in (1, 8):
-            results[("rivetd", sessions)] = load(bins, state, port, sessions, args.seconds)
+            results[("rivetd", sessions)] = load(bins, state, port, sessions, args.seconds, daemon.pid, with_children=True)
     finally:
         daemon.terminate()
         daemon.wait(timeout=20)
@@ -149,18 +189,28 @@ def main():
     try:
         echo_port = int(echo.stdout.readline())
         for sessions in (1, 8):
-            results[("echo", sessions)] = load(bins, state, echo_port, sessions, args.seconds)
+            results[("echo", sessions)] = load(bins, state, echo_port, sessions, args.seconds, echo.pid)
     finally:
         stop(echo)
 
     print(f"bench/rpc ({configuration} build, {args.seconds} s per run, loopback, {os.cpu_count()} cores)")
-    print(f"{'path':<8} {'sessions':>8} {'calls/s':>10} {'p50 us':>8} {'p99 us':>8}")
+    print(f"{'path':<8} {'sessions':>8} {'calls/s':>10} {'p50 us':>8} {'p99 us':>8} {'CPU us/call':>11} {'backend':>8}")
     for (path, sessions), result in sorted(results.items()):
-        print(f"{path:<8} {sessions:>8} {result['rate']:>10.0f} {result['p50']:>8} {result['p99']:>8}")
+        backend = f"{result['backend_cpu_us']:>8.1f}" if path == "rivetd" else f"{'-':>8}"
+        print(f"{path:<8} {sessions:>8} {result['rate']:>10.0f} {result['p50']:>8} {result['p99']:>8}"
+              f" {result['cpu_us']:>11.1f} {backend}")
+    print("(CPU us/call: the server process's user + system time over the whole run, warm-up included, per call;"
+          " backend: rivetd's backend process, apart)")
     target = {1: 0.9, 8: 1.0}
     for sessions in (1, 8):
         ratio = results[("rivetd", sessions)]["rate"] / results[("echo", sessions)]["rate"]
         print(f"ratio rivetd/echo, {sessions} session{'s' if sessions > 1 else ''}: {ratio:.2f} (target >= {target[sessions]})")
+    p99 = results[("rivetd", 1)]["p99"] / results[("echo", 1)]["p99"]
+    print(f"p99 ratio rivetd/echo, 1 session: {p99:.2f} (target <= 1.5)")
+    for sessions in (1, 8):
+        cpu = results[("rivetd", sessions)]["cpu_us"] / results[("echo", sessions)]["cpu_us"]
+        print(f"CPU per call ratio rivetd/echo, {sessions} session{'s' if sessions > 1 else ''}: {cpu:.2f}"
+              + (" (target <= 1.2)" if sessions == 8 else ""))
     print(f"rivetd memory per idle session: {per_session:.0f} KiB (target <= 32)")
     print(f"rivetd memory per idle session after one came and went: {per_session_warm:.0f} KiB")
 

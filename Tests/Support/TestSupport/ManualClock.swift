@@ -22,6 +22,7 @@ public final class ManualClock: SteppedClock, Sendable {
         var nextID: UInt64 = 0
         var sleepers: [UInt64: Sleeper] = [:]
         var stepObservers: [UInt64: @Sendable () -> Void] = [:]
+        var observersAdded = 0
     }
 
     private let state = Mutex(State())
@@ -123,10 +124,15 @@ public final class ManualClock: SteppedClock, Sendable {
         for observer in observers { observer() }
     }
 
+    /// How many step observers have been added so far: a thread that waits on a `Monitor` with
+    /// this clock adds one per wait, so this counts those waits (and their wake-ups).
+    public var observersAdded: Int { state.withLock { $0.observersAdded } }
+
     public func addStepObserver(_ observer: @escaping @Sendable () -> Void) -> UInt64 {
         state.withLock { state in
             let key = state.nextID
             state.nextID += 1
+            state.observersAdded += 1
             state.stepObservers[key] = observer
             return key
         }

@@ -16,9 +16,16 @@
 //   rivet-bench-rpc load STATE_DIR PORT SESSIONS SECONDS
 //                                                  SESSIONS sessions each making one call at a
 //                                                  time for SECONDS (after 1 s of warm-up);
-//                                                  prints `calls seconds p50_us p99_us`
+//                                                  prints `calls seconds p50_us p99_us all`,
+//                                                  all counting the warm-up's calls too (for
+//                                                  the server's CPU per call over the run)
 //   rivet-bench-rpc hold STATE_DIR PORT SESSIONS   opens SESSIONS idle sessions, prints "ready",
 //                                                  holds them until stdin closes
+//   rivet-bench-rpc resume STATE_DIR PORT COUNT    COUNT resumes one after another (TCP, TLS 1.3,
+//                                                  RVD1 resume, close), turn by turn as the 8
+//                                                  devices, after 20 of warm-up; prints
+//                                                  `count p50_us p99_us` of their latencies
+//                                                  (bench/scale)
 import Foundation
 import Glibc
 import OpenSSLKit
@@ -212,7 +219,7 @@ struct Caller {
 }
 
 func load(state: String, port: UInt16, sessions: Int, seconds: Int) {
-    let results = Mutex<(calls: Int, latencies: [Int64])>((0, []))
+    let results = Mutex<(calls: Int, all: Int, latencies: [Int64])>((0, 0, []))
     let group = DispatchGroup()
     // Sessions open one after another: the listener admits at most 4 unauthenticated
     // connections per address at once.
@@ -224,11 +231,16 @@ func load(state: String, port: UInt16, sessions: Int, seconds: Int) {
         let thread = Thread {
             var caller = opened
             var latencies: [Int64] = []
-            while ContinuousClock.now < start { _ = caller.call() }
+            var warmUp = 0
+            while ContinuousClock.now < start {
+                _ = caller.call()
+                warmUp += 1
+            }
             while ContinuousClock.now < end { latencies.append(caller.call()) }
             caller.session.stream.close()
             results.withLock {
                 $0.calls += latencies.count
+                $0.all += latencies.count + warmUp
                 $0.latencies += latencies
             }
             group.leave()
@@ -236,11 +248,11 @@ func load(state: String, port: UInt16, sessions: Int, seconds: Int) {
         thread.start()
     }
     group.wait()
-    let (calls, latencies) = results.withLock { ($0.calls, $0.latencies.sorted()) }
+    let (calls, all, latencies) = results.withLock { ($0.calls, $0.all, $0.latencies.sorted()) }
     guard !latencies.isEmpty else { fail("no call finished") }
     let p50 = latencies[latencies.count / 2] / 1000
     let p99 = latencies[min(latencies.count - 1, latencies.count * 99 / 100)] / 1000
-    say("\(calls) \(seconds) \(p50) \(p99)")
+    say("\(calls) \(seconds) \(p50) \(p99) \(all)")
 }
 
 func hold(state: String, port: UInt16, sessions: Int) {
@@ -253,6 +265,32 @@ func hold(state: String, port: UInt16, sessions: Int) {
     say("ready")
     _ = FileHandle.standardInput.readDataToEndOfFile()
     for caller in callers { caller.session.stream.close() }
+}
+
+// MARK: resume
+
+func resumes(state: String, port: UInt16, count: Int) {
+    let credentials = (0..<benchDevices).map { index in
+        do {
+            return try RivetCompanionCredentialStore(path: credentialPath(state, index)).load()
+        } catch {
+            fail("loading credential \(index): \(error)")
+        }
+    }
+    let connector = RivetClientConnector()
+    var latencies: [Int64] = []
+    for index in 0..<(count + 20) {
+        let started = ContinuousClock.now
+        do throws(RivetClientError) {
+            try connector.resume(credentials[index % benchDevices], host: "127.0.0.1", port: port).stream.close()
+        } catch {
+            fail("resume \(index + 1) failed: \(error)")
+        }
+        let elapsed = (ContinuousClock.now - started).components
+        if index >= 20 { latencies.append(elapsed.seconds * 1_000_000_000 + elapsed.attoseconds / 1_000_000_000) }
+    }
+    latencies.sort()
+    say("\(latencies.count) \(latencies[latencies.count / 2] / 1000) \(latencies[min(latencies.count - 1, latencies.count * 99 / 100)] / 1000)")
 }
 
 let arguments = CommandLine.arguments
@@ -268,6 +306,9 @@ case ("load", 6):
 case ("hold", 5):
     guard let port = UInt16(arguments[3]), let sessions = Int(arguments[4]) else { fail("hold STATE_DIR PORT SESSIONS") }
     hold(state: arguments[2], port: port, sessions: sessions)
+case ("resume", 5):
+    guard let port = UInt16(arguments[3]), let count = Int(arguments[4]), count > 0 else { fail("resume STATE_DIR PORT COUNT") }
+    resumes(state: arguments[2], port: port, count: count)
 default:
-    fail("usage: provision STATE_DIR | backend | echo STATE_DIR | load STATE_DIR PORT SESSIONS SECONDS | hold STATE_DIR PORT SESSIONS")
+    fail("usage: provision STATE_DIR | backend | echo STATE_DIR | load STATE_DIR PORT SESSIONS SECONDS | hold STATE_DIR PORT SESSIONS | resume STATE_DIR PORT COUNT")
 }

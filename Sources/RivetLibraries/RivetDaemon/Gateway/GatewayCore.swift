@@ -61,6 +61,9 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     private var backendStopping = false
     private var timerRunning = false
     private var timerStop = false
+    /// The instant the timer thread waits until; nil while it does not wait (it then reads
+    /// every deadline before it waits again).
+    private var timerWakesAt: ContinuousClock.Instant?
     /// The clock of every deadline, the backoff and the timer.
     private let clock: any RivetClock
     private let origin: ContinuousClock.Instant
@@ -466,7 +469,10 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
                     let stallDue = backend?.stalledSince.map { $0 + backendLimits.stallTimeout }
                     let callDue = deadlines.first?.at
                     let times = [restartAt, escalation?.at, stallDue, callDue, helloDeadlines.values.min()].compactMap { $0 }
-                    monitor.wait(until: times.reduce(nextTick, min), on: clock)
+                    let wakesAt = times.reduce(nextTick, min)
+                    timerWakesAt = wakesAt
+                    monitor.wait(until: wakesAt, on: clock)
+                    timerWakesAt = nil
                 }
                 timerRunning = false
                 monitor.broadcast()
@@ -497,11 +503,15 @@ final class GatewayCore: RivetSessionHandler, @unchecked Sendable {
     }
 
     /// Notes a request forwarded to the backend, and forgets the oldest ones already answered.
+    /// The timer thread is woken only when the deadline comes before the instant it waits
+    /// until: with the next tick at most a second away that is rare, and a wake-up per call
+    /// (one call at a time made every deadline the first) cost a context switch and the lock.
     /// Call under the lock.
     private func addDeadline(_ host: RVT1RequestID) {
         while let oldest = deadlines.first, !gateway.isPending(host: oldest.host) { deadlines.removeFirst() }
-        deadlines.append((host: host, at: clock.now + backendLimits.callDeadline))
-        if deadlines.count == 1 { monitor.broadcast() }
+        let at = clock.now + backendLimits.callDeadline
+        deadlines.append((host: host, at: at))
+        if deadlines.count == 1, let wakesAt = timerWakesAt, at < wakesAt { monitor.broadcast() }
     }
 
     /// The backend left bytes queued for its stdin unread for the stall timeout: its pending
