@@ -21,6 +21,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from procstat import cpu_seconds, rss_kib  # noqa: E402  (bench/procstat.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PRODUCTS = ["rivetd", "rivet-bench-rpc"]
 
@@ -31,14 +34,6 @@ def build(configuration):
     out = subprocess.run(["swift", "build", "-c", configuration, "--show-bin-path"], cwd=ROOT, check=True,
                          capture_output=True, text=True)
     return out.stdout.strip()
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for {pid}")
 
 
 def environment(home):
@@ -65,16 +60,6 @@ def start_rivetd(bins, home, state):
     if ready.get("event") != "ready":
         raise RuntimeError("rivetd printed no ready line: " + line)
     return daemon, ready["port"]
-
-
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid):
-    """User + system time of process PID (all its threads, those gone too), in seconds."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def children(pid):
