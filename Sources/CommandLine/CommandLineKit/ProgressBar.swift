@@ -219,6 +219,18 @@ public final class ProgressBar: Sendable {
         return "\(whole).\(tenth) \(units[index])"
     }
 
+    /// `duration` as the tools say a time on stderr: `1.5 s` (``tenthsOfSeconds(_:)``).
+    public static func formatSeconds(_ duration: Duration) -> String {
+        let tenths = tenthsOfSeconds(duration)
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+
+    /// `duration` in tenths of a second: its whole milliseconds, rounded to the nearest tenth.
+    public static func tenthsOfSeconds(_ duration: Duration) -> Int64 {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return (milliseconds + 50) / 100
+    }
+
     /// `value × factor / divisor`, rounded down, for `0 ≤ value ≤ divisor` and `factor ≥ 0`:
     /// computed in 128 bits, so it never overflows, and at most `factor`.
     public static func scaled(_ value: Int64, by factor: Int64, over divisor: Int64) -> Int64 {

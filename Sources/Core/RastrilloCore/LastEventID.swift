@@ -1,3 +1,4 @@
+import ByteText
 import CodedError
 
 /// An event ID a stream can resume from: a value the stream's parser could have committed from an
@@ -92,10 +93,10 @@ public struct LastEventIDError: IdentifiedCodedError, Hashable {
 
     /// Another control character or DEL, which HTTP cannot carry in `Last-Event-ID`.
     static func controlCharacter(_ byte: UInt8, at offset: Int) -> LastEventIDError {
-        let hex = String(byte, radix: 16, uppercase: true)
+        let hex = String(decoding: [Hex.digit(byte >> 4, uppercase: true), Hex.digit(byte & 0xF, uppercase: true)], as: UTF8.self)
         return LastEventIDError(
             code: .controlCharacter,
-            message: "the ID holds the control character 0x\(hex.count == 1 ? "0" + hex : hex) (at byte \(offset)), "
+            message: "the ID holds the control character 0x\(hex) (at byte \(offset)), "
                 + "which Last-Event-ID cannot carry")
     }
 

@@ -75,7 +75,7 @@ public final class PendingFile {
     /// waited on, and checked again on the descriptor); its mode is set to 0600 and writes go
     /// after its last byte (``keptSize``).
     /// - Throws: `KeptPartRefusal`; nothing is changed then.
-    public init(keepingPartFor path: String) throws(KeptPartRefusal) {
+    public convenience init(keepingPartFor path: String) throws(KeptPartRefusal) {
         let (directoryPath, name) = PrivateFile.splitPath(path)
         let partName = name + ".part"
         let directory = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -108,7 +108,6 @@ public final class PendingFile {
             } else if errno == ENOENT {
                 descriptor = openat(directory, partName, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 guard descriptor >= 0 else { throw .system(.current("create", path: partPath)) }
-                found = stat()
             } else {
                 throw .system(.current("inspect", path: partPath))
             }
@@ -116,23 +115,13 @@ public final class PendingFile {
             FileDescriptor.close(directory)
             throw error
         }
-        var status = stat()
-        if fchmod(descriptor, 0o600) != 0 || fstat(descriptor, &status) != 0 {
-            let error = SystemError.current("fchmod", path: partPath)
-            FileDescriptor.close(descriptor)
-            FileDescriptor.close(directory)
+        do throws(SystemError) {
+            try self.init(
+                descriptor: descriptor, path: path, temporaryName: partName, directory: directory,
+                directoryPath: directoryPath, name: name, isKeptPart: true, failurePath: partPath)
+        } catch {
             throw .system(error)
         }
-        self.descriptor = descriptor
-        self.path = path
-        self.temporaryName = partName
-        self.directory = directory
-        self.directoryPath = directoryPath
-        self.name = name
-        self.device = UInt(status.st_dev)
-        self.inode = UInt(status.st_ino)
-        self.isKeptPart = true
-        self.keptSize = Int64(status.st_size)
     }
 
     private static func checkPart(_ status: stat) throws(KeptPartRefusal) {
@@ -167,7 +156,7 @@ public final class PendingFile {
     /// Creates the pending file for `path` in its directory.
     /// - Throws: `SystemError` (`"open"` of the directory, `"create"`, `"fchmod"`, `"fstat"`,
     ///   `"getrandom"`).
-    public init(for path: String) throws(SystemError) {
+    public convenience init(for path: String) throws(SystemError) {
         let (directoryPath, name) = PrivateFile.splitPath(path)
         let directory = open(directoryPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { throw .current("open", path: directoryPath) }
@@ -197,11 +186,24 @@ public final class PendingFile {
             }
             temporaryName = hidden
         }
+        try self.init(
+            descriptor: descriptor, path: path, temporaryName: temporaryName, directory: directory,
+            directoryPath: directoryPath, name: name, isKeptPart: false, failurePath: path)
+    }
+
+    /// The end of both public initializers: sets `descriptor` to mode 0600 and takes it and
+    /// `directory` over. On failure both are closed, and a hidden name (not a kept part's)
+    /// removed.
+    /// - Throws: `SystemError` (`"fchmod"`, naming `failurePath`).
+    private init(
+        descriptor: Int32, path: String, temporaryName: String?, directory: Int32, directoryPath: String, name: String,
+        isKeptPart: Bool, failurePath: String
+    ) throws(SystemError) {
         var status = stat()
         if fchmod(descriptor, 0o600) != 0 || fstat(descriptor, &status) != 0 {
-            let error = SystemError.current("fchmod", path: path)
+            let error = SystemError.current("fchmod", path: failurePath)
             FileDescriptor.close(descriptor)
-            if let temporaryName { unlinkat(directory, temporaryName, 0) }
+            if !isKeptPart, let temporaryName { unlinkat(directory, temporaryName, 0) }
             FileDescriptor.close(directory)
             throw error
         }
@@ -213,8 +215,8 @@ public final class PendingFile {
         self.name = name
         self.device = UInt(status.st_dev)
         self.inode = UInt(status.st_ino)
-        self.isKeptPart = false
-        self.keptSize = 0
+        self.isKeptPart = isKeptPart
+        self.keptSize = isKeptPart ? Int64(status.st_size) : 0
     }
 
     deinit {

@@ -188,13 +188,13 @@ extension NativeHTTP {
             let head = try await exchange(
                 NativeRequest(target, headers: headers, timeout: timeout), receiveBufferSize: DownloadFile.bufferSize,
                 onHead: { head in
+                    let contentLength = head.headers["Content-Length"].flatMap { Int64($0) }
                     let answer = ResumeAnswer.decide(
-                        status: head.status, contentRange: head.headers["Content-Range"],
-                        contentLength: head.headers["Content-Length"].flatMap { Int64($0) },
+                        status: head.status, contentRange: head.headers["Content-Range"], contentLength: contentLength,
                         resumeFrom: file.resumeFrom, recordedLength: file.resumeRecord?.length)
                     switch answer {
                     case .whole:
-                        state.total = head.headers["Content-Length"].flatMap { Int64($0) }
+                        state.total = contentLength
                         let now = Date(timeIntervalSince1970: clock.wallClockNow.seconds)
                         return file.startWhole(validator: Self.validator(head.headers, now: now), length: state.total)
                     case .append(let length):
@@ -622,8 +622,7 @@ final class DownloadFile {
         if keepsPart, !mismatch, byteCount > 0, flush() == nil, fsync(descriptor) == 0 {
             file.keep()
             notice(NativeDownloadNotice(
-                kind: .partKept, path: partPath, bytes: byteCount,
-                message: "\(partPath) was kept (\(byteCount) bytes); rerun with --continue to resume it"))
+                kind: .partKept, path: partPath, bytes: byteCount, message: keptNote))
             return
         }
         file.discard()

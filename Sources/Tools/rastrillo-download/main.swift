@@ -84,8 +84,6 @@ func say(_ notice: NativeDownloadNotice, json: Bool) {
 /// 0.7 s`, or with `json` `{"notice":"retry","attempt":1,"max_attempts":3,"retry_class":CLASS,
 /// "wait_seconds":0.7,"message":MESSAGE}`.
 func sayRetry(_ failure: NativeClientError, attempt: Int, of total: Int, wait: Duration, resuming: Bool, json: Bool) {
-    let (seconds, attoseconds) = wait.components
-    let tenths = (seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 50) / 100
     let message = FailureReport(failure).message
     if json {
         struct Line: Encodable {
@@ -98,12 +96,12 @@ func sayRetry(_ failure: NativeClientError, attempt: Int, of total: Int, wait: D
         }
         let line = Line(
             attempt: attempt, max_attempts: total, retry_class: failure.retryClass.rawValue,
-            wait_seconds: Double(tenths) / 10, message: message)
+            wait_seconds: Double(ProgressBar.tenthsOfSeconds(wait)) / 10, message: message)
         if let text = try? JSONOutput.line(line) { try? OutputChannel.standardError.write(text) }
     } else {
         Diagnostics.error(
             "attempt \(attempt) of \(total) failed: \(message) (retry class \(failure.retryClass)); next attempt in "
-                + "\(tenths / 10).\(tenths % 10) s\(resuming ? ", resuming the kept part" : "")")
+                + "\(ProgressBar.formatSeconds(wait))\(resuming ? ", resuming the kept part" : "")")
     }
 }
 
@@ -126,10 +124,9 @@ func expectedDigest(_ arguments: ParsedArguments) throws -> DownloadDigest? {
 func summary(_ download: NativeDownload) -> String {
     let (seconds, attoseconds) = download.duration.components
     let milliseconds = max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 1)
-    let tenths = (milliseconds + 50) / 100
     let rate = ProgressBar.formatBytes(Int64(Double(download.byteCount) * 1000 / Double(milliseconds)))
     return "\(ToolSpecs.rastrilloDownload.name): saved \(download.path): \(ProgressBar.formatBytes(download.byteCount)) "
-        + "(\(download.byteCount) bytes) in \(tenths / 10).\(tenths % 10) s, \(rate)/s"
+        + "(\(download.byteCount) bytes) in \(ProgressBar.formatSeconds(download.duration)), \(rate)/s"
 }
 
 /// The `--json` summary of a download (documented in rastrillo-download(1)).

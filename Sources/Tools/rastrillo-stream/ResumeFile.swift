@@ -81,20 +81,18 @@ final class ResumeFile: Sendable {
         Diagnostics.error("--resume-file: removed \(files) that a killed run left beside \(path)")
     }
 
-    /// What is wrong with the file at `path`, in one sentence that names it.
+    /// What is wrong with the file at `path`, in one sentence that names it: the words of
+    /// `PrivateFileError.explanation(for:what:)` but where a resume file differs.
     static func explanation(_ error: PrivateFileError, path: String) -> String {
         switch error {
         case .notFound: "\(path): no such file"
-        case .symlink: "\(path) is a symbolic link; a resume file is never followed through a link"
+        case .symlink, .wrongOwner, .system: error.explanation(for: path, what: "resume")
         case .notRegularFile: "\(path) is not a regular file (a FIFO, a directory or a device)"
-        case .wrongOwner(let uid):
-            "\(path) is owned by uid \(uid), not by this user (uid \(geteuid())); refusing a resume file another user controls"
         case .insecureMode(let mode):
             "\(path) has mode 0\(String(mode, radix: 8)), so group or others can change it; "
                 + "refusing a resume file others can write (chmod 600 \(path))"
         case .tooLarge(let size):
             "\(path) is \(size) bytes, larger than any resume file (one ID of at most \(LastEventID.maxBytes) bytes and an LF)"
-        case .system(let failure): failure.description
         }
     }
 

@@ -207,13 +207,6 @@ struct StreamFollower {
                 + "Last-Event-ID; reconnecting without it (the server may replay from the start)")
     }
 
-    /// `wait` in seconds with one decimal, as the stderr lines say it (`1.5 s`).
-    static func seconds(_ wait: Duration) -> String {
-        let milliseconds = wait.components.seconds * 1000 + wait.components.attoseconds / 1_000_000_000_000_000
-        let tenths = (milliseconds + 50) / 100
-        return "\(tenths / 10).\(tenths % 10) s"
-    }
-
     /// The last event ID and reconnection time a connection left: from the parser, or with
     /// `--raw` from the fields its printed lines carried.
     private func resumePoint(
@@ -305,7 +298,7 @@ enum WaitAnnouncement: CustomStringConvertible {
     /// `next attempt in 1.5 s`, or `waiting for a route to HOST (REASON)`.
     var description: String {
         switch self {
-        case .timer(let wait): "next attempt in \(StreamFollower.seconds(wait))"
+        case .timer(let wait): "next attempt in \(ProgressBar.formatSeconds(wait))"
         case .route(let host, let reason): "waiting for a route to \(host) (\(reason))"
         }
     }
