@@ -34,6 +34,14 @@ public struct RivetDeviceExpiry: Sendable, Equatable {
         now > expiry(of: device)
     }
 
+    /// Why `device` is due, as its `expired` history entry and rivetd's log say it: `not seen for
+    /// more than N days (last seen TIME)`, or `(never seen; paired TIME)`, each time as
+    /// `timestamp` writes it.
+    public func reason(for device: RivetDevicePairedDevice, timestamp: (WallClockTime) -> String) -> String {
+        let since = device.lastSeen.map { "last seen \(timestamp($0))" } ?? "never seen; paired \(timestamp(device.created))"
+        return "not seen for more than \(days) day\(days == 1 ? "" : "s") (\(since))"
+    }
+
     /// A device whose last contact is before this time is due at `now`.
     public func cutoff(at now: WallClockTime) -> WallClockTime {
         WallClockTime(sinceEpoch: now.sinceEpoch - Self.day * days)

@@ -154,13 +154,12 @@ public enum RivetControlRequest: Sendable, Equatable {
     /// The request as the JSON object sent on the wire.
     public var json: RivetControlJSON {
         switch self {
-        case .confirm(let code, let scopes, nil):
-            return ["op": "confirm", "code": code.map { .string($0) } ?? .null, "scopes": .array(scopes.map { .string($0) })]
-        case .confirm(let code, let scopes, let replace?):
-            return [
+        case .confirm(let code, let scopes, let replace):
+            var members: [String: RivetControlJSON] = [
                 "op": "confirm", "code": code.map { .string($0) } ?? .null, "scopes": .array(scopes.map { .string($0) }),
-                "replace": .string(replace.hex),
             ]
+            if let replace { members["replace"] = .string(replace.hex) }
+            return .object(members)
         case .revoke(let id):
             return ["op": "revoke", "device_id": .string(id.hex)]
         case .rename(let id, let name):

@@ -133,7 +133,7 @@ struct EventJSON: Encodable {
 
     init(_ event: RivetDeviceEvent) {
         device_id = event.deviceID.hex
-        time = Timestamp.text(event.time)
+        time = RivetControlShapes.timestamp(event.time)
         kind = event.kind.rawValue
         name = event.name.value
         detail = event.detail
@@ -146,7 +146,7 @@ enum EventTable {
         guard !events.isEmpty else { return "no history\n" }
         let header = ["TIME", "DEVICE ID", "NAME", "EVENT", "DETAIL"]
         let rows = events.map { event in
-            [Timestamp.text(event.time), event.deviceID.hex, event.name.escaped, event.kind.rawValue, event.detail]
+            [RivetControlShapes.timestamp(event.time), event.deviceID.hex, event.name.escaped, event.kind.rawValue, event.detail]
         }
         return Table.render(header: header, rows: rows)
     }

@@ -1,4 +1,4 @@
-import Foundation
+import RivetControl
 import RivetPairing
 import SystemKit
 import Timekeeping
@@ -24,9 +24,9 @@ struct DeviceJSON: Encodable {
         application_id = device.applicationID.value
         server_fingerprint = device.serverFingerprint.hex
         scopes = device.scopes.sorted().map(\.name)
-        created = Timestamp.text(device.created)
-        last_seen = device.lastSeen.map(Timestamp.text)
-        expires = expiry.map { Timestamp.text($0.expiry(of: device)) }
+        created = RivetControlShapes.timestamp(device.created)
+        last_seen = device.lastSeen.map(RivetControlShapes.timestamp)
+        expires = expiry.map { RivetControlShapes.timestamp($0.expiry(of: device)) }
         self.revoked = revoked
     }
 
@@ -50,14 +50,6 @@ struct DeviceJSON: Encodable {
     }
 }
 
-/// RFC 3339 times in UTC with milliseconds, the registry's precision.
-enum Timestamp {
-    static func text(_ time: WallClockTime) -> String {
-        Date(timeIntervalSince1970: Double(time.unixMilliseconds) / 1000)
-            .formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
-    }
-}
-
 /// Text renderings for a person.
 enum DeviceTable {
     /// A table with a header row; "no paired devices" when the registry is empty. Names and
@@ -70,8 +62,8 @@ enum DeviceTable {
         let rows = devices.map { device in
             [
                 device.deviceID.hex, device.displayName.escaped, device.applicationID.escaped,
-                scopeList(device), Timestamp.text(device.created), device.lastSeen.map(Timestamp.text) ?? "never",
-            ] + (expiry.map { [Timestamp.text($0.expiry(of: device))] } ?? [])
+                scopeList(device), RivetControlShapes.timestamp(device.created), device.lastSeen.map(RivetControlShapes.timestamp) ?? "never",
+            ] + (expiry.map { [RivetControlShapes.timestamp($0.expiry(of: device))] } ?? [])
         }
         return Table.render(header: header, rows: rows)
     }
@@ -84,11 +76,11 @@ enum DeviceTable {
             "application:         \(device.applicationID.escaped)",
             "server fingerprint:  \(device.serverFingerprint.grouped)",
             "scopes:              \(scopeList(device))",
-            "paired:              \(Timestamp.text(device.created))",
-            "last seen:           \(device.lastSeen.map(Timestamp.text) ?? "never")",
+            "paired:              \(RivetControlShapes.timestamp(device.created))",
+            "last seen:           \(device.lastSeen.map(RivetControlShapes.timestamp) ?? "never")",
         ]
         if let expiry {
-            lines.append("expires:             \(Timestamp.text(expiry.expiry(of: device))) (unseen for \(expiry.days) days)")
+            lines.append("expires:             \(RivetControlShapes.timestamp(expiry.expiry(of: device))) (unseen for \(expiry.days) days)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

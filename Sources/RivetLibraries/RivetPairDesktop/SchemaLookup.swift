@@ -11,15 +11,12 @@ import SystemKit
 public struct SchemaLookup: Sendable {
     /// `--schema FILE`, when given.
     public let given: String?
-    /// The configuration file's name in `$XDG_CONFIG_HOME/rivet` (`rivetd.conf`).
-    public let configurationFileName: String
-    /// The settings rivetd's configuration file may hold, `schema` among them.
-    public let configurationNames: [ConfigurationName]
+    /// rivetd's configuration file, whose `schema` setting is used without `--schema`.
+    public let settings: DaemonSettings
 
-    public init(given: String?, configurationFileName: String, configurationNames: [ConfigurationName]) {
+    public init(given: String?, settings: DaemonSettings) {
         self.given = given
-        self.configurationFileName = configurationFileName
-        self.configurationNames = configurationNames
+        self.settings = settings
     }
 
     /// The largest schema read: 1 MiB, as rivetd.
@@ -35,8 +32,7 @@ public struct SchemaLookup: Sendable {
         let path: String
         let read: ConfigurationFile?
         do {
-            (path, read) = try DaemonSettings(configurationFileName: configurationFileName, configurationNames: configurationNames)
-                .read()
+            (path, read) = try settings.read()
         } catch let error as XDGError {
             throw Self.noSchema("the configuration directory cannot be found (\(error))")
         }

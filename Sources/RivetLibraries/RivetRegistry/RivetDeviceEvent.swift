@@ -95,8 +95,7 @@ enum RivetDeviceEventDetail {
 
     /// An `expired` entry: the rule's days and the device's last contact.
     static func expired(_ rule: RivetDeviceExpiry, _ device: RivetDevicePairedDevice) -> String {
-        let since = device.lastSeen.map { "last seen \(timestamp($0))" } ?? "never seen; paired \(timestamp(device.created))"
-        return "not seen for more than \(rule.days) day\(rule.days == 1 ? "" : "s") (\(since)), by rivetd"
+        "\(rule.reason(for: device, timestamp: timestamp)), by rivetd"
     }
 
     /// RFC 3339 in UTC with milliseconds, as rivet-pair prints times.

@@ -342,8 +342,7 @@ public final class RivetDevicePairingStore: Sendable {
                     WHERE device_id = ?1
                     """, self.bindings(record) + [.blob(verifier.bytes)])
                 guard changed == 1 else { throw self.unknown(record.deviceID) }
-                try db.run("DELETE FROM device_scope WHERE device_id = ?", [.blob(record.deviceID.bytes)])
-                try self.insertScopes(record, db)
+                try self.replaceScopes(record.deviceID, record.scopes, db)
                 try self.append(
                     .paired, record.deviceID, name: record.displayName,
                     RivetDeviceEventDetail.paired(method, again: true), db)
@@ -415,16 +414,10 @@ public final class RivetDevicePairingStore: Sendable {
     public func rename(_ id: DeviceID, to name: RivetDeviceName, by actor: RivetRegistryActor)
         throws(RivetDevicePairingStoreError) -> Change
     {
-        try withDatabase("rename device \(id)") { db in
-            try db.transaction(.immediate) {
-                guard let before = try self.read(id, db) else { throw self.unknown(id) }
-                guard before.displayName != name else { return Change(before: before, after: before) }
-                try db.run(
-                    "UPDATE paired_device SET display_name = ? WHERE device_id = ?", [.text(name.value), .blob(id.bytes)])
-                try self.append(
-                    .renamed, id, name: name, RivetDeviceEventDetail.renamed(from: before.displayName, to: name, by: actor), db)
-                return Change(before: before, after: try self.read(id, db) ?? before)
-            }
+        try change(id, "rename device \(id)", unchanged: { $0.displayName == name }) { before, db in
+            try db.run("UPDATE paired_device SET display_name = ? WHERE device_id = ?", [.text(name.value), .blob(id.bytes)])
+            try self.append(
+                .renamed, id, name: name, RivetDeviceEventDetail.renamed(from: before.displayName, to: name, by: actor), db)
         }
     }
 
@@ -435,19 +428,26 @@ public final class RivetDevicePairingStore: Sendable {
     public func setScopes(_ id: DeviceID, to scopes: Set<RivetDeviceScope>, by actor: RivetRegistryActor)
         throws(RivetDevicePairingStoreError) -> Change
     {
-        try withDatabase("change the scopes of device \(id)") { db in
+        try change(id, "change the scopes of device \(id)", unchanged: { $0.scopes == scopes }) { before, db in
+            try self.replaceScopes(id, scopes, db)
+            try self.append(
+                .scopesChanged, id, name: before.displayName,
+                RivetDeviceEventDetail.scopes(from: before.scopes, to: scopes, by: actor), db)
+        }
+    }
+
+    /// Reads device `id` and, unless `unchanged` holds for it, runs `apply` (the update and its
+    /// history entry) with it and reads it again, in one transaction.
+    /// - Throws: `.unknownDevice` (nothing changes), `.database`.
+    private func change(
+        _ id: DeviceID, _ what: String, unchanged: (RivetDevicePairedDevice) -> Bool,
+        _ apply: (RivetDevicePairedDevice, SQLiteDatabase) throws -> Void
+    ) throws(RivetDevicePairingStoreError) -> Change {
+        try withDatabase(what) { db in
             try db.transaction(.immediate) {
                 guard let before = try self.read(id, db) else { throw self.unknown(id) }
-                guard before.scopes != scopes else { return Change(before: before, after: before) }
-                try db.run("DELETE FROM device_scope WHERE device_id = ?", [.blob(id.bytes)])
-                let statement = try db.prepare("INSERT INTO device_scope (device_id, scope) VALUES (?, ?)")
-                for scope in scopes.sorted() {
-                    try statement.bind([.blob(id.bytes), .text(scope.name)])
-                    while try statement.step() {}
-                }
-                try self.append(
-                    .scopesChanged, id, name: before.displayName,
-                    RivetDeviceEventDetail.scopes(from: before.scopes, to: scopes, by: actor), db)
+                guard !unchanged(before) else { return Change(before: before, after: before) }
+                try apply(before, db)
                 return Change(before: before, after: try self.read(id, db) ?? before)
             }
         }
@@ -478,8 +478,7 @@ public final class RivetDevicePairingStore: Sendable {
         try withDatabase("revoke device \(id)") { db in
             try db.transaction(.immediate) {
                 guard let record = try self.read(id, db) else { throw self.unknown(id) }
-                try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(id.bytes)])
-                try self.append(.revoked, id, name: record.displayName, RivetDeviceEventDetail.revoked(by: actor), db)
+                try self.remove(record, .revoked, RivetDeviceEventDetail.revoked(by: actor), db)
                 return record
             }
         }
@@ -504,8 +503,7 @@ public final class RivetDevicePairingStore: Sendable {
                 for row in due {
                     let id = try self.decodeID(row[0])
                     guard !sparing.contains(id), let record = try self.read(id, db) else { continue }
-                    try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(id.bytes)])
-                    try self.append(.expired, id, name: record.displayName, RivetDeviceEventDetail.expired(rule, record), db)
+                    try self.remove(record, .expired, RivetDeviceEventDetail.expired(rule, record), db)
                     expired.append(record)
                 }
                 return expired
@@ -662,8 +660,17 @@ public final class RivetDevicePairingStore: Sendable {
                 (device_id, display_name, application_id, server_fingerprint, created_ms, last_seen_ms, verifier)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, bindings(record) + [.blob(verifier.bytes)])
-        try insertScopes(record, db)
+        try insertScopes(record.deviceID, record.scopes, db)
         try append(.paired, record.deviceID, name: record.displayName, detail, db)
+    }
+
+    /// Deletes the device (its scopes with it) and adds its history entry `kind` in the
+    /// caller's transaction.
+    private func remove(
+        _ record: RivetDevicePairedDevice, _ kind: RivetDeviceEvent.Kind, _ detail: String, _ db: SQLiteDatabase
+    ) throws {
+        try db.run("DELETE FROM paired_device WHERE device_id = ?", [.blob(record.deviceID.bytes)])
+        try append(kind, record.deviceID, name: record.displayName, detail, db)
     }
 
     private func bindings(_ record: RivetDevicePairedDevice) -> [SQLiteValue] {
@@ -674,12 +681,18 @@ public final class RivetDevicePairingStore: Sendable {
         ]
     }
 
-    private func insertScopes(_ record: RivetDevicePairedDevice, _ db: SQLiteDatabase) throws {
+    private func insertScopes(_ id: DeviceID, _ scopes: Set<RivetDeviceScope>, _ db: SQLiteDatabase) throws {
         let statement = try db.prepare("INSERT INTO device_scope (device_id, scope) VALUES (?, ?)")
-        for scope in record.scopes.sorted() {
-            try statement.bind([.blob(record.deviceID.bytes), .text(scope.name)])
+        for scope in scopes.sorted() {
+            try statement.bind([.blob(id.bytes), .text(scope.name)])
             while try statement.step() {}
         }
+    }
+
+    /// The device's scopes become `scopes`, in the caller's transaction.
+    private func replaceScopes(_ id: DeviceID, _ scopes: Set<RivetDeviceScope>, _ db: SQLiteDatabase) throws {
+        try db.run("DELETE FROM device_scope WHERE device_id = ?", [.blob(id.bytes)])
+        try insertScopes(id, scopes, db)
     }
 
     private func corrupt(_ id: DeviceID?, _ what: String) -> RivetDevicePairingStoreError {

@@ -25,9 +25,7 @@ ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { argu
     case .rename(let id, let name):
         try await DesktopCommands.rename(id, to: name, registry: arguments[Pair.registry], json: json)
     case .setScopes(let id, let scopes):
-        let schema = SchemaLookup(
-            given: arguments[Pair.schema], configurationFileName: ToolSpecs.Rivetd.configurationFileName,
-            configurationNames: ToolSpecs.Rivetd.configurationNames)
+        let schema = SchemaLookup(given: arguments[Pair.schema], settings: settings)
         try await DesktopCommands.setScopes(id, to: scopes, schema: schema, registry: arguments[Pair.registry], json: json)
     case .history(let id):
         try DesktopCommands.history(id, registry: arguments[Pair.registry], json: json)
@@ -90,13 +88,9 @@ enum PairAction {
         } else if arguments[Pair.open] {
             self = .open(link: try Self.linkWindow(arguments))
         } else if arguments[Pair.confirm] {
-            let scopes = arguments[Pair.scope]
-            let replace = try arguments[Pair.replace].map { try Self.deviceID($0, option: "--replace") }
-            guard !scopes.isEmpty || replace != nil else {
-                throw UsageError(
-                    "--confirm needs at least one --scope NAME (or --replace DEVICE-ID, whose scopes carry over): a device granted no scope can do nothing, so nothing would be granted",
-                    argument: "--confirm")
-            }
+            let (scopes, replace) = try Self.grant(
+                arguments, for: "--confirm", argument: "--confirm",
+                why: "a device granted no scope can do nothing, so nothing would be granted")
             let typed = arguments[Pair.code]
             let code = try typed.map { text in
                 guard let digits = Self.code(text) else {
@@ -160,15 +154,25 @@ enum PairAction {
     /// `--replace` names the device whose scopes carry over.
     private static func linkWindow(_ arguments: ParsedArguments) throws -> DesktopCommands.LinkWindow? {
         guard arguments[Pair.qr] else { return nil }
+        let (scopes, replace) = try grant(
+            arguments, for: "--open --qr", argument: "--qr", why: "the device that holds the link is paired with these scopes")
+        return DesktopCommands.LinkWindow(
+            scopes: scopes, approve: arguments[Pair.confirm], host: arguments[Pair.linkHost], replace: replace)
+    }
+
+    /// What `--confirm` and `--open --qr` grant: `--scope`s, and the device `--replace` names,
+    /// whose scopes carry over when none is given; neither is refused (`why` says what for).
+    private static func grant(_ arguments: ParsedArguments, for action: String, argument: String, why: String) throws
+        -> (scopes: [String], replace: DeviceID?)
+    {
         let scopes = arguments[Pair.scope]
         let replace = try arguments[Pair.replace].map { try Self.deviceID($0, option: "--replace") }
         guard !scopes.isEmpty || replace != nil else {
             throw UsageError(
-                "--open --qr needs at least one --scope NAME (or --replace DEVICE-ID, whose scopes carry over): the device that holds the link is paired with these scopes",
-                argument: "--qr")
+                "\(action) needs at least one --scope NAME (or --replace DEVICE-ID, whose scopes carry over): \(why)",
+                argument: argument)
         }
-        return DesktopCommands.LinkWindow(
-            scopes: scopes, approve: arguments[Pair.confirm], host: arguments[Pair.linkHost], replace: replace)
+        return (scopes, replace)
     }
 
     /// `--connect`'s value: a `rivet://` link, or `HOST:PORT`.

@@ -46,11 +46,8 @@ final class DeviceExpiry: Sendable {
         for device in expired {
             // A device that authenticated while the pass ran is refused or closed now.
             _ = core.revoke(device: device.deviceID)
-            let since =
-                device.lastSeen.map { "last seen \(RivetControlShapes.timestamp($0))" }
-                ?? "never seen; paired \(RivetControlShapes.timestamp(device.created))"
             log.info(
-                "expired device \(device.deviceID) (\(device.displayName.quoted)): not seen for more than \(rule.days) day\(rule.days == 1 ? "" : "s") (\(since)); revoked")
+                "expired device \(device.deviceID) (\(device.displayName.quoted)): \(rule.reason(for: device, timestamp: RivetControlShapes.timestamp)); revoked")
         }
     }
 }
