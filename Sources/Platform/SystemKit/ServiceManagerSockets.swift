@@ -100,14 +100,8 @@ public enum ServiceManagerSockets {
     /// close-on-exec. Call it before starting any thread that reads the environment.
     /// - Throws: ``Failure`` as `read`, or when a descriptor passed is not open.
     public static func take() throws(Failure) -> Outcome {
-        let outcome: Outcome
-        do {
-            outcome = try read({ getenv($0).map { String(cString: $0) } }, pid: getpid())
-        } catch {
-            unsetVariables()
-            throw error
-        }
-        unsetVariables()
+        defer { unsetVariables() }
+        let outcome = try read({ getenv($0).map { String(cString: $0) } }, pid: getpid())
         if case .passed(let passed) = outcome {
             for descriptor in passed.map(\.descriptor) {
                 let flags = fcntl(descriptor, F_GETFD)

@@ -51,7 +51,8 @@ public enum TCPPortHolder: Sendable, Hashable {
     public static func find(port: UInt16, address: [UInt8]?) -> TCPPortHolder {
         var listeners: [ProcNetListener] = []
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = readProcFile(table, limit: maximumTableBytes) else { continue }
+            // A /proc file's size reads as 0: `RegularFile.read` reads it to its end.
+            guard let text = try? RegularFile.read(table, limit: maximumTableBytes) else { continue }
             listeners += self.listeners(inProcNetTCP: text)
         }
         let user = geteuid()
@@ -116,7 +117,7 @@ public enum TCPPortHolder: Sendable, Hashable {
             for entry in directoryEntries(directory) {
                 guard let link = readLink(directory + "/" + entry), let inode = socketInode(ofLink: link), inodes.contains(inode)
                 else { continue }
-                let comm = readProcFile("/proc/\(pid)/comm", limit: 64) ?? []
+                let comm = (try? RegularFile.read("/proc/\(pid)/comm", limit: 64)) ?? []
                 let name = String(decoding: comm.last == UInt8(ascii: "\n") ? comm.dropLast() : comm[...], as: UTF8.self)
                 return (pid, name)
             }
@@ -144,27 +145,6 @@ public enum TCPPortHolder: Sendable, Hashable {
         let count = buffer.withUnsafeMutableBytes { readlink(path, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
         guard count > 0, count < buffer.count else { return nil }
         return String(decoding: buffer[..<count], as: UTF8.self)
-    }
-
-    /// A `/proc` file's bytes (its size reads as 0, so it is read to its end), at most `limit`;
-    /// nil when it cannot be opened or is longer.
-    private static func readProcFile(_ path: String, limit: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { FileDescriptor.close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count: Int
-            do {
-                count = try chunk.withUnsafeMutableBytes { raw throws(SystemError) in try FileDescriptor.read(fd, into: raw) }
-            } catch {
-                return nil
-            }
-            if count == 0 { return bytes }
-            bytes += chunk[..<count]
-            if bytes.count > limit { return nil }
-        }
     }
 
     // MARK: Values

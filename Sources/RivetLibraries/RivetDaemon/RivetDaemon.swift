@@ -491,14 +491,7 @@ private struct ControlHandler: Sendable {
             return ["ok": true, "sessions": .array(core.sessions().map(RivetControlShapes.session))]
         case .revoke(let id):
             // The registry forgets the device first (committed), then its sessions close.
-            let removed: RivetDevicePairedDevice
-            do {
-                removed = try store.revoke(id, by: .rivetdControl)
-            } catch where error == .unknownDevice {
-                throw RivetControlError.unknownDevice.with("no paired device has ID \(id.hex); nothing was changed")
-            } catch {
-                throw RivetControlError.registryFailed.with(error.message)
-            }
+            let removed = try registry(id) { () throws(RivetDevicePairingStoreError) in try store.revoke(id, by: .rivetdControl) }
             let peers = core.revoke(device: id)
             log.info("revoked device \(id) (\(removed.displayName.quoted)); \(Self.closed(peers))")
             return ["ok": true, "device": RivetControlShapes.device(removed), "sessions_closed": .integer(Int64(peers.count))]
@@ -530,9 +523,9 @@ private struct ControlHandler: Sendable {
     }
 
     /// Runs a registry change of device `id`, its errors as control errors.
-    private func registry(
-        _ id: DeviceID, _ body: () throws(RivetDevicePairingStoreError) -> RivetDevicePairingStore.Change
-    ) throws(RivetControlError) -> RivetDevicePairingStore.Change {
+    private func registry<Value>(
+        _ id: DeviceID, _ body: () throws(RivetDevicePairingStoreError) -> Value
+    ) throws(RivetControlError) -> Value {
         do {
             return try body()
         } catch where error == .unknownDevice {
@@ -598,19 +591,9 @@ private let mallocArenaMax: Int32 = -8
 
 extension RivetDaemonConfiguration {
     /// A listening Unix socket at `controlSocketPath` that the service manager made and holds
-    /// (socket activation): the daemon accepts on it, never binds or removes it, and names
-    /// `listenerPID` (the manager, which called `listen`) in `control.pid`, since that is the pid
-    /// clients see through `SO_PEERCRED`.
-    public struct InheritedControlSocket: Sendable, Equatable {
-        /// The descriptor.
-        public var descriptor: Int32
-        /// The process that made it listen.
-        public var listenerPID: Int32
-
-        /// The socket `descriptor`, made to listen by `listenerPID`.
-        public init(descriptor: Int32, listenerPID: Int32) {
-            self.descriptor = descriptor
-            self.listenerPID = listenerPID
-        }
-    }
+    /// (socket activation), as `ServiceManagerSockets.listeningUnix` found it: the daemon
+    /// accepts on its `descriptor`, never binds or removes it, and names `listenerPID` (the
+    /// manager, which called `listen`) in `control.pid`, since that is the pid clients see
+    /// through `SO_PEERCRED`.
+    public typealias InheritedControlSocket = ServiceManagerSockets.ListeningUnixSocket
 }

@@ -75,7 +75,7 @@ extension RivetDiscoverySecret {
     /// newline; `.secretFileIO` when the file system fails; `.randomness` when no secret can be
     /// drawn. A refused file is left as it is.
     public static func loadOrCreate(stateDirectory: String) throws(RivetDiscoveryError) -> RivetDiscoverySecret {
-        let path = secretPath(stateDirectory)
+        let path = Self.path(in: stateDirectory)
         if let existing = try readSecretFile(path) { return existing }
         let secret = try generate()
         if try createSecretFileOnce(path, contents: encodeSecretFile(secret)) { return secret }
@@ -90,11 +90,8 @@ extension RivetDiscoverySecret {
     /// (`rivetd --check`); nil when there is no file.
     /// Throws as ``loadOrCreate(stateDirectory:)`` does for an existing file.
     public static func loadExisting(stateDirectory: String) throws(RivetDiscoveryError) -> RivetDiscoverySecret? {
-        try readSecretFile(secretPath(stateDirectory))
+        try readSecretFile(path(in: stateDirectory))
     }
-
-    /// The secret's file in `stateDirectory`: `discovery-secret`.
-    public static func path(in stateDirectory: String) -> String { secretPath(stateDirectory) }
 
     /// Replaces the secret in `<stateDirectory>/discovery-secret` with a fresh one (atomically:
     /// readers see the old secret or the new one) and returns it. Every device paired before
@@ -104,14 +101,15 @@ extension RivetDiscoverySecret {
     /// Throws as ``loadOrCreate(stateDirectory:)`` does; an unsafe existing file is refused
     /// and left as it is.
     public static func rotate(stateDirectory: String) throws(RivetDiscoveryError) -> RivetDiscoverySecret {
-        let path = secretPath(stateDirectory)
+        let path = Self.path(in: stateDirectory)
         _ = try inspectSecretFile(path)
         let secret = try generate()
         try replaceSecretFile(path, contents: encodeSecretFile(secret))
         return secret
     }
 
-    static func secretPath(_ stateDirectory: String) -> String {
+    /// The secret's file in `stateDirectory`: `discovery-secret`.
+    public static func path(in stateDirectory: String) -> String {
         var directory = Substring(stateDirectory)
         while directory.count > 1 && directory.hasSuffix("/") { directory = directory.dropLast() }
         return (directory == "/" ? "" : String(directory)) + "/" + fileName

@@ -13,7 +13,7 @@ enum DaemonConfigurationFile {
     static let fileName = ToolSpecs.Rivetd.configurationFileName
 
     /// The file to read: `--config FILE`, else the standard one.
-    static func path(_ commandLine: ParsedArguments) throws -> String {
+    private static func path(_ commandLine: ParsedArguments) throws -> String {
         if let path = commandLine[ToolSpecs.Rivetd.config] { return path }
         do {
             return try XDGDirectories(appName: "rivet").config.path + "/" + fileName
@@ -22,13 +22,14 @@ enum DaemonConfigurationFile {
         }
     }
 
-    /// The settings of the file, or nil when the standard file does not exist; a missing
-    /// `--config FILE` is an error.
+    /// The file's path (``path(_:)``) and its settings, nil when the standard file does not
+    /// exist; a missing `--config FILE` is an error.
     /// - Throws: `ConfigurationFileError` (exit status 2) naming the file and line.
-    static func read(_ commandLine: ParsedArguments) throws -> ConfigurationFile? {
-        try ConfigurationFile.read(
-            path: try path(commandLine), names: ToolSpecs.Rivetd.configurationNames,
-            required: commandLine.isGiven(ToolSpecs.Rivetd.config.spec))
+    static func read(_ commandLine: ParsedArguments) throws -> (path: String, file: ConfigurationFile?) {
+        let path = try path(commandLine)
+        let file = try ConfigurationFile.read(
+            path: path, names: ToolSpecs.Rivetd.configurationNames, required: commandLine.isGiven(ToolSpecs.Rivetd.config.spec))
+        return (path, file)
     }
 }
 

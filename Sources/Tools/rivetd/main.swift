@@ -13,10 +13,10 @@ import ToolSpecs
 
 ToolRunner.main(spec: ToolSpecs.rivetd) { commandLine in
     // The configuration file's settings under the command line's: the command line wins.
-    let file = try DaemonConfigurationFile.read(commandLine)
+    let (filePath, file) = try DaemonConfigurationFile.read(commandLine)
     let arguments = file.map { commandLine.overlaying($0) } ?? commandLine
     if arguments[ToolSpecs.Rivetd.check] {
-        return try DaemonCheck.run(arguments, file: file, filePath: try DaemonConfigurationFile.path(commandLine))
+        return try DaemonCheck.run(arguments, file: file, filePath: filePath)
     }
     // --log-level is a choice of exactly the level names, checked when parsing.
     guard let level = RivetLogLevel(name: arguments[ToolSpecs.Rivetd.logLevel]) else {
@@ -130,9 +130,7 @@ enum DaemonCommandLine {
             schemaPath: schema, applicationID: applicationID, stateDirectory: stateDirectory, registryPath: registry,
             controlSocketPath: controlSocketPath)
         configuration.inheritedSockets = inherited.map(\.descriptor)
-        configuration.inheritedControlSocket = passed.control.map {
-            RivetDaemonConfiguration.InheritedControlSocket(descriptor: $0.descriptor, listenerPID: $0.listenerPID)
-        }
+        configuration.inheritedControlSocket = passed.control
         configuration.advertise = !arguments[ToolSpecs.Rivetd.noAdvertise]
         // Checked as a DNS-SD instance name when parsed (`.text(maxBytes: 63)`).
         configuration.advertiser.instanceName = arguments[ToolSpecs.Rivetd.name]
