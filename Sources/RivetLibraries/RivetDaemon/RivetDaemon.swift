@@ -127,10 +127,6 @@ public final class RivetDaemon: Sendable {
     ///   is stopped again.
     public func start() throws(RivetDaemonError) -> Started {
         signal(SIGPIPE, SIG_IGN)
-        // Every connection has a thread until its session starts, and glibc would give threads
-        // up to 8 allocation arenas per core, each keeping its own free memory: with two, an
-        // idle session costs about a fifth less (bench/rpc).
-        _ = setMallocOption(mallocArenaMax, 2)
         guard !configuration.backendCommand.isEmpty, !configuration.backendCommand[0].isEmpty else {
             throw RivetDaemonError.invalidConfiguration.with("the backend command is empty")
         }
@@ -582,12 +578,6 @@ private final class DeviceChanges: Sendable {
         }
     }
 }
-
-/// glibc's `mallopt` and its `M_ARENA_MAX` (malloc.h), which Swift's Glibc module does not
-/// export.
-@_silgen_name("mallopt")
-private func setMallocOption(_ parameter: Int32, _ value: Int32) -> Int32
-private let mallocArenaMax: Int32 = -8
 
 extension RivetDaemonConfiguration {
     /// A listening Unix socket at `controlSocketPath` that the service manager made and holds

@@ -11,6 +11,12 @@ import SystemKit
 import ThreadSupport
 import ToolSpecs
 
+// One malloc arena for the whole daemon, set before any thread starts: its threads (one per
+// connection handshake, the session loop, the backend's) would otherwise spread what idle
+// sessions hold over several arenas, each with its own slack (docs/architecture.md, "Listener
+// threads and ownership").
+MallocArenas.limit(1)
+
 ToolRunner.main(spec: ToolSpecs.rivetd) { commandLine in
     // The configuration file's settings under the command line's: the command line wins.
     let (filePath, file) = try DaemonConfigurationFile.read(commandLine)
