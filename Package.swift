@@ -58,7 +58,7 @@ let package = Package(
             providers: [.apt(["libqrencode-dev"])]),
 
         // MARK: Pure byte and text helpers (the standard library alone): hex, Base64, JSON,
-        // byte-wise text search, the display rule for outside text
+        // byte-wise text search, the display rule for outside text, HOST:PORT
         .target(name: "ByteText", path: "Sources/Core/ByteText"),
 
         // MARK: The one error shape (the standard library alone): a code that equality and hashing
@@ -143,12 +143,12 @@ let package = Package(
             linkerSettings: leanToolLinking),
 
         // MARK: Tools: one declarative spec each, and thin executables over the libraries
-        .target(name: "ToolSpecs", dependencies: ["CommandLineKit"], path: "Sources/CommandLine/ToolSpecs"),
+        .target(name: "ToolSpecs", dependencies: ["ByteText", "CommandLineKit"], path: "Sources/CommandLine/ToolSpecs"),
         .executableTarget(
             name: "fuzz-conf", dependencies: ["CommandLineKit", "ToolSpecs", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-conf"),
         .executableTarget(
             name: "rivet-pair",
-            dependencies: ["CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetPairDesktop", "RivetPairCompanion"],
+            dependencies: ["ByteText", "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetPairDesktop", "RivetPairCompanion"],
             path: "Sources/Tools/rivet-pair"),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
@@ -177,7 +177,7 @@ let package = Package(
         // The client side and what both sides share (no registry: a companion links it).
         .target(
             name: "RivetTransport",
-            dependencies: ["CodedError", "RivetSession", "Backoff", "RivetPairing", "RivetState", "OpenSSLKit", "SystemKit", "ThreadSupport", "Timekeeping"],
+            dependencies: ["CodedError", "ByteText", "RivetSession", "Backoff", "RivetPairing", "RivetState", "OpenSSLKit", "SystemKit", "ThreadSupport", "Timekeeping"],
                 path: "Sources/RivetLibraries/RivetTransport"),
         // The server side: identity, listener, pairing service, authentication over the registry.
         .target(
@@ -230,7 +230,7 @@ let package = Package(
             ], path: "Sources/RivetLibraries/RivetPairDesktop"),
         .target(
             name: "RivetPairCompanion",
-            dependencies: ["CommandLineKit", "CommandLineFiles", "RivetPairing", "RivetSession", "RivetState", "RivetTransport", "ThreadSupport"],
+            dependencies: ["ByteText", "CommandLineKit", "CommandLineFiles", "RivetPairing", "RivetSession", "RivetState", "RivetTransport", "ThreadSupport"],
             path: "Sources/RivetLibraries/RivetPairCompanion"),
 
         // MARK: The gateway daemon: its parts as a library (only rivetd links it), a thin executable, and the test backend
@@ -244,7 +244,7 @@ let package = Package(
         .executableTarget(
             name: "rivetd",
             dependencies: [
-                "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
+                "ByteText", "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
                 "RivetState", "SystemKit", "ThreadSupport",
             ], path: "Sources/Tools/rivetd"),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),

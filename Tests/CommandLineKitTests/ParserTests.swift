@@ -1,3 +1,4 @@
+import ByteText
 @testable import CommandLineKit
 import Testing
 

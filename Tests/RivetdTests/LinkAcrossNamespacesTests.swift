@@ -1,3 +1,4 @@
+import ByteText
 import Foundation
 import Glibc
 import OpenSSLKit
@@ -63,7 +64,7 @@ import ToolTestSupport
             #expect(run.status == 0, "\(listen): \(run.stderr)")
             #expect(try await open.wait() == 0, "\(open.stderr)")
             let credential = try RivetCompanionCredentialStore(path: deviceHome.path + "/state/rivet/companion-credential.json").load()
-            #expect(credential.serverAddress == RivetPairingEndpoint(host: expected, port: Self.port).description)
+            #expect(credential.serverAddress == HostPort(host: expected, port: Self.port).description)
             await Self.stop(daemon)
         }
     }

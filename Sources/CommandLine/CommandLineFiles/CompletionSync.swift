@@ -9,12 +9,6 @@ public struct GeneratedFile: Hashable, Sendable {
     public let path: String
     /// The full contents.
     public let contents: String
-
-    /// Creates a file description.
-    public init(path: String, contents: String) {
-        self.path = path
-        self.contents = contents
-    }
 }
 
 /// Everything a tool's spec renders into the repository: the completion scripts at

@@ -1,3 +1,5 @@
+import ByteText
+
 /// What the value of an option or positional argument is, for validation and shell completion.
 public enum ValueKind: Sendable, Hashable {
     /// Free text: no validation beyond the option's own rules, no completion.

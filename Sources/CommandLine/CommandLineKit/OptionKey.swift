@@ -1,3 +1,5 @@
+import ByteText
+
 /// A typed argument: its declaration (``spec``, which a ``CommandSpec`` lists: an
 /// ``OptionSpec`` or a ``PositionalSpec``) and how its value is read from a parsed command line.
 /// Tools read their arguments only through keys (`arguments[key]`), so a misspelt name does not

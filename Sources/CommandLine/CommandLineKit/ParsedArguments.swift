@@ -1,3 +1,5 @@
+import ByteText
+
 /// The result of ``CommandSpec/parse(_:)``: every value has already been validated against its
 /// ``ValueKind``, so the typed accessors do not fail on user input.
 ///

@@ -1,3 +1,5 @@
+import ByteText
+
 extension CommandSpec {
     /// Parses `arguments` (without the program name) against this spec.
     ///

@@ -1,3 +1,4 @@
+import ByteText
 import CommandLineKit
 import Glibc
 

@@ -25,23 +25,6 @@ public struct RivetPairingToken: RivetFixedSizeBytes, RivetRedactedBytes {
     public var base64URL: String { Base64.url.encode(bytes) }
 }
 
-/// One address and port a device may reach the desktop at.
-public struct RivetPairingEndpoint: Sendable, Equatable, CustomStringConvertible {
-    /// A DNS name, a dotted IPv4 address or an IPv6 address (without brackets).
-    public let host: String
-    /// The TCP port.
-    public let port: UInt16
-
-    /// An endpoint (the link checks its hosts; this only holds them).
-    public init(host: String, port: UInt16) {
-        self.host = host
-        self.port = port
-    }
-
-    /// `host:port`, with an IPv6 host in brackets.
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-}
-
 /// A pairing link: where the desktop's rivetd listens, which application it serves, the SHA-256
 /// fingerprint of its key (the pin) and the window's one-time token, as
 /// `rivet://HOST:PORT/pair?app=APP&fp=FP&t=TOKEN` (docs/protocol.md, "Pairing by link"), and,
@@ -74,8 +57,8 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     public let additionalAddresses: [String]
 
     /// Every address to try, in order: `host`, then each of `additionalAddresses`, on `port`.
-    public var endpoints: [RivetPairingEndpoint] {
-        ([host] + additionalAddresses).map { RivetPairingEndpoint(host: $0, port: port) }
+    public var endpoints: [HostPort] {
+        ([host] + additionalAddresses).map { HostPort(host: $0, port: port) }
     }
 
     /// Assembles a link.
@@ -92,7 +75,7 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
         }
         guard port != 0 else { throw RivetPairingLinkError.invalidPort.with("port 0") }
         // The address is stored with the credential, which holds at most 255 bytes of it.
-        guard Self.hostPort(host, port).utf8.count <= 255 else {
+        guard HostPort(host: host, port: port).description.utf8.count <= 255 else {
             throw RivetPairingLinkError.invalidHost.with("\(host.utf8.count) bytes: with the port it must fit in 255")
         }
         var seen: [[UInt8]] = Self.addressBytes(host).map { [$0] } ?? []
@@ -143,11 +126,7 @@ public struct RivetPairingLink: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `host:port`, with an IPv6 host in brackets: the address a device connects to and stores.
-    public var hostPort: String { Self.hostPort(host, port) }
-
-    private static func hostPort(_ host: String, _ port: UInt16) -> String {
-        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-    }
+    public var hostPort: String { HostPort(host: host, port: port).description }
 
     /// The link without its token.
     public var description: String { text(token: "(redacted)") }

@@ -29,13 +29,6 @@ public struct SchemaDiagnostic: Error, Hashable, Sendable, CustomStringConvertib
     /// What is wrong and, where useful, how to fix it.
     public var message: String
 
-    /// Creates a diagnostic.
-    public init(file: String, location: SourceLocation, message: String) {
-        self.file = file
-        self.location = location
-        self.message = message
-    }
-
     /// `path:line:col: error: message`.
     public var description: String { "\(file):\(location.line):\(location.column): error: \(message)" }
 }

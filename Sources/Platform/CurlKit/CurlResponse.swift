@@ -14,12 +14,6 @@ public struct CurlHTTPVersion: Sendable, Hashable, CustomStringConvertible {
     /// The minor version (0 or 1 for HTTP/1, 0 otherwise).
     public let minor: Int
 
-    /// A version from its numbers.
-    public init(major: Int, minor: Int) {
-        self.major = major
-        self.minor = minor
-    }
-
     /// HTTP/1.0.
     public static let http1_0 = CurlHTTPVersion(major: 1, minor: 0)
     /// HTTP/1.1.

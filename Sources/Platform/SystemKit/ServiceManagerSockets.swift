@@ -126,13 +126,6 @@ public enum ServiceManagerSockets {
         public let path: String
         /// The process that called `listen` on it.
         public let listenerPID: Int32
-
-        /// The socket `descriptor`, bound to `path`, made to listen by `listenerPID`.
-        public init(descriptor: Int32, path: String, listenerPID: Int32) {
-            self.descriptor = descriptor
-            self.path = path
-            self.listenerPID = listenerPID
-        }
     }
 
     /// Whether the descriptor `passed` is a Unix socket (`AF_UNIX`), of any type.

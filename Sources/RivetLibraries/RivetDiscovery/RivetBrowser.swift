@@ -15,17 +15,6 @@ public struct RivetDiscoveredService: Sendable, Hashable {
     public let port: UInt16
     /// The parsed canonical TXT record.
     public let txt: RivetDiscoveryTXT
-
-    /// A service with these fields.
-    public init(
-        instance: RivetServiceInstance, hostName: String, addresses: [String], port: UInt16, txt: RivetDiscoveryTXT
-    ) {
-        self.instance = instance
-        self.hostName = hostName
-        self.addresses = addresses
-        self.port = port
-        self.txt = txt
-    }
 }
 
 /// A resolved service whose TXT record is not canonical: never reported as a service.
@@ -42,19 +31,6 @@ public struct RivetRejectedService: Sendable, Hashable {
     public let rawTXT: [[UInt8]]
     /// Why the record is not canonical.
     public let rejection: RivetTXTRejection
-
-    /// A rejected service with these fields.
-    public init(
-        instance: RivetServiceInstance, hostName: String, addresses: [String], port: UInt16, rawTXT: [[UInt8]],
-        rejection: RivetTXTRejection
-    ) {
-        self.instance = instance
-        self.hostName = hostName
-        self.addresses = addresses
-        self.port = port
-        self.rawTXT = rawTXT
-        self.rejection = rejection
-    }
 }
 
 /// What a ``RivetBrowser`` reports.

@@ -21,13 +21,6 @@ public struct RivetHostAddress: Sendable, Hashable, CustomStringConvertible {
     /// The interface the record is announced on (for an IPv6 link-local address, its link).
     public let interface: RivetNetworkInterface
 
-    /// An address with these fields.
-    public init(text: String, isIPv6: Bool, interface: RivetNetworkInterface) {
-        self.text = text
-        self.isIPv6 = isIPv6
-        self.interface = interface
-    }
-
     /// The text form.
     public var description: String { text }
 }
@@ -55,13 +48,4 @@ public struct RivetServiceInstance: Sendable, Hashable {
     public let interface: RivetNetworkInterface
     /// The protocol it was seen over.
     public let ipProtocol: RivetIPProtocol
-
-    /// An instance with these fields.
-    public init(name: String, type: String, domain: String, interface: RivetNetworkInterface, ipProtocol: RivetIPProtocol) {
-        self.name = name
-        self.type = type
-        self.domain = domain
-        self.interface = interface
-        self.ipProtocol = ipProtocol
-    }
 }

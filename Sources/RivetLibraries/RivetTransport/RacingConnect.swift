@@ -1,3 +1,4 @@
+import ByteText
 import Foundation
 import OpenSSLKit
 import RivetPairing
@@ -13,11 +14,11 @@ import Timekeeping
 /// when the next one starts, is reported once through `report` (one short line for a person).
 /// Returns the connection, its socket and the endpoint it reached.
 func connectRacing(
-    _ endpoints: [RivetPairingEndpoint], context: TLSClientContext, deadline: ContinuousClock.Instant,
+    _ endpoints: [HostPort], context: TLSClientContext, deadline: ContinuousClock.Instant,
     stagger: Duration = HappyEyeballs.defaultStagger, clock: any RivetClock, report: (String) -> Void
-) throws(RivetClientError) -> (TLSConnection, Int32, RivetPairingEndpoint) {
+) throws(RivetClientError) -> (TLSConnection, Int32, HostPort) {
     // Each endpoint's addresses (a name may resolve to several), in order.
-    var targets: [(endpoint: RivetPairingEndpoint, family: Int32, address: [UInt8], text: String)] = []
+    var targets: [(endpoint: HostPort, family: Int32, address: [UInt8], text: String)] = []
     var unresolved: RivetClientError?
     for endpoint in endpoints {
         switch resolve(host: endpoint.host, port: endpoint.port, passive: false) {

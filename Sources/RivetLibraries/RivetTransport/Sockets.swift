@@ -1,3 +1,4 @@
+import ByteText
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -66,7 +67,7 @@ func describe(_ storage: UnsafeRawPointer) -> (host: String, port: UInt16) {
 
 /// `host:port`, bracketing IPv6 hosts.
 package func joinHostPort(_ host: String, _ port: UInt16) -> String {
-    host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    HostPort(host: host, port: port).description
 }
 
 /// A listening TCP socket (non-blocking, close-on-exec, `SO_REUSEADDR`) bound to `host` (a

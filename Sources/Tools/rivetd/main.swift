@@ -1,3 +1,4 @@
+import ByteText
 import CommandLineFiles
 import CommandLineKit
 import Foundation

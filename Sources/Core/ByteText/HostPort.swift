@@ -1,5 +1,6 @@
-/// A `HOST:PORT` pair as typed on a command line; IPv6 literals go in brackets
-/// (`[::1]:8443`). The host is not resolved.
+/// A host and a port: a `HOST:PORT` value typed on a command line, one address of a pairing
+/// link, a server to connect to. IPv6 literals go in brackets in its text (`[::1]:8443`). The
+/// host is not resolved.
 public struct HostPort: Sendable, Hashable, CustomStringConvertible {
     /// The host name or address, without brackets.
     public let host: String
