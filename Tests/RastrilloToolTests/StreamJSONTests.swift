@@ -51,6 +51,29 @@ import Testing
         }
     }
 
+    /// Two bytes that need escaping at every pair of positions: after the first, a field's last
+    /// block overlaps escaped output (it must not be stored over it) or only bytes copied as
+    /// they are (it may).
+    @Test func everyPairOfEscapePositionsMatchesJSONEncoder() throws {
+        for length in 16...48 {
+            // Capitals: an escaped backslash before `b` or `f` would look like the `\\b` and `\\f`
+            // that encoderLine rewrites.
+            let plain = (0..<length).map { UInt8(0x41 + $0 % 26) }
+            for first in 0..<length {
+                for second in first + 1..<length {
+                    var bytes = plain
+                    bytes[first] = 0x22
+                    bytes[second] = second % 3 == 0 ? 0x0A : 0x5C
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    #expect(
+                        eventLine(type: plain, data: bytes, id: [])
+                            == (try encoderLine(type: String(decoding: plain, as: UTF8.self), data: text, id: "")),
+                        "escapes at \(first) and \(second) of \(length)")
+                }
+            }
+        }
+    }
+
     @Test func everyFieldLengthAndEscapePositionMatchesJSONEncoder() throws {
         // Lengths around the 4-, 8- and 16-byte blocks and the 32-byte steps (two of them and a
         // tail), with one byte needing escape (or not ASCII) at every position.

@@ -151,8 +151,8 @@ public struct EventStreamAssembler: Sendable {
         return fields.data.isEmpty && fields.type.isEmpty && !fields.idSeen
     }
 
-    /// The fast path of ``EventStreamParser/appendBytes(_:onEvent:)``: takes whole events from
-    /// `base[start..<end]`, whose lines all end in LF, as the splitter and ``consumeUnique(_:onEvent:)``
+    /// The fast path of ``EventStreamParser/appendBytes(_:onEvent:)``: takes whole events of
+    /// LF-ended lines from `base[start..<end]`, as the splitter and ``consumeUnique(_:onEvent:)``
     /// would line by line, but without copying a field: `onEvent` gets the event's data and type
     /// where they are in the input (the values of several `data` fields are joined in the data
     /// buffer, as the line-by-line path joins them). Call it only when the splitter
@@ -161,8 +161,8 @@ public struct EventStreamAssembler: Sendable {
     ///
     /// It stops at the start of the first event it does not take, leaving it to the line-by-line
     /// path, which gives the same result: an event whose blank line is not before `end`, one
-    /// with a `retry` field, or one with a line or sum of lines over `limits` (the line-by-line
-    /// path throws the bound's error).
+    /// with a line that ends in CR, one with a `retry` field, or one with a line or sum of lines
+    /// over `limits` (the line-by-line path throws the bound's error).
     /// - Returns: the index where it stopped.
     @inline(__always)
     mutating func consumeWholeEvents(
@@ -185,8 +185,9 @@ public struct EventStreamAssembler: Sendable {
             var type = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
             var id: UnsafeBufferPointer<UInt8>?
             while true {
-                let lineEnd = EventStreamLineSplitter.findLF(in: bytes, from: index, to: end)
-                guard lineEnd < end else { return Self.decline(eventStart, fields) }
+                // The line's end, CR or LF: one search for both, so no other pass looks for CRs.
+                let lineEnd = EventStreamLineSplitter.findLineEnd(in: bytes, from: index, to: end)
+                guard lineEnd < end, base[lineEnd] == EventStreamLineSplitter.lf else { return Self.decline(eventStart, fields) }
                 let line = base + index
                 let count = lineEnd - index
                 index = lineEnd + 1

@@ -28,8 +28,8 @@ public struct EventStreamLineSplitter: Sendable {
     private var bomMatched = 0
     private var failure: EventStreamError?
 
-    private static let cr: UInt8 = 0x0D
-    private static let lf: UInt8 = 0x0A
+    static let cr: UInt8 = 0x0D
+    static let lf: UInt8 = 0x0A
     private static let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
 
     /// A splitter at the start of a stream.
@@ -215,8 +215,15 @@ public struct EventStreamLineSplitter: Sendable {
         return find(lf, in: bytes, from: index, to: end)
     }
 
-    /// The index of the first `byte` in `bytes[start..<end]`, or `end` (ByteText's word-at-a-time
-    /// search).
+    /// The index of the first CR or LF in `bytes[start..<end]`, or `end` (ByteText's search for
+    /// two bytes at once).
+    @inline(__always)
+    static func findLineEnd(in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
+        ByteSearch.firstIndex(of: lf, or: cr, in: bytes, from: start, to: end)
+    }
+
+    /// The index of the first `byte` in `bytes[start..<end]`, or `end` (ByteText's sixteen-bytes-
+    /// at-a-time search).
     static func find(_ byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
         ByteSearch.firstIndex(of: byte, in: bytes, from: start, to: end)
     }

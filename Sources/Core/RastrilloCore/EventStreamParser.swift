@@ -56,8 +56,8 @@ public struct EventStreamParser: Sendable {
         // path takes everything else (CRs, lines split across chunks, the byte order mark, an
         // event it declines), up to the next blank line, where the fast path may resume.
         var index = 0
-        // The first CR at or after `index` (or `count`), found once and reused while `index`
-        // stays before it.
+        // The first CR at or after `index` (or `count`), found once the line-by-line path needs
+        // it and reused while `index` stays before it (the fast path finds CRs itself).
         var nextCR = -1
         // True once the line-by-line path took an event; true for the rest of the chunk once the
         // fast path declined the event right after such an event: a stream whose events it
@@ -66,15 +66,15 @@ public struct EventStreamParser: Sendable {
         var restLineByLine = false
         try withUnsafeMutablePointer(to: &assembler) { assembler throws(EventStreamError) in
             while index < count {
-                if nextCR < index { nextCR = EventStreamLineSplitter.find(0x0D, in: chunk, from: index, to: count) }
                 if !restLineByLine, splitter.isAtEventStart, assembler.pointee.isAtEventStart {
-                    // It stops before the line that holds `nextCR`, if not sooner.
+                    // It stops before an event with a line that ends in CR, if not sooner.
                     let start = index
                     index = assembler.pointee.consumeWholeEvents(
-                        chunk, from: index, to: nextCR, limits: splitter.limits, onEvent: onEvent)
+                        chunk, from: index, to: count, limits: splitter.limits, onEvent: onEvent)
                     if index == count { return }
                     restLineByLine = index == start && tookEventLineByLine
                 }
+                if nextCR < index { nextCR = EventStreamLineSplitter.find(0x0D, in: chunk, from: index, to: count) }
                 index += try splitter.appendBytes(
                     UnsafeBufferPointer(rebasing: chunk[index...]), stopAfterBlankLine: !restLineByLine,
                     firstCR: nextCR - index

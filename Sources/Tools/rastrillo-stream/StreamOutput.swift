@@ -294,9 +294,12 @@ enum JSONByteWriter {
 
     /// Escapes ASCII `bytes` (as ``appendEscaped(_:to:stopAtNonASCII:)`` does) to `start`, which
     /// has room for 6 bytes per input byte plus 16; returns the end, or nil at a byte that is not
-    /// ASCII. Bytes go in blocks copied as they are and kept when none needs escaping, two
-    /// blocks to a test while both are plain; the last block of a field overlaps the one before
-    /// rather than read past the field.
+    /// ASCII. Bytes go in sixteen-byte blocks, thirty-two at a time while both blocks are plain;
+    /// a block is stored as it is and kept up to its first byte that needs escaping (all of it
+    /// when none does), the escaped byte is written after the kept part, and the next block
+    /// starts after it. The last block of a field ends at the field's end, overlapping bytes
+    /// already written (rather than read past the field) when those were copied as they are;
+    /// otherwise the last bytes go one at a time.
     @inline(__always)
     private static func escapeASCII(
         _ bytes: UnsafeBufferPointer<UInt8>, to start: UnsafeMutablePointer<UInt8>
@@ -306,8 +309,6 @@ enum JSONByteWriter {
         if count < 16 { return escapeShort(source, count: count, to: start) }
         var index = 0
         var end = start
-        // True while the output so far is the input copied as is, so a block may overlap it.
-        var verbatim = true
         // Thirty-two bytes at a time while both blocks need nothing: one test for the two.
         while index + 32 <= count {
             let first = UnsafeRawPointer(source + index).loadUnaligned(as: SIMD2<UInt64>.self)
@@ -319,20 +320,35 @@ enum JSONByteWriter {
             end += 32
             index += 32
         }
+        // The output of the input from here to `index` is the input as is (nothing escaped).
+        var verbatimFrom = 0
         while index < count {
-            // The last block ends at the field's end, overlapping bytes already written.
             let blockStart = Swift.min(index, count - 16)
             let overlap = index - blockStart
+            // A last block may overlap only output that is the input as is.
+            if blockStart < verbatimFrom { return escapeEach(source + index, count: count - index, to: end) }
             let block = UnsafeRawPointer(source + blockStart).loadUnaligned(as: SIMD2<UInt64>.self)
-            if isPlain(block), verbatim || overlap == 0 {
-                UnsafeMutableRawPointer(end - overlap).storeBytes(of: block, as: SIMD2<UInt64>.self)
-                end += 16 - overlap
+            UnsafeMutableRawPointer(end - overlap).storeBytes(of: block, as: SIMD2<UInt64>.self)
+            // The overlapped lanes were copied as they are, so none of them is flagged.
+            let flags = attentionFlags(block)
+            let low = UInt64(littleEndian: flags[0])
+            let high = UInt64(littleEndian: flags[1])
+            let plain = low != 0 ? low.trailingZeroBitCount / 8 : high != 0 ? 8 + high.trailingZeroBitCount / 8 : 16
+            end += plain - overlap
+            index = blockStart + plain
+            if plain == 16 { continue }
+            let byte = source[index]
+            if byte == 0x22 || byte == 0x5C {
+                // The common case, inline: `"` or `\` after a backslash.
+                end[0] = 0x5C
+                end[1] = byte
+                end += 2
             } else {
-                guard let next = escapeEach(source + index, count: 16 - overlap, to: end) else { return nil }
+                guard let next = escapeEach(source + index, count: 1, to: end) else { return nil }
                 end = next
-                verbatim = false
             }
-            index = blockStart + 16
+            index += 1
+            verbatimFrom = index
         }
         return end
     }
@@ -412,18 +428,23 @@ enum JSONByteWriter {
         return flags[0] | flags[1] == 0
     }
 
-    /// The high bit of each of the sixteen bytes that needs escaping or decoding, as
-    /// ``isPlain(_:)`` tests them (any set bit means "not plain").
+    /// The bytes of the sixteen that need escaping or decoding, as ``isPlain(_:)`` tests them:
+    /// 0xFF for such a byte, 0 otherwise (any set bit means "not plain"). Three comparisons of
+    /// sixteen lanes each (`pcmpgtb`, two `pcmpeqb` on x86-64): as signed bytes, those below
+    /// 0x20 are the control characters and the bytes above 0x7F.
     @inline(__always)
     private static func attentionFlags(_ block: SIMD2<UInt64>) -> SIMD2<UInt64> {
-        let ones = SIMD2<UInt64>(repeating: 0x0101_0101_0101_0101)
-        let highs = SIMD2<UInt64>(repeating: 0x8080_8080_8080_8080)
-        let quote = block ^ (ones &* 0x22)
-        let backslash = block ^ (ones &* 0x5C)
-        let below20 = (block &- ones &* 0x20) & ~block
-        let isQuote = (quote &- ones) & ~quote
-        let isBackslash = (backslash &- ones) & ~backslash
-        return (below20 | isQuote | isBackslash | block) & highs
+        let bytes = unsafeBitCast(block, to: SIMD16<UInt8>.self)
+        let signed = unsafeBitCast(block, to: SIMD16<Int8>.self)
+        // The patterns are typed values: a literal operand (`SIMD16(repeating: 0x22)` in the
+        // comparison itself) makes the compiler pick a lane-by-lane loop instead.
+        let space = SIMD16<Int8>(repeating: 0x20)
+        let quoteMark = SIMD16<UInt8>(repeating: 0x22)
+        let backslashMark = SIMD16<UInt8>(repeating: 0x5C)
+        let below20 = unsafeBitCast(signed .< space, to: SIMD2<UInt64>.self)
+        let quote = unsafeBitCast(bytes .== quoteMark, to: SIMD2<UInt64>.self)
+        let backslash = unsafeBitCast(bytes .== backslashMark, to: SIMD2<UInt64>.self)
+        return below20 | quote | backslash
     }
 
     /// Literal text, as is.
