@@ -39,9 +39,7 @@ import ByteText
                 let length = Int(state % 70)
                 var bytes: [UInt8] = []
                 for _ in 0..<length {
-                    state ^= state << 13
-                    state ^= state >> 7
-                    state ^= state << 17
+                    state = xorshift(state)
                     // Mostly the neighbours of the target, 0x00, 0x80 and 0xFF.
                     let pick = [UInt8(target), UInt8(truncatingIfNeeded: target + 1), UInt8(truncatingIfNeeded: target &- 1), 0, 0x80, 0xFF]
                     bytes.append(state % 9 == 0 ? pick[0] : pick[1 + Int(state % 5)])
@@ -85,9 +83,7 @@ import ByteText
                 let length = Int(state % 70)
                 var bytes: [UInt8] = []
                 for _ in 0..<length {
-                    state ^= state << 13
-                    state ^= state >> 7
-                    state ^= state << 17
+                    state = xorshift(state)
                     let pick = [UInt8(target), other, UInt8(truncatingIfNeeded: target + 1), 0, 0x80, 0xFF]
                     bytes.append(state % 11 == 0 ? pick[Int(state % 2)] : pick[2 + Int(state % 4)])
                 }
@@ -97,4 +93,14 @@ import ByteText
             }
         }
     }
+}
+
+/// The next value of Marsaglia's 64-bit xorshift generator (13, 7, 17): the tests' fixed,
+/// repeatable stream of bytes.
+private func xorshift(_ value: UInt64) -> UInt64 {
+    var state = value
+    state ^= state << 13
+    state ^= state >> 7
+    state ^= state << 17
+    return state
 }
