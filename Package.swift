@@ -297,7 +297,7 @@ let package = Package(
             ]),
         .testTarget(name: "OpenSSLKitTests", dependencies: ["OpenSSLKit", "ToolTestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit"]),
-        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "ThreadSupport", "TestSupport", "Timekeeping"]),
+        .testTarget(name: "SystemKitTests", dependencies: ["SystemKit", "ThreadSupport", "TestSupport", "Timekeeping", "ToolTestSupport"]),
         .testTarget(name: "ByteTextTests", dependencies: ["ByteText", "ToolTestSupport", "fuzz-json"]),
         .testTarget(name: "CodedErrorTests", dependencies: ["CodedError"]),
         .testTarget(name: "QueueingTests", dependencies: ["Queueing"]),

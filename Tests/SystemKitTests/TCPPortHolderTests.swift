@@ -1,7 +1,8 @@
 import Glibc
 import Testing
 
-import SystemKit
+@testable import SystemKit
+import ToolTestSupport
 
 /// The /proc readers behind "port 7447 is in use by …": the pure parsers on kernel text (as a
 /// little-endian machine writes it), then a lookup of a socket this process holds.
@@ -103,6 +104,55 @@ import SystemKit
         #expect(TCPPortHolder.find(port: bound.port, address: Self.loopback4) == .unknown)
     }
 
+    /// A child that inherited the listening socket holds it too: the process that made it is
+    /// named, not the child. (Run 9 of ten `make check` runs named a child of another test,
+    /// between posix_spawn's clone and its exec, whose ID had wrapped below this process's.)
+    @Test func aChildHoldingTheSocketIsNotNamed() throws {
+        let listening = try Self.socket(listen: true)
+        defer { close(listening.fd) }
+        let name = try #require(Self.comm(getpid()))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, listening.fd, 3)
+        let child = try spawnProcess(["sleep", "60"], environment: [:], searchPath: true, actions: &actions, passing: 1)
+        defer { kill(child, SIGKILL) }
+        var inherited = false
+        for _ in 0..<1000 where !inherited {
+            inherited = Self.link("/proc/\(child)/fd/3") != nil && Self.link("/proc/\(child)/fd/3") == Self.link("/proc/self/fd/\(listening.fd)")
+            if !inherited { usleep(10_000) }
+        }
+        try #require(inherited, "the child never held the socket")
+        #expect(TCPPortHolder.find(port: listening.port, address: nil) == .process(pid: getpid(), name: name))
+    }
+
+    /// Among holders, one whose parent holds the socket too is passed over; then the lowest ID.
+    @Test func theOriginalHolderIsChosen() {
+        typealias Holder = TCPPortHolder.Holder
+        let server = Holder(pid: 5000, parent: 1, name: "rivetd")
+        // A child whose ID wrapped below its parent's, and a worker with a higher one.
+        let child = Holder(pid: 100, parent: 5000, name: "oot.default-qos")
+        let worker = Holder(pid: 5001, parent: 5000, name: "worker")
+        #expect(TCPPortHolder.original(among: [child, server, worker]) == server)
+        // Two unrelated holders (a descriptor passed over a Unix socket): the lower ID.
+        let other = Holder(pid: 4000, parent: 1, name: "other")
+        #expect(TCPPortHolder.original(among: [server, other]) == other)
+        // Each the other's parent (IDs reused): still one of them.
+        let a = Holder(pid: 7, parent: 8, name: "a")
+        let b = Holder(pid: 8, parent: 7, name: "b")
+        #expect(TCPPortHolder.original(among: [b, a]) == a)
+        #expect(TCPPortHolder.original(among: []) == nil)
+    }
+
+    /// The parent's ID is read after the last `)`: a name may hold spaces and parentheses.
+    @Test func parentIDSkipsTheName() {
+        #expect(TCPPortHolder.parentID(inProcStat: Array("1234 (rivetd) S 77 1234 1234 0 -1".utf8)) == 77)
+        #expect(TCPPortHolder.parentID(inProcStat: Array("1234 (a) S 9 (b) R 5 0".utf8)) == 5)
+        #expect(TCPPortHolder.parentID(inProcStat: Array("1234 (x) S".utf8)) == nil)
+        #expect(TCPPortHolder.parentID(inProcStat: Array("1234 rivetd S 77".utf8)) == nil)
+        #expect(TCPPortHolder.parentID(inProcStat: Array("1234 (x) S -1".utf8)) == nil)
+    }
+
     /// A TCP socket bound to 127.0.0.1 on a port the kernel picks, listening or not.
     static func socket(listen: Bool) throws -> (fd: Int32, port: UInt16) {
         let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -120,6 +170,13 @@ import SystemKit
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Where the symbolic link at `path` points, or nil.
+    static func link(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        return count > 0 ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : nil
     }
 
     /// `/proc/PID/comm` without its line feed.

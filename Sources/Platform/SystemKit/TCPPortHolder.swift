@@ -33,7 +33,8 @@ public struct ProcNetListener: Sendable, Hashable {
 /// it), so they have no fuzz target; a line they cannot read is skipped.
 public enum TCPPortHolder: Sendable, Hashable {
     /// A process of this user has a descriptor of a socket listening on the port: its ID and
-    /// its name (`/proc/PID/comm`, at most 15 bytes, set by the process itself).
+    /// its name (`/proc/PID/comm`, at most 15 bytes, set by the process itself). Where several
+    /// processes hold it, the one whose parent does not (``original(among:)``).
     case process(pid: Int32, name: String)
     /// No process of this user could be found: the listening socket is another user's, no
     /// socket listens on the port (one bound without listening holds it too), or its holder is
@@ -108,9 +109,37 @@ public enum TCPPortHolder: Sendable, Hashable {
 
     // MARK: Reading /proc
 
-    /// The first process of `user` (by ID order) with a descriptor linking to one of `inodes`.
+    /// A process with a descriptor of the listening socket: its ID, its parent's and its name.
+    struct Holder: Sendable, Equatable {
+        let pid: Int32
+        let parent: Int32
+        let name: String
+    }
+
+    /// The holder to name among all of them: one whose parent does not hold the socket too (the
+    /// process that made it, not a child that inherited it: a worker of a server, or a child
+    /// between fork and exec, which holds every descriptor of its parent for a moment), the
+    /// lowest ID first; nil for none.
+    static func original(among holders: [Holder]) -> Holder? {
+        let holding = Set(holders.map(\.pid))
+        let roots = holders.filter { !holding.contains($0.parent) }
+        return (roots.isEmpty ? holders : roots).min { $0.pid < $1.pid }
+    }
+
+    /// The parent's ID in a `/proc/PID/stat` text: the second field after the name's closing
+    /// parenthesis (the last one: the name may hold any byte); nil when there is none.
+    static func parentID(inProcStat text: [UInt8]) -> Int32? {
+        guard let close = text.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = text[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard fields.count > 1, let value = decimalValue(fields[1]), value <= UInt64(Int32.max) else { return nil }
+        return Int32(value)
+    }
+
+    /// The process of `user` to name among those with a descriptor linking to one of `inodes`
+    /// (``original(among:)``).
     private static func processHolding(_ inodes: Set<UInt64>, user: uid_t) -> (pid: Int32, name: String)? {
-        for pid in directoryEntries("/proc").compactMap({ Int32($0) }).sorted() {
+        var holders: [Holder] = []
+        for pid in directoryEntries("/proc").compactMap({ Int32($0) }) {
             var info = stat()
             guard stat("/proc/\(pid)", &info) == 0, info.st_uid == user else { continue }
             let directory = "/proc/\(pid)/fd"
@@ -119,10 +148,12 @@ public enum TCPPortHolder: Sendable, Hashable {
                 else { continue }
                 let comm = (try? RegularFile.read("/proc/\(pid)/comm", limit: 64)) ?? []
                 let name = String(decoding: comm.last == UInt8(ascii: "\n") ? comm.dropLast() : comm[...], as: UTF8.self)
-                return (pid, name)
+                let parent = (try? RegularFile.read("/proc/\(pid)/stat", limit: 4096)).flatMap(parentID(inProcStat:)) ?? 0
+                holders.append(Holder(pid: pid, parent: parent, name: name))
+                break
             }
         }
-        return nil
+        return original(among: holders).map { ($0.pid, $0.name) }
     }
 
     /// The names in `path` other than `.` and `..`; none when it cannot be read.
