@@ -313,9 +313,10 @@ final class ListenerCore: @unchecked Sendable {
     let handler: any RivetSessionHandler
 
     private let monitor = Monitor()
-    /// Runs each connection's preface; a thread that finished one waits for the next (at most
-    /// two wait), sparing a thread's start and end per connection.
-    private let connectionPool = ThreadPool(name: "rivet.listener", stackSize: ListenerCore.stackSize, keptWaiting: 2)
+    /// Runs each connection's TLS handshake and preface on threads named `rivet.handshake` (the
+    /// accept thread is `rivet.listener`); a thread that finished one waits for the next (at
+    /// most two wait), sparing a thread's start and end per connection.
+    private let connectionPool = ThreadPool(name: "rivet.handshake", stackSize: ListenerCore.stackSize, keptWaiting: 2)
     private var runState = RunState.created
     /// The listening sockets (one bound by `bind`, or those `adopt` was given).
     private var listenFDs: [Int32] = []
