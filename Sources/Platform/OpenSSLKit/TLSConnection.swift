@@ -70,8 +70,9 @@ public final class TLSConnection {
         self.socket = SocketBIOState(fd: fd)
         self.isClient = isClient
         self.context = owner
+        // A socket accepted or made non-blocking (SOCK_NONBLOCK) needs no second call.
         let flags = fcntl(fd, F_GETFL)
-        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
+        guard flags >= 0, flags & O_NONBLOCK != 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
             let error = TLSError.system("making the socket non-blocking (fcntl)", errno)
             Glibc.close(fd)
             state = .closed

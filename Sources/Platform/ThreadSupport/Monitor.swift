@@ -77,4 +77,10 @@ package final class Monitor: @unchecked Sendable {
     package func broadcast() {
         pthread_cond_broadcast(condition)
     }
+
+    /// Wakes at least one waiter: for waiters that all wait for the same thing, when one of
+    /// them can take it.
+    package func signal() {
+        pthread_cond_signal(condition)
+    }
 }

@@ -168,7 +168,8 @@ public final class RivetListener: Sendable {
         public var pairing: Int
         /// Authenticated sessions.
         public var sessions: Int
-        /// Connection threads alive (the accept thread not counted).
+        /// Connections a thread is serving (their TLS handshake or preface; the accept thread
+        /// not counted, nor a thread waiting for the next connection).
         public var connectionThreads: Int
     }
 
@@ -312,6 +313,10 @@ final class ListenerCore: @unchecked Sendable {
     let handler: any RivetSessionHandler
 
     private let monitor = Monitor()
+    /// Runs each connection's TLS handshake and preface on threads named `rivet.handshake` (the
+    /// accept thread is `rivet.listener`); a thread that finished one waits for the next (at
+    /// most two wait), sparing a thread's start and end per connection.
+    private let connectionPool = ThreadPool(name: "rivet.handshake", stackSize: ListenerCore.stackSize, keptWaiting: 2)
     private var runState = RunState.created
     /// The listening sockets (one bound by `bind`, or those `adopt` was given).
     private var listenFDs: [Int32] = []
@@ -464,16 +469,20 @@ final class ListenerCore: @unchecked Sendable {
             defer { sessionLoop = nil }
             return sessionLoop
         }
+        connectionPool.shutDown()
         // Every session has ended: nothing is left on the loop.
         if givenLoop == nil { loop?.stop() }
     }
 
     private var isStopping: Bool { runState != .running }
 
-    /// Starts a thread with a modest stack (512 KiB of address space; only touched pages cost
-    /// memory).
+    /// A modest stack for the listener's threads (512 KiB of address space; only touched pages
+    /// cost memory).
+    private static let stackSize = 512 * 1024
+
+    /// Starts the accept thread.
     private func spawn(_ body: @escaping @Sendable () -> Void) {
-        guard DetachedThread.start(name: "rivet.listener", stackSize: 512 * 1024, body) else {
+        guard DetachedThread.start(name: "rivet.listener", stackSize: Self.stackSize, body) else {
             fatalError("RivetListener: cannot start a thread")
         }
     }
@@ -593,7 +602,9 @@ final class ListenerCore: @unchecked Sendable {
     private func startConnectionThread(_ record: ConnectionRecord) {
         record.phase = .pending
         connectionThreads += 1
-        spawn { self.serve(record) }
+        guard connectionPool.run({ self.serve(record) }) else {
+            fatalError("RivetListener: cannot start a thread")
+        }
     }
 
     // MARK: Connection threads

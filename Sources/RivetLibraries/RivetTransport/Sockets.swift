@@ -164,14 +164,15 @@ package func adoptListeningSockets(_ fds: [Int32]) -> Result<(host: String, port
 }
 
 /// Accepts one pending connection from a non-blocking listening socket, or nil when none waits.
-/// The new socket is close-on-exec, blocking, and has `TCP_NODELAY` set.
+/// The new socket is close-on-exec, non-blocking, and has `TCP_NODELAY` set.
 package func acceptConnection(_ listener: Int32) -> Result<(fd: Int32, host: String, port: UInt16)?, SocketFailure> {
     var storage = sockaddr_storage()
     while true {
         let code: Int32
         do {
-            // Accepted sockets do not inherit O_NONBLOCK on Linux; accept4 makes them close-on-exec.
-            let fd = try FileDescriptor.accept(listener, peer: &storage).take()
+            // Accepted sockets do not inherit O_NONBLOCK on Linux: accept4 makes them
+            // non-blocking (as TLS wants them) and close-on-exec.
+            let fd = try FileDescriptor.accept(listener, nonBlocking: true, peer: &storage).take()
             setNoDelay(fd)
             let (host, port) = withUnsafePointer(to: &storage) { describe(UnsafeRawPointer($0)) }
             return .success((fd, host, port))
