@@ -182,31 +182,6 @@ private struct PairedRegistry {
         #expect(try registry.authenticate(nil, other: (randomID(), randomCredential())).get() == registry.device)
     }
 
-    /// The resume path's lookups are compiled once per connection, and the reused statements
-    /// see what another connection changed since: a revocation, a schema change.
-    @Test func repeatedResumesReuseCompiledLookupsAndSeeOtherConnectionsChanges() throws {
-        let registry = try PairedRegistry()
-        let other = (randomID(), randomCredential())
-        #expect(try registry.authenticate(nil, other: other).get() == registry.device)
-        try registry.store.touchLastSeen(registry.device.deviceID, at: WallClockTime(sinceEpoch: .seconds(1_700_000_000)))
-        let compiled = registry.store.statementsCompiled
-        for _ in 0..<5 {
-            #expect(try registry.authenticate(nil, other: other).get().deviceID == registry.device.deviceID)
-            #expect(throws: RivetDeviceAuthenticationFailure.failed) { try registry.authenticate(.badCredential, other: other).get() }
-            try registry.store.touchLastSeen(registry.device.deviceID, at: WallClockTime(sinceEpoch: .seconds(1_700_000_000)))
-        }
-        #expect(registry.store.statementsCompiled == compiled)
-
-        // Another connection adds an index (a schema change) and then revokes the device.
-        let path = registry.directory.file("pairing.sqlite3")
-        let otherStore = try RivetDevicePairingStore(path: path)
-        let side = try SQLiteDatabase(path: path)
-        try side.execute("CREATE INDEX side_index ON paired_device(display_name)")
-        #expect(try registry.authenticate(nil, other: other).get().deviceID == registry.device.deviceID)
-        try otherStore.revoke(registry.device.deviceID, by: .rivetPair)
-        #expect(throws: RivetDeviceAuthenticationFailure.failed) { try registry.authenticate(nil, other: other).get() }
-    }
-
     @Test func lastSeenIsTheCallersToRecord() throws {
         let registry = try PairedRegistry()
         let device = try registry.authenticate(nil, other: (randomID(), randomCredential())).get()

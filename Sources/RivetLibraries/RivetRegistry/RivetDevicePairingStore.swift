@@ -460,7 +460,7 @@ public final class RivetDevicePairingStore: Sendable {
             try db.transaction(.immediate) {
                 let changed = try db.run(
                     "UPDATE paired_device SET last_seen_ms = ? WHERE device_id = ?",
-                    [.integer(date.unixMilliseconds), .blob(id.bytes)], cached: true)
+                    [.integer(date.unixMilliseconds), .blob(id.bytes)])
                 guard changed == 1 else { throw self.unknown(id) }
             }
         }
@@ -594,8 +594,7 @@ public final class RivetDevicePairingStore: Sendable {
                        coalesce(d.server_fingerprint, ?4)
                 FROM (SELECT ?1 AS id) AS q LEFT JOIN paired_device AS d ON d.device_id = q.id
                 """,
-                [.blob(id.bytes), .blob(dummy.bytes), .text(presentedApplicationID.value), .blob(presentedFingerprint.bytes)],
-                cached: true)
+                [.blob(id.bytes), .blob(dummy.bytes), .text(presentedApplicationID.value), .blob(presentedFingerprint.bytes)])
             guard let row = rows.first else {
                 throw RivetDevicePairingStoreError.corruptRecord.with("the device lookup returned no row")
             }
@@ -607,13 +606,7 @@ public final class RivetDevicePairingStore: Sendable {
 
     // MARK: Internals
 
-    /// How many SQL statements the registry's connection compiled so far (its hot lookups are
-    /// compiled once and then reused).
-    var statementsCompiled: Int { database.withLock { $0.statementsCompiled } }
-
-    /// Runs `body` on the connection; `what` (described only when it fails) names the work in
-    /// the error.
-    private func withDatabase<T: Sendable>(_ what: @autoclosure () -> String, _ body: (SQLiteDatabase) throws -> T)
+    private func withDatabase<T: Sendable>(_ what: String, _ body: (SQLiteDatabase) throws -> T)
         throws(RivetDevicePairingStoreError) -> T
     {
         do {
@@ -621,7 +614,7 @@ public final class RivetDevicePairingStore: Sendable {
         } catch let error as RivetDevicePairingStoreError {
             throw error
         } catch {
-            throw Self.databaseError(error, "\(what()) in \(path)")
+            throw Self.databaseError(error, "\(what) in \(path)")
         }
     }
 
@@ -646,10 +639,10 @@ public final class RivetDevicePairingStore: Sendable {
             """
             SELECT device_id, display_name, application_id, server_fingerprint, created_ms, last_seen_ms
             FROM paired_device WHERE device_id = ?
-            """, [.blob(id.bytes)], cached: true)
+            """, [.blob(id.bytes)])
         guard let row = rows.first else { return nil }
         var scopes: Set<RivetDeviceScope> = []
-        for scope in try db.query("SELECT scope FROM device_scope WHERE device_id = ?", [.blob(id.bytes)], cached: true) {
+        for scope in try db.query("SELECT scope FROM device_scope WHERE device_id = ?", [.blob(id.bytes)]) {
             scopes.insert(try decodeScope(scope[0], device: id))
         }
         return try decodeDevice(row, id: id, scopes: scopes)
