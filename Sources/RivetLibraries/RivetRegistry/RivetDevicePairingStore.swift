@@ -204,10 +204,17 @@ public final class RivetDevicePairingStore: Sendable {
     /// Recognises, checks and (when writable) migrates the file; returns its schema version.
     private static func prepare(_ db: SQLiteDatabase, path: String, writable: Bool) throws(RivetDevicePairingStoreError) -> Int32 {
         do {
-            let version = try db.userVersion
-            let marker = try db.query("PRAGMA application_id").first?[0].integer ?? 0
-            let objects = try db.query("SELECT count(*) FROM sqlite_schema").first?[0].integer ?? 0
-            let tables = Set(try db.query("SELECT name FROM sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
+            // One read transaction, so the four facts are one state of the file: read one by one,
+            // another process creating the registry between them (its version still 0, then its
+            // tables) made a fresh registry look like another program's database.
+            let (version, marker, objects, tables) = try db.transaction(.deferred) {
+                (
+                    try db.userVersion,
+                    try db.query("PRAGMA application_id").first?[0].integer ?? 0,
+                    try db.query("SELECT count(*) FROM sqlite_schema").first?[0].integer ?? 0,
+                    Set(try db.query("SELECT name FROM sqlite_schema WHERE type = 'table'").compactMap { $0[0].text })
+                )
+            }
             let empty = version == 0 && marker == 0 && objects == 0
             let stamped = marker == Int64(sqliteApplicationID) && version > 0
             let unstamped = marker == 0 && version == 1 && tables == Self.tables
