@@ -56,10 +56,8 @@ import ToolTestSupport
     func replaceByCode() async throws {
         let home = try Home()
         try await withDaemon(home) { daemon in
-            let old = try daemon.pairDirectly(name: "Test Phone", scopes: ["viewer", "controller"])
-            let session = try await daemon.raw(old)
+            let (old, session) = try await daemon.oldPhoneInSession()
             defer { session.close() }
-            #expect(try await session.call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
 
             _ = try await daemon.request(.open())
             let reinstalled = try home.device("reinstalled")
@@ -135,10 +133,8 @@ import ToolTestSupport
     func replaceByLink() async throws {
         let home = try Home()
         try await withDaemon(home) { daemon in
-            let old = try daemon.pairDirectly(name: "Test Phone", scopes: ["viewer", "controller"])
-            let session = try await daemon.raw(old)
+            let (old, session) = try await daemon.oldPhoneInSession()
             defer { session.close() }
-            #expect(try await session.call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
 
             let open = try Spawned.start(
                 ToolProcess.path(of: "rivet-pair"), ["--open", "--qr", "--replace", old.deviceID.hex, "--json"],
@@ -177,5 +173,21 @@ import ToolTestSupport
             #expect(open.stderr.contains("\"error\":\"replace-refused\""), "\(open.stderr)")
             #expect(try PairingTests.pairedNames(home) == ["Kitchen Tablet"])
         }
+    }
+}
+
+extension Daemon {
+    /// "Test Phone", paired directly with viewer and controller, and a live session of it that
+    /// has made one call: the device a reinstalled phone replaces.
+    fileprivate func oldPhoneInSession() async throws -> (RivetCompanionCredential, RawSession) {
+        let old = try pairDirectly(name: "Test Phone", scopes: ["viewer", "controller"])
+        let session = try await raw(old)
+        do {
+            #expect(try await session.call(1, "current-score", #"{"game-id":"a"}"#).kind == .result)
+        } catch {
+            session.close()
+            throw error
+        }
+        return (old, session)
     }
 }
