@@ -117,12 +117,8 @@ import ToolTestSupport
             home = try Home()
             let run = home.path + "/run/rivet"
             try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            var configuration = RivetDaemonConfiguration(
-                listenHost: "127.0.0.1", listenPort: 0, backendCommand: [ToolProcess.path(of: "rivet-test-backend")],
-                schemaPath: exampleSchema, applicationID: try RivetApplicationID(testApplication),
-                stateDirectory: home.stateDirectory, registryPath: home.registry, controlSocketPath: home.socket)
+            var configuration = try home.inProcessConfiguration()
             configuration.backendLimits = limits
-            configuration.advertise = false
             let lines = LinesBox()
             self.lines = lines
             daemon = RivetDaemon(configuration: configuration, log: RivetDaemonLog(level: .debug, journal: false, sink: { lines.add($0) }))

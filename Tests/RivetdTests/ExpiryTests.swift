@@ -59,11 +59,7 @@ import ToolTestSupport
             try store.insertPaired(live, verifier: credential.verifier)
         }
 
-        var configuration = RivetDaemonConfiguration(
-            listenHost: "127.0.0.1", listenPort: 0, backendCommand: [ToolProcess.path(of: "rivet-test-backend")],
-            schemaPath: exampleSchema, applicationID: try RivetApplicationID(testApplication),
-            stateDirectory: home.stateDirectory, registryPath: home.registry, controlSocketPath: home.socket)
-        configuration.advertise = false
+        var configuration = try home.inProcessConfiguration()
         configuration.clock = clock
         configuration.expireUnseen = RivetDeviceExpiry(days: 30)
         let lines = Shared<[String]>([])

@@ -30,11 +30,7 @@ import ToolTestSupport
         chmod(home.path + "/state", 0o700)
         let runtime = home.path + "/run/rivet"
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        var configuration = RivetDaemonConfiguration(
-            listenHost: "127.0.0.1", listenPort: 0, backendCommand: [ToolProcess.path(of: "rivet-test-backend")], schemaPath: exampleSchema,
-            applicationID: try RivetApplicationID(testApplication), stateDirectory: home.stateDirectory, registryPath: home.registry,
-            controlSocketPath: home.socket)
-        configuration.advertise = false
+        var configuration = try home.inProcessConfiguration()
         configuration.clock = clock
         configuration.sessionLimits = RivetSessionLimits(helloTimeout: helloTimeout)
         let lines = Shared<[String]>([])

@@ -3,6 +3,7 @@ import Glibc
 import OpenSSLKit
 import RivetCompanion
 import RivetControl
+import RivetDaemon
 import RivetDevice
 import RivetPairing
 import RivetRegistry
@@ -495,5 +496,18 @@ final class NotifyReceiver: Sendable {
     deinit {
         close(fd)
         if let path { unlink(path) }
+    }
+}
+
+extension Home {
+    /// A daemon run in this process on `127.0.0.1`, a port the kernel picks, the test backend and
+    /// the example schema, with this home's state, registry and control socket, not advertised.
+    func inProcessConfiguration() throws -> RivetDaemonConfiguration {
+        var configuration = RivetDaemonConfiguration(
+            listenHost: "127.0.0.1", listenPort: 0, backendCommand: [ToolProcess.path(of: "rivet-test-backend")],
+            schemaPath: exampleSchema, applicationID: try RivetApplicationID(testApplication),
+            stateDirectory: stateDirectory, registryPath: registry, controlSocketPath: socket)
+        configuration.advertise = false
+        return configuration
     }
 }
