@@ -220,8 +220,7 @@ public struct XDGError: CodedError, Hashable {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case invalidAppName, noHomeDirectory, cannotCreate, notADirectory, symbolicLink
-        case wrongOwner, insecurePermissions, missing, inaccessible
+        case invalidAppName, noHomeDirectory, cannotCreate, notADirectory, symbolicLink, wrongOwner, insecurePermissions, missing, inaccessible
     }
 
     /// The application name is not a single path component.
@@ -237,8 +236,7 @@ public struct XDGError: CodedError, Hashable {
     /// The application directory belongs to another user.
     public static let wrongOwner = XDGError(code: .wrongOwner, message: "owned by another user")
     /// The application directory is writable by group or others.
-    public static let insecurePermissions = XDGError(
-        code: .insecurePermissions, message: "group- or world-writable")
+    public static let insecurePermissions = XDGError(code: .insecurePermissions, message: "group- or world-writable")
 
     /// The directory does not exist (``XDGDirectories/verify(_:)`` creates nothing).
     public static let missing = XDGError(code: .missing, message: "no such directory")

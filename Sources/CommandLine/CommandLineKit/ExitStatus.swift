@@ -19,26 +19,19 @@ public struct ExitStatus: CodeIdentified, Hashable, Sendable, CustomStringConver
     /// Success.
     public static let ok = ExitStatus(code: 0, meaning: "Success")
     /// A failure described by the message on standard error.
-    public static let failure = ExitStatus(
-        code: 1, meaning: "Failure; the reason is printed on standard error")
+    public static let failure = ExitStatus(code: 1, meaning: "Failure; the reason is printed on standard error")
     /// The command line was invalid.
-    public static let usage = ExitStatus(
-        code: 2, meaning: "Invalid command line; nothing was done")
+    public static let usage = ExitStatus(code: 2, meaning: "Invalid command line; nothing was done")
     /// The network or the host could not be reached.
-    public static let offline = ExitStatus(
-        code: 3, meaning: "Offline: the network or the host is unreachable")
+    public static let offline = ExitStatus(code: 3, meaning: "Offline: the network or the host is unreachable")
     /// A failure that may pass if the same request is retried later.
-    public static let transient = ExitStatus(
-        code: 4, meaning: "Transient failure: retrying later may succeed")
+    public static let transient = ExitStatus(code: 4, meaning: "Transient failure: retrying later may succeed")
     /// Authentication or authorization was refused.
-    public static let auth = ExitStatus(
-        code: 5, meaning: "Authentication or authorization was refused")
+    public static let auth = ExitStatus(code: 5, meaning: "Authentication or authorization was refused")
     /// A failure that retrying the same request will not fix.
-    public static let permanent = ExitStatus(
-        code: 6, meaning: "Permanent failure: retrying will not help")
+    public static let permanent = ExitStatus(code: 6, meaning: "Permanent failure: retrying will not help")
     /// The request conflicts with the current state of the resource.
-    public static let conflict = ExitStatus(
-        code: 7, meaning: "Conflict with the current state of the resource")
+    public static let conflict = ExitStatus(code: 7, meaning: "Conflict with the current state of the resource")
     /// Stopped by SIGINT (128 + 2).
     public static let interrupted = ExitStatus(code: 130, meaning: "Interrupted by SIGINT")
     /// Stopped by SIGHUP (128 + 1): the terminal hung up; cleaned up as after SIGTERM.

@@ -18,8 +18,7 @@ public struct LintProblem: Hashable, Sendable, CustomStringConvertible {
         public static let duplicateName = Kind(code: .duplicateName)
         /// An option, positional, subcommand or the tool has no help text (or a multi-line one).
         public static let missingHelp = Kind(code: .missingHelp)
-        /// Help text says what the help page adds by itself (a repeatable option's help that
-        /// mentions repeating, which would read "Repeatable." twice).
+        /// Help text says what the help page adds by itself (a repeatable option's help that mentions repeating, which would read "Repeatable." twice).
         public static let redundantHelp = Kind(code: .redundantHelp)
         /// The spec cannot be parsed unambiguously (positional order, rest options, groups).
         public static let invalidLayout = Kind(code: .invalidLayout)

@@ -26,8 +26,7 @@ public struct OutputError: CodedError, Hashable {
     /// `write(2)` failed (not with `EPIPE`, which is ``OutputClosed``).
     public static let writeFailed = OutputError(code: .writeFailed, message: "write failed")
     /// A value could not be encoded as JSON.
-    public static let encodingFailed = OutputError(
-        code: .encodingFailed, message: "JSON encoding failed")
+    public static let encodingFailed = OutputError(code: .encodingFailed, message: "JSON encoding failed")
 
     static func writeFailed(fileDescriptor: Int32, errno code: Int32) -> OutputError {
         OutputError(

@@ -17,9 +17,7 @@ public struct UsageError: CodedError, Hashable {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case unknownOption, missingValue, unexpectedValue, missingArgument, unexpectedArgument
-        case invalidInteger, outOfRange, invalidChoice, invalidValue, repeatedOption
-        case exclusiveOptions, unknownSubcommand, invalidUsage
+        case unknownOption, missingValue, unexpectedValue, missingArgument, unexpectedArgument, invalidInteger, outOfRange, invalidChoice, invalidValue, repeatedOption, exclusiveOptions, unknownSubcommand, invalidUsage
     }
 
     private init(code: Code, message: String, argument: String? = nil, subcommand: String? = nil) {
@@ -40,17 +38,13 @@ public struct UsageError: CodedError, Hashable {
     /// An option that needs a value was given none.
     public static let missingValue = UsageError(code: .missingValue, message: "missing value")
     /// A flag was given a value (`--json=yes`).
-    public static let unexpectedValue = UsageError(
-        code: .unexpectedValue, message: "unexpected value")
+    public static let unexpectedValue = UsageError(code: .unexpectedValue, message: "unexpected value")
     /// A required positional argument is missing.
-    public static let missingArgument = UsageError(
-        code: .missingArgument, message: "missing argument")
+    public static let missingArgument = UsageError(code: .missingArgument, message: "missing argument")
     /// A positional argument the command does not take.
-    public static let unexpectedArgument = UsageError(
-        code: .unexpectedArgument, message: "unexpected argument")
+    public static let unexpectedArgument = UsageError(code: .unexpectedArgument, message: "unexpected argument")
     /// A value that should be an integer is not one.
-    public static let invalidInteger = UsageError(
-        code: .invalidInteger, message: "invalid integer")
+    public static let invalidInteger = UsageError(code: .invalidInteger, message: "invalid integer")
     /// An integer outside its allowed range.
     public static let outOfRange = UsageError(code: .outOfRange, message: "value out of range")
     /// A value that is not one of the allowed words.
@@ -58,14 +52,11 @@ public struct UsageError: CodedError, Hashable {
     /// A malformed value (`HOST:PORT`, URL, empty path).
     public static let invalidValue = UsageError(code: .invalidValue, message: "invalid value")
     /// A non-repeatable option given more than once.
-    public static let repeatedOption = UsageError(
-        code: .repeatedOption, message: "option given more than once")
+    public static let repeatedOption = UsageError(code: .repeatedOption, message: "option given more than once")
     /// Two options of a mutually exclusive group given together.
-    public static let exclusiveOptions = UsageError(
-        code: .exclusiveOptions, message: "options cannot be used together")
+    public static let exclusiveOptions = UsageError(code: .exclusiveOptions, message: "options cannot be used together")
     /// A word in subcommand position that names no subcommand.
-    public static let unknownSubcommand = UsageError(
-        code: .unknownSubcommand, message: "unknown subcommand")
+    public static let unknownSubcommand = UsageError(code: .unknownSubcommand, message: "unknown subcommand")
     /// A rule of the tool itself (see ``init(_:argument:subcommand:)``).
     public static let invalidUsage = UsageError(code: .invalidUsage, message: "invalid usage")
 

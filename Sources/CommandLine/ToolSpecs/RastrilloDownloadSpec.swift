@@ -64,12 +64,8 @@ extension ToolSpecs {
         public static let json = OptionKey<Bool>.flag(
             "json",
             help: "Print a summary {path, bytes, duration_seconds, sha256} as one JSON object, and failures (usage errors too) as JSON on stderr.")
-        public static let sha256 = OptionKey<String?>.value(
-            "sha256", valueName: "HEX",
-            help: "Save DEST only if the body's SHA-256 is HEX (64 hexadecimal digits); otherwise save nothing (exit 6).")
-        public static let sha512 = OptionKey<String?>.value(
-            "sha512", valueName: "HEX",
-            help: "Save DEST only if the body's SHA-512 is HEX (128 hexadecimal digits); otherwise save nothing (exit 6).")
+        public static let sha256 = OptionKey<String?>.value("sha256", valueName: "HEX", help: "Save DEST only if the body's SHA-256 is HEX (64 hexadecimal digits); otherwise save nothing (exit 6).")
+        public static let sha512 = OptionKey<String?>.value("sha512", valueName: "HEX", help: "Save DEST only if the body's SHA-512 is HEX (128 hexadecimal digits); otherwise save nothing (exit 6).")
         public static let `continue` = OptionKey<Bool>.flag(
             "continue", short: "c",
             help: "Keep the bytes of a failed or interrupted download in DEST.part and resume them (Range, If-Range) on the next --continue run.")
@@ -79,8 +75,6 @@ extension ToolSpecs {
                 "Make up to N attempts (default \($0)), retrying offline and transient failures with backoff and Retry-After (at most 5 minutes); with --continue each retry resumes."
             })
         public static let url = HTTP.url(help: "The http or https URL to download.")
-        public static let destination = PositionalKey<String>.required(
-            "DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.",
-            kind: .directory)
+        public static let destination = PositionalKey<String>.required("DEST", help: "The new file to write (it must not exist), or a directory to write the URL's file name in.", kind: .directory)
     }
 }

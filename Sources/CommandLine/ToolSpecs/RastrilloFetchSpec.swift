@@ -46,23 +46,14 @@ extension ToolSpecs {
 extension ToolSpecs {
     /// `rastrillo-fetch`'s own options, beside ``HTTP``'s.
     public enum Fetch {
-        public static let method = OptionKey<String?>.value(
-            "method", short: "X", valueName: "METHOD", help: "Send METHOD (default GET, or POST with a body).")
-        public static let data = OptionKey<String?>.value(
-            "data", short: "d", valueName: "DATA",
-            help: "Send DATA as the request body, as curl: text, @FILE (a regular file) or @- (standard input).")
-        public static let bodyFile = OptionKey<String?>.value(
-            "body-file", valueName: "FILE", kind: .file,
-            help: "Send the contents of FILE as the request body ('-' reads standard input).")
+        public static let method = OptionKey<String?>.value("method", short: "X", valueName: "METHOD", help: "Send METHOD (default GET, or POST with a body).")
+        public static let data = OptionKey<String?>.value("data", short: "d", valueName: "DATA", help: "Send DATA as the request body, as curl: text, @FILE (a regular file) or @- (standard input).")
+        public static let bodyFile = OptionKey<String?>.value("body-file", valueName: "FILE", kind: .file, help: "Send the contents of FILE as the request body ('-' reads standard input).")
         public static let maxBytes = OptionKey<Int>.integer(
             "max-bytes", valueName: "N", range: 0...fetchMaxBytesLimit, default: 4_194_304,
             help: { "Accept a response body of at most N bytes (default \($0), \($0 >> 20) MiB)." })
-        public static let fail = OptionKey<Bool>.flag(
-            "fail", short: "f",
-            help: "Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged.")
-        public static let binaryToTerminal = OptionKey<Bool>.flag(
-            "binary-to-terminal",
-            help: "Write a body that is not text (binary, or holding control characters) to a terminal anyway.")
+        public static let fail = OptionKey<Bool>.flag("fail", short: "f", help: "Print nothing on stdout for a non-2xx response (as curl -f); the exit status is unchanged.")
+        public static let binaryToTerminal = OptionKey<Bool>.flag("binary-to-terminal", help: "Write a body that is not text (binary, or holding control characters) to a terminal anyway.")
         public static let json = OptionKey<Bool>.flag(
             "json", help: "Print {status, headers, body} as one JSON object, and failures (usage errors too) as JSON on stderr.")
         public static let url = HTTP.url(help: "The http or https URL to request.")

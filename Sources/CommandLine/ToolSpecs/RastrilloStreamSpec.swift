@@ -50,8 +50,7 @@ extension ToolSpecs {
 extension ToolSpecs {
     /// `rastrillo-stream`'s own options, beside ``HTTP``'s (some with help of their own).
     public enum Stream {
-        public static let credentialFile = HTTP.credentialFile(
-            help: "Read the credential from FILE, which only its owner may read; read again before every reconnect.")
+        public static let credentialFile = HTTP.credentialFile(help: "Read the credential from FILE, which only its owner may read; read again before every reconnect.")
         public static let stallTimeout = HTTP.stallTimeout(
             help: {
                 "Give up on a connection when no byte arrives for SECONDS before the stream opens (default \($0); 0 for no limit)."
@@ -61,29 +60,15 @@ extension ToolSpecs {
                 "Give up on a connection as too slow when less than BYTES per second arrive on average over a "
                     + "--stall-timeout window before the stream opens (default \($0); 0 for no limit)."
             })
-        public static let idleTimeout = OptionKey<Int?>.integer(
-            "idle-timeout", valueName: "SECONDS", range: 1...86_400,
-            help: "Reconnect when an open stream sends nothing for SECONDS (default: no limit; TCP keepalive still detects a dead peer).")
-        public static let snapshot = OptionKey<String?>.value(
-            "snapshot", valueName: "PATH",
-            help: "On every connection, fetch PATH (same origin) once the stream is open and print it before any event.")
+        public static let idleTimeout = OptionKey<Int?>.integer("idle-timeout", valueName: "SECONDS", range: 1...86_400, help: "Reconnect when an open stream sends nothing for SECONDS (default: no limit; TCP keepalive still detects a dead peer).")
+        public static let snapshot = OptionKey<String?>.value("snapshot", valueName: "PATH", help: "On every connection, fetch PATH (same origin) once the stream is open and print it before any event.")
         public static let raw = OptionKey<Bool>.flag("raw", help: "Print the stream's validated lines as received instead of JSON.")
-        public static let once = OptionKey<Bool>.flag(
-            "once", help: "Do not reconnect: exit when the first connection ends or fails.")
-        public static let lastEventID = OptionKey<String?>.value(
-            "last-event-id", valueName: "ID",
-            help: "Start the first connection from ID: send it as Last-Event-ID (at most 65536 bytes, no control character but tab).")
-        public static let resumeFile = OptionKey<String?>.value(
-            "resume-file", valueName: "FILE", kind: .file,
-            help: "Resume from the ID in FILE (none if missing) and keep there the ID of the last event printed (0600, at least once).")
-        public static let maxAttempts = OptionKey<Int?>.integer(
-            "max-attempts", valueName: "N", range: 1...1_000_000,
-            help: "Give up when N attempts in a row fail to open the stream; exit by the last failure's class.")
-        public static let giveUpAfter = OptionKey<Int?>.integer(
-            "give-up-after", valueName: "SECONDS", range: 1...31_536_000,
-            help: "Give up when the stream has not been open for SECONDS; exit by the last failure's class.")
-        public static let quiet = OptionKey<Bool>.flag(
-            "quiet", short: "q", help: "Do not print a line on standard error for each failed attempt.")
+        public static let once = OptionKey<Bool>.flag("once", help: "Do not reconnect: exit when the first connection ends or fails.")
+        public static let lastEventID = OptionKey<String?>.value("last-event-id", valueName: "ID", help: "Start the first connection from ID: send it as Last-Event-ID (at most 65536 bytes, no control character but tab).")
+        public static let resumeFile = OptionKey<String?>.value("resume-file", valueName: "FILE", kind: .file, help: "Resume from the ID in FILE (none if missing) and keep there the ID of the last event printed (0600, at least once).")
+        public static let maxAttempts = OptionKey<Int?>.integer("max-attempts", valueName: "N", range: 1...1_000_000, help: "Give up when N attempts in a row fail to open the stream; exit by the last failure's class.")
+        public static let giveUpAfter = OptionKey<Int?>.integer("give-up-after", valueName: "SECONDS", range: 1...31_536_000, help: "Give up when the stream has not been open for SECONDS; exit by the last failure's class.")
+        public static let quiet = OptionKey<Bool>.flag("quiet", short: "q", help: "Do not print a line on standard error for each failed attempt.")
         public static let url = HTTP.url(help: "The http or https URL of the event stream.")
     }
 }

@@ -5,8 +5,7 @@ extension ExitStatus {
     /// avahi-daemon (or the D-Bus system bus it answers on) is not running: `rivet-browse`'s
     /// status 3. The HTTP tools use 3 for "offline"; both mean "the service this tool needs
     /// cannot be reached".
-    public static let unavailable = ExitStatus(
-        code: 3, meaning: "Unavailable: avahi-daemon or the D-Bus system bus is not running")
+    public static let unavailable = ExitStatus(code: 3, meaning: "Unavailable: avahi-daemon or the D-Bus system bus is not running")
 }
 
 extension ToolSpecs {
@@ -38,10 +37,8 @@ extension ToolSpecs {
         public static let type = OptionKey<String>.value(
             "type", valueName: "TYPE", default: "_rivet._tcp",
             help: { "Browse the service type TYPE (_name._tcp or _name._udp) instead of \($0)." })
-        public static let once = OptionKey<Bool>.flag(
-            "once", help: "Print what is known once avahi-daemon's cache has settled, then exit.")
-        public static let showRejected = OptionKey<Bool>.flag(
-            "show-rejected", help: "Print services with a non-canonical TXT record as \"rejected\" lines on standard output.")
+        public static let once = OptionKey<Bool>.flag("once", help: "Print what is known once avahi-daemon's cache has settled, then exit.")
+        public static let showRejected = OptionKey<Bool>.flag("show-rejected", help: "Print services with a non-canonical TXT record as \"rejected\" lines on standard output.")
         public static let json = OptionKey<Bool>.flag(
             "json", help: "Report a failure, usage errors included, as one JSON object {error, message} on standard error.")
     }

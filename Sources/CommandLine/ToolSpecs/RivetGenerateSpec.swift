@@ -31,15 +31,9 @@ extension ToolSpecs {
 extension ToolSpecs {
     /// `rivet-generate`'s options and argument.
     public enum Generate {
-        public static let output = OptionKey<String?>.value(
-            "output", short: "o", valueName: "FILE", kind: .file,
-            help: "Write the generated Swift to FILE ('-' for standard output); an unchanged FILE is left untouched.")
-        public static let checkLock = OptionKey<String?>.value(
-            "check-lock", valueName: "LOCK", kind: .file,
-            help: "Fail when the schema removes or changes an entry of LOCK (additions are compatible).")
-        public static let writeLock = OptionKey<String?>.value(
-            "write-lock", valueName: "LOCK", kind: .file, help: "Write the schema's exported device surface to LOCK.")
-        public static let schema = PositionalKey<String>.required(
-            "SCHEMA", help: "The rivet.rktd schema to read.", kind: .file)
+        public static let output = OptionKey<String?>.value("output", short: "o", valueName: "FILE", kind: .file, help: "Write the generated Swift to FILE ('-' for standard output); an unchanged FILE is left untouched.")
+        public static let checkLock = OptionKey<String?>.value("check-lock", valueName: "LOCK", kind: .file, help: "Fail when the schema removes or changes an entry of LOCK (additions are compatible).")
+        public static let writeLock = OptionKey<String?>.value("write-lock", valueName: "LOCK", kind: .file, help: "Write the schema's exported device surface to LOCK.")
+        public static let schema = PositionalKey<String>.required("SCHEMA", help: "The rivet.rktd schema to read.", kind: .file)
     }
 }

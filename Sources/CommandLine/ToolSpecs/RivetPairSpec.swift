@@ -57,60 +57,31 @@ extension ToolSpecs {
 extension ToolSpecs {
     /// `rivet-pair`'s options.
     public enum Pair {
-        public static let list = OptionKey<Bool>.flag(
-            "list", help: "List the paired devices (a table, or JSON Lines with --json).")
-        public static let show = OptionKey<String?>.value(
-            "show", valueName: "DEVICE-ID", help: "Show the paired device with this ID (32 hex digits).")
-        public static let revoke = OptionKey<String?>.value(
-            "revoke", valueName: "DEVICE-ID",
-            help: "Revoke the device with this ID: removed from the registry, its live sessions closed.")
-        public static let history = OptionKey<Bool>.flag(
-            "history",
-            help: "Print what happened to the paired and revoked devices (or to the one whose ID is ARGUMENT), oldest first.")
-        public static let rename = OptionKey<String?>.value(
-            "rename", valueName: "DEVICE-ID", help: "Rename the device with this ID to ARGUMENT (1 to 128 bytes of UTF-8).")
-        public static let setScopes = OptionKey<String?>.value(
-            "set-scopes", valueName: "DEVICE-ID",
-            help: "Grant the device with this ID exactly the scopes named by --scope, declared in the schema; its live sessions follow at once.")
-        public static let schema = OptionKey<String?>.value(
-            "schema", valueName: "FILE", kind: .file,
-            help: "With --set-scopes when rivetd is not running: check the scopes against this schema, not the one rivetd.conf sets.")
-        public static let argument = PositionalKey<String?>.optional(
-            "ARGUMENT", help: "With --rename: the new name; with --history: the one device's ID.")
+        public static let list = OptionKey<Bool>.flag("list", help: "List the paired devices (a table, or JSON Lines with --json).")
+        public static let show = OptionKey<String?>.value("show", valueName: "DEVICE-ID", help: "Show the paired device with this ID (32 hex digits).")
+        public static let revoke = OptionKey<String?>.value("revoke", valueName: "DEVICE-ID", help: "Revoke the device with this ID: removed from the registry, its live sessions closed.")
+        public static let history = OptionKey<Bool>.flag("history", help: "Print what happened to the paired and revoked devices (or to the one whose ID is ARGUMENT), oldest first.")
+        public static let rename = OptionKey<String?>.value("rename", valueName: "DEVICE-ID", help: "Rename the device with this ID to ARGUMENT (1 to 128 bytes of UTF-8).")
+        public static let setScopes = OptionKey<String?>.value("set-scopes", valueName: "DEVICE-ID", help: "Grant the device with this ID exactly the scopes named by --scope, declared in the schema; its live sessions follow at once.")
+        public static let schema = OptionKey<String?>.value("schema", valueName: "FILE", kind: .file, help: "With --set-scopes when rivetd is not running: check the scopes against this schema, not the one rivetd.conf sets.")
+        public static let argument = PositionalKey<String?>.optional("ARGUMENT", help: "With --rename: the new name; with --history: the one device's ID.")
         public static let open = OptionKey<Bool>.flag("open", help: "Open the running rivetd's pairing window (5 minutes).")
         public static let qr = OptionKey<Bool>.flag(
             "qr",
             help: "With --open: pair by link; print a QR code and the rivet:// link, wait, and report the device (needs --scope).")
-        public static let linkHost = OptionKey<String?>.value(
-            "link-host", valueName: "HOST",
-            help: "With --open --qr: the one host in the link (default: rivetd's listening address or, when that is every address, this desktop's own addresses).")
-        public static let confirm = OptionKey<Bool>.flag(
-            "confirm",
-            help: "Wait for a device to ask, show its name and code, and confirm or reject it (with --open --qr: approve it by name).")
-        public static let code = OptionKey<String?>.value(
-            "code", valueName: "NNNNNN",
-            help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking.")
-        public static let scope = OptionKey<[String]>.repeated(
-            "scope", valueName: "NAME",
-            help: "With --confirm, --open --qr or --set-scopes: grant this scope, one the schema declares (at least one, unless --replace keeps the replaced device's).")
-        public static let replace = OptionKey<String?>.value(
-            "replace", valueName: "DEVICE-ID",
-            help: "With --confirm or --open --qr: pair the device in place of this paired device of the same name and application (a reinstall), revoked at once; its scopes carry over unless --scope is given.")
+        public static let linkHost = OptionKey<String?>.value("link-host", valueName: "HOST", help: "With --open --qr: the one host in the link (default: rivetd's listening address or, when that is every address, this desktop's own addresses).")
+        public static let confirm = OptionKey<Bool>.flag("confirm", help: "Wait for a device to ask, show its name and code, and confirm or reject it (with --open --qr: approve it by name).")
+        public static let code = OptionKey<String?>.value("code", valueName: "NNNNNN", help: "With --confirm: the code the device shows (\"221 418\", 221-418 or 221418); confirm without asking.")
+        public static let scope = OptionKey<[String]>.repeated("scope", valueName: "NAME", help: "With --confirm, --open --qr or --set-scopes: grant this scope, one the schema declares (at least one, unless --replace keeps the replaced device's).")
+        public static let replace = OptionKey<String?>.value("replace", valueName: "DEVICE-ID", help: "With --confirm or --open --qr: pair the device in place of this paired device of the same name and application (a reinstall), revoked at once; its scopes carry over unless --scope is given.")
         public static let sessions = OptionKey<Bool>.flag("sessions", help: "List the running rivetd's live sessions.")
         public static let connect = OptionKey<String?>.value(
             "connect", valueName: "TARGET",
             help: "Device side: pair with the rivetd at TARGET (HOST:PORT, a rivet:// link, or - to read the link from standard input).")
-        public static let deviceName = OptionKey<String?>.value(
-            "device-name", valueName: "NAME", help: "With --connect: the name this device shows (default: host name).")
-        public static let applicationID = OptionKey<String?>.value(
-            "application-id", valueName: "ID",
-            help: "With --connect HOST:PORT: the application to pair with (required; a link names its own).")
-        public static let credential = OptionKey<String?>.value(
-            "credential", valueName: "FILE", kind: .file,
-            help: "With --connect: store the credential in FILE instead of the standard place.")
+        public static let deviceName = OptionKey<String?>.value("device-name", valueName: "NAME", help: "With --connect: the name this device shows (default: host name).")
+        public static let applicationID = OptionKey<String?>.value("application-id", valueName: "ID", help: "With --connect HOST:PORT: the application to pair with (required; a link names its own).")
+        public static let credential = OptionKey<String?>.value("credential", valueName: "FILE", kind: .file, help: "With --connect: store the credential in FILE instead of the standard place.")
         public static let json = OptionKey<Bool>.flag("json", help: "Print JSON: one object per line.")
-        public static let registry = OptionKey<String?>.value(
-            "registry", valueName: "FILE", kind: .file,
-            help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3.")
+        public static let registry = OptionKey<String?>.value("registry", valueName: "FILE", kind: .file, help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3.")
     }
 }

@@ -67,41 +67,20 @@ extension ToolSpecs {
 extension ToolSpecs {
     /// `rivetd`'s options.
     public enum Rivetd {
-        public static let listen = OptionKey<HostPort?>.hostPort(
-            "listen", valueName: "ADDR:PORT",
-            help: "Listen for devices on this address (IPv4, [IPv6] or a host name) and port (0 picks a free one).")
-        public static let schema = OptionKey<String?>.value(
-            "schema", kind: .file, help: "The schema whose device allowlists and scopes the gateway enforces.")
-        public static let applicationID = OptionKey<String?>.value(
-            "application-id", valueName: "ID",
-            help: "The application devices pair with; devices of any other application are refused.")
-        public static let registry = OptionKey<String?>.value(
-            "registry", valueName: "FILE", kind: .file,
-            help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3.")
+        public static let listen = OptionKey<HostPort?>.hostPort("listen", valueName: "ADDR:PORT", help: "Listen for devices on this address (IPv4, [IPv6] or a host name) and port (0 picks a free one).")
+        public static let schema = OptionKey<String?>.value("schema", kind: .file, help: "The schema whose device allowlists and scopes the gateway enforces.")
+        public static let applicationID = OptionKey<String?>.value("application-id", valueName: "ID", help: "The application devices pair with; devices of any other application are refused.")
+        public static let registry = OptionKey<String?>.value("registry", valueName: "FILE", kind: .file, help: "Use the pairing registry at FILE instead of $XDG_STATE_HOME/rivet/pairing.sqlite3.")
         public static let logLevel = OptionKey<String>.value(
             "log-level", valueName: "LEVEL", kind: .choice(["error", "warn", "info", "debug"]), default: "info",
             help: { "Log events at this level and above to standard error (default \($0))." })
-        public static let name = OptionKey<String?>.value(
-            "name", valueName: "NAME", kind: .text(maxBytes: 63),
-            help: "Advertise under NAME instead of a random name; everyone on the network sees it.")
-        public static let noAdvertise = OptionKey<Bool>.flag(
-            "no-advertise",
-            help: "Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address).")
-        public static let expireUnseen = OptionKey<Int?>.integer(
-            "expire-unseen", valueName: "DAYS", range: 1...3650,
-            help: "Revoke devices not seen for more than DAYS days (1 to 3650), at start and once a day; one with a live session is kept.")
-        public static let config = OptionKey<String?>.value(
-            "config", valueName: "FILE", kind: .file,
-            help: "Read settings from FILE instead of $XDG_CONFIG_HOME/rivet/rivetd.conf; the command line overrides them.")
-        public static let check = OptionKey<Bool>.flag(
-            "check",
-            help: "Check the configuration, schema, server key, registry and backend, one line each, and exit; start nothing.")
-        public static let fingerprint = OptionKey<Bool>.flag(
-            "fingerprint",
-            help: "Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed.")
-        public static let backend = OptionKey<[String]?>.rest(
-            "backend", valueName: "CMD", kind: .command,
-            help: "Run CMD with the remaining arguments as the backend; give it last.")
+        public static let name = OptionKey<String?>.value("name", valueName: "NAME", kind: .text(maxBytes: 63), help: "Advertise under NAME instead of a random name; everyone on the network sees it.")
+        public static let noAdvertise = OptionKey<Bool>.flag("no-advertise", help: "Do not advertise the listener as _rivet._tcp through avahi-daemon (devices must be told the address).")
+        public static let expireUnseen = OptionKey<Int?>.integer("expire-unseen", valueName: "DAYS", range: 1...3650, help: "Revoke devices not seen for more than DAYS days (1 to 3650), at start and once a day; one with a live session is kept.")
+        public static let config = OptionKey<String?>.value("config", valueName: "FILE", kind: .file, help: "Read settings from FILE instead of $XDG_CONFIG_HOME/rivet/rivetd.conf; the command line overrides them.")
+        public static let check = OptionKey<Bool>.flag("check", help: "Check the configuration, schema, server key, registry and backend, one line each, and exit; start nothing.")
+        public static let fingerprint = OptionKey<Bool>.flag("fingerprint", help: "Print the server fingerprint (hex, then grouped) and exit, creating the identity if needed.")
+        public static let backend = OptionKey<[String]?>.rest("backend", valueName: "CMD", kind: .command, help: "Run CMD with the remaining arguments as the backend; give it last.")
 
         /// The configuration file's name in `$XDG_CONFIG_HOME/rivet`.
         public static let configurationFileName = "rivetd.conf"

@@ -17,18 +17,12 @@ public enum ToolSpecs {
 /// `ClientArguments`) with the defaults they declare.
 extension ToolSpecs {
     public enum HTTP {
-        public static let header = OptionKey<[String]>.repeated(
-            "header", short: "H", valueName: "NAME:VALUE", help: "Send this header field.")
+        public static let header = OptionKey<[String]>.repeated("header", short: "H", valueName: "NAME:VALUE", help: "Send this header field.")
         /// `--credential-file`, read once per run.
-        public static let credentialFile = credentialFile(
-            help: "Read the credential from FILE, which only its owner may read (one trailing newline is dropped).")
-        public static let credentialEnv = OptionKey<String?>.value(
-            "credential-env", valueName: "NAME", help: "Read the credential from the environment variable NAME.")
-        public static let credentialHeader = OptionKey<String?>.value(
-            "credential-header", valueName: "NAME",
-            help: "Send the credential as the whole value of header NAME instead of 'Authorization: Bearer'.")
-        public static let cacert = OptionKey<String?>.value(
-            "cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE.")
+        public static let credentialFile = credentialFile(help: "Read the credential from FILE, which only its owner may read (one trailing newline is dropped).")
+        public static let credentialEnv = OptionKey<String?>.value("credential-env", valueName: "NAME", help: "Read the credential from the environment variable NAME.")
+        public static let credentialHeader = OptionKey<String?>.value("credential-header", valueName: "NAME", help: "Send the credential as the whole value of header NAME instead of 'Authorization: Bearer'.")
+        public static let cacert = OptionKey<String?>.value("cacert", valueName: "FILE", kind: .file, help: "Verify https servers with the CA certificates in FILE.")
 
         public static let proxy = OptionKey<String?>.value(
             "proxy", valueName: "URL",
@@ -63,9 +57,7 @@ extension ToolSpecs {
                     + "(default \($0); 0 for no limit; exit 4)."
             })
 
-        public static let timeout = OptionKey<Int?>.integer(
-            "timeout", valueName: "SECONDS", range: 1...86_400,
-            help: "Give up when the whole exchange takes longer than SECONDS (exit 3).")
+        public static let timeout = OptionKey<Int?>.integer("timeout", valueName: "SECONDS", range: 1...86_400, help: "Give up when the whole exchange takes longer than SECONDS (exit 3).")
 
         /// `--credential-file` with a tool's own help text.
         static func credentialFile(help: String) -> OptionKey<String?> {

@@ -43,8 +43,7 @@ public struct Backoff: Sendable {
         public let healthyStreamDuration: Duration
 
         /// 0.5 s doubling to 10 s, reset after a stream open longer than 5 s.
-        public static let standard = Policy(
-            validatedInitialDelay: .milliseconds(500), maximumDelay: .seconds(10), healthyStreamDuration: .seconds(5))
+        public static let standard = Policy(validatedInitialDelay: .milliseconds(500), maximumDelay: .seconds(10), healthyStreamDuration: .seconds(5))
 
         /// A policy with other bounds.
         /// - Returns: `nil` unless `0 < initialDelay ≤ maximumDelay` and

@@ -18,8 +18,7 @@ public struct EventStreamLimits: Sendable, Hashable {
     public static let defaultMaxEventBytes = 1_048_576
 
     /// 256 KiB per line, 1 MiB per event.
-    public static let standard = EventStreamLimits(
-        validatedMaxLineBytes: defaultMaxLineBytes, maxEventBytes: defaultMaxEventBytes)
+    public static let standard = EventStreamLimits(validatedMaxLineBytes: defaultMaxLineBytes, maxEventBytes: defaultMaxEventBytes)
 
     /// The largest line, in bytes, terminator excluded.
     public let maxLineBytes: Int

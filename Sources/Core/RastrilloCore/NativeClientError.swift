@@ -62,8 +62,7 @@ public struct NativeNetworkCode: Sendable, Hashable, CustomStringConvertible {
     /// The TLS handshake failed, or the CA file or the pinned key could not be used. Transport.
     public static let secureConnectionFailed = NativeNetworkCode(.secureConnectionFailed, "secure_connection_failed")
     /// The server's certificate is not trusted or does not match the host. Transport.
-    public static let serverCertificateUntrusted = NativeNetworkCode(
-        .serverCertificateUntrusted, "server_certificate_untrusted")
+    public static let serverCertificateUntrusted = NativeNetworkCode(.serverCertificateUntrusted, "server_certificate_untrusted")
     /// The server's reply is not valid HTTP. Transport.
     public static let badServerResponse = NativeNetworkCode(.badServerResponse, "bad_server_response")
     /// The response body could not be decoded. Transport.

@@ -13,10 +13,7 @@ public struct RivetDeviceError: CodedErrorMessage, Hashable {
 
     /// The kinds of failure, what equality compares.
     public enum Code: String, Sendable {
-        case timeout, connectionClosed, transportFailed, protocolViolation
-        case requestTooLarge, responseTooLarge, tooManyPendingCalls
-        case invalidRoute, duplicateRoute, duplicateErrorRegistration
-        case encodingFailed, decodingFailed, unsupportedVersion, invalidConfiguration
+        case timeout, connectionClosed, transportFailed, protocolViolation, requestTooLarge, responseTooLarge, tooManyPendingCalls, invalidRoute, duplicateRoute, duplicateErrorRegistration, encodingFailed, decodingFailed, unsupportedVersion, invalidConfiguration
     }
 
     /// No answer arrived within the call's timeout; a cancel frame was sent.
@@ -25,35 +22,28 @@ public struct RivetDeviceError: CodedErrorMessage, Hashable {
     public static let connectionClosed = RivetDeviceError(code: .connectionClosed, message: "the connection is closed")
     /// Reading or writing the underlying byte stream failed.
     public static let transportFailed = RivetDeviceError(code: .transportFailed, message: "the transport failed")
-    /// The peer broke the protocol (unknown correlation ID, bad frame, wrong version …); the
-    /// connection was closed.
-    public static let protocolViolation = RivetDeviceError(
-        code: .protocolViolation, message: "the peer violated the protocol")
+    /// The peer broke the protocol (unknown correlation ID, bad frame, wrong version …); the connection was closed.
+    public static let protocolViolation = RivetDeviceError(code: .protocolViolation, message: "the peer violated the protocol")
     /// The encoded request is larger than the configured bound; nothing was sent.
     public static let requestTooLarge = RivetDeviceError(code: .requestTooLarge, message: "the request is too large")
     /// The answer is larger than the configured bound; it was discarded.
-    public static let responseTooLarge = RivetDeviceError(
-        code: .responseTooLarge, message: "the response is too large")
+    public static let responseTooLarge = RivetDeviceError(code: .responseTooLarge, message: "the response is too large")
     /// As many calls as the configuration allows are already outstanding; nothing was sent.
-    public static let tooManyPendingCalls = RivetDeviceError(
-        code: .tooManyPendingCalls, message: "too many calls are outstanding")
+    public static let tooManyPendingCalls = RivetDeviceError(code: .tooManyPendingCalls, message: "too many calls are outstanding")
     /// A route, event or state name is empty or breaks the RVT1 name rules.
     public static let invalidRoute = RivetDeviceError(code: .invalidRoute, message: "the route name is invalid")
     /// A handler for this route is already registered.
     public static let duplicateRoute = RivetDeviceError(code: .duplicateRoute, message: "the route is already registered")
     /// A converter for this error type is already registered.
-    public static let duplicateErrorRegistration = RivetDeviceError(
-        code: .duplicateErrorRegistration, message: "the error type is already registered")
+    public static let duplicateErrorRegistration = RivetDeviceError(code: .duplicateErrorRegistration, message: "the error type is already registered")
     /// A value could not be encoded as JSON (for example a non-finite Double).
     public static let encodingFailed = RivetDeviceError(code: .encodingFailed, message: "the value could not be encoded")
     /// A payload did not decode as the expected type.
     public static let decodingFailed = RivetDeviceError(code: .decodingFailed, message: "the payload could not be decoded")
     /// An envelope carries a protocol version this side does not speak.
-    public static let unsupportedVersion = RivetDeviceError(
-        code: .unsupportedVersion, message: "the protocol version is not supported")
+    public static let unsupportedVersion = RivetDeviceError(code: .unsupportedVersion, message: "the protocol version is not supported")
     /// A configuration value is out of range.
-    public static let invalidConfiguration = RivetDeviceError(
-        code: .invalidConfiguration, message: "the configuration is invalid")
+    public static let invalidConfiguration = RivetDeviceError(code: .invalidConfiguration, message: "the configuration is invalid")
 
     static func timeout(_ route: String, _ timeout: Duration) -> Self {
         Self(code: .timeout, message: "call of \(route) got no answer within \(timeout); it was cancelled")

@@ -31,21 +31,16 @@ public struct RivetDeviceGatewayCloseReason: CodeIdentified, Hashable, Sendable,
     /// The device's pairing was revoked.
     public static let revoked = Self(RivetDeviceGatewayErrorCode.revoked, "the device's pairing was revoked")
     /// The session's outgoing queue would have overflowed.
-    public static let outgoingQueueFull = Self(
-        RivetDeviceGatewayErrorCode.outgoingQueueFull, "the device is not reading; its outgoing queue is full")
+    public static let outgoingQueueFull = Self(RivetDeviceGatewayErrorCode.outgoingQueueFull, "the device is not reading; its outgoing queue is full")
     /// The peer broke an RVT1 rule.
-    public static let protocolViolation = Self(
-        RivetDeviceGatewayErrorCode.protocolViolation, "the peer broke an RVT1 rule")
+    public static let protocolViolation = Self(RivetDeviceGatewayErrorCode.protocolViolation, "the peer broke an RVT1 rule")
     /// The peer ended its stream with an error frame of request ID 0.
-    public static let streamError = Self(
-        RivetDeviceGatewayErrorCode.streamError, "the peer ended the stream with an error")
+    public static let streamError = Self(RivetDeviceGatewayErrorCode.streamError, "the peer ended the stream with an error")
 
     /// The device opened one session more than its cap; this, its oldest, made room.
-    public static let replaced = Self(
-        RivetDeviceGatewayErrorCode.replaced, "the device opened a newer session; its oldest made room")
+    public static let replaced = Self(RivetDeviceGatewayErrorCode.replaced, "the device opened a newer session; its oldest made room")
     /// The device sent no hello within the hello deadline.
-    public static let helloTimeout = Self(
-        RivetDeviceGatewayErrorCode.helloTimeout, "no RVT1 hello arrived within the hello deadline")
+    public static let helloTimeout = Self(RivetDeviceGatewayErrorCode.helloTimeout, "no RVT1 hello arrived within the hello deadline")
 
     /// The device sent no hello within `timeout`.
     public static func helloTimeout(after timeout: Duration) -> Self {

@@ -19,11 +19,9 @@ public struct RivetDeviceGatewayError: IdentifiedCodedError, Hashable {
     public var frame: RVT1Frame { .error(.none, code: code, message: message) }
 
     /// A session was opened while the gateway already holds its maximum of sessions.
-    public static let tooManySessions = RivetDeviceGatewayError(
-        kind: .tooManySessions, message: "the gateway already holds its maximum of sessions")
+    public static let tooManySessions = RivetDeviceGatewayError(kind: .tooManySessions, message: "the gateway already holds its maximum of sessions")
     /// A scope to be granted is not declared in the schema.
-    public static let unknownScope = RivetDeviceGatewayError(
-        kind: .unknownScope, message: "the scope is not declared in the schema")
+    public static let unknownScope = RivetDeviceGatewayError(kind: .unknownScope, message: "the scope is not declared in the schema")
     /// A configured limit is out of range.
     public static let invalidLimits = RivetDeviceGatewayError(kind: .invalidLimits, message: "a gateway limit is out of range")
 

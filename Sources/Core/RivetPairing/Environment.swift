@@ -19,6 +19,5 @@ public struct RivetPairingRandomnessError: CodedError {
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable { case shortRead }
     /// The source returned the wrong number of bytes.
-    public static let shortRead = RivetPairingRandomnessError(
-        code: .shortRead, message: "the randomness source returned the wrong number of bytes")
+    public static let shortRead = RivetPairingRandomnessError(code: .shortRead, message: "the randomness source returned the wrong number of bytes")
 }

@@ -388,8 +388,7 @@ public struct RivetPairingLinkError: CodedError {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case notALink, tooLong, malformed, invalidHost, invalidPort, invalidApplicationID, invalidFingerprint
-        case invalidToken, invalidAddress
+        case notALink, tooLong, malformed, invalidHost, invalidPort, invalidApplicationID, invalidFingerprint, invalidToken, invalidAddress
     }
 
     /// The text does not start with `rivet://`.
@@ -409,8 +408,7 @@ public struct RivetPairingLinkError: CodedError {
     /// `t` is not 32 bytes of canonical unpadded base64url.
     public static let invalidToken = Self(code: .invalidToken, message: "the pairing link's token is not valid")
 
-    /// An `addr` parameter is not a dotted IPv4 address nor a bracketed IPv6 address, repeats an
-    /// address, or is one more than `RivetPairingLink.maximumAdditionalAddresses`.
+    /// An `addr` parameter is not a dotted IPv4 address nor a bracketed IPv6 address, repeats an address, or is one more than `RivetPairingLink.maximumAdditionalAddresses`.
     public static let invalidAddress = Self(code: .invalidAddress, message: "the pairing link's addr parameter is not valid")
 
     func with(_ detail: String) -> Self { Self(code: code, message: "\(message): \(detail)") }

@@ -192,19 +192,15 @@ public struct RivetDevicePairingClientError: CodedError {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case unexpectedMessage, randomnessUnavailable, codeMismatch, rejectedOnDevice, rejectedByServer
-        case exchangeOver
+        case unexpectedMessage, randomnessUnavailable, codeMismatch, rejectedOnDevice, rejectedByServer, exchangeOver
     }
 
     /// A pairing message or call arrived out of order; the exchange failed.
     public static let unexpectedMessage = Self(code: .unexpectedMessage, message: "pairing message out of order")
     /// No random bytes could be drawn for `Nc`.
-    public static let randomnessUnavailable = Self(
-        code: .randomnessUnavailable, message: "this device could not draw random bytes for its pairing nonce")
+    public static let randomnessUnavailable = Self(code: .randomnessUnavailable, message: "this device could not draw random bytes for its pairing nonce")
     /// The code typed on the device differs from its own; the exchange failed (send `PairReject`).
-    public static let codeMismatch = Self(
-        code: .codeMismatch,
-        message: "the typed code does not match this device's code; pairing stopped (a mismatch can mean someone is intercepting the connection)")
+    public static let codeMismatch = Self(code: .codeMismatch, message: "the typed code does not match this device's code; pairing stopped (a mismatch can mean someone is intercepting the connection)")
     /// The device's person rejected the code.
     public static let rejectedOnDevice = Self(code: .rejectedOnDevice, message: "pairing was rejected on this device")
     /// The server ended the attempt.

@@ -11,8 +11,7 @@ public struct RVD1Error: CodedErrorMessage {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case badMagic, unsupportedVersion, unknownMessageType, wrongDirection, oversized, malformed
-        case unexpectedMessage, truncated
+        case badMagic, unsupportedVersion, unknownMessageType, wrongDirection, oversized, malformed, unexpectedMessage, truncated
     }
 
     /// The client's first four bytes are not `RVD` followed by a version digit.
@@ -25,8 +24,7 @@ public struct RVD1Error: CodedErrorMessage {
     public static let wrongDirection = Self(code: .wrongDirection, message: "RVD1 message sent in the wrong direction")
     /// A header's length exceeds the limit for its type; nothing was allocated for the body.
     public static let oversized = Self(code: .oversized, message: "RVD1 message longer than its limit")
-    /// A body whose fields do not parse: a wrong fixed size, a string length out of range, text
-    /// that is not UTF-8 or holds a control character, a flag other than 0 or 1, trailing bytes.
+    /// A body whose fields do not parse: a wrong fixed size, a string length out of range, text that is not UTF-8 or holds a control character, a flag other than 0 or 1, trailing bytes.
     public static let malformed = Self(code: .malformed, message: "malformed RVD1 message")
     /// A well-formed message that is not allowed at this point of the exchange.
     public static let unexpectedMessage = Self(code: .unexpectedMessage, message: "RVD1 message out of order")

@@ -17,8 +17,7 @@ public struct RVT1Error: IdentifiedCodedError, Hashable {
     /// The stream does not start frames with `RVT`: the peer speaks another protocol.
     public static let badMagic = RVT1Error(code: .badMagic, message: "frame does not start with RVT1 magic")
     /// The frame starts with `RVT` followed by a version digit other than `1`.
-    public static let unsupportedVersion = RVT1Error(
-        code: .unsupportedVersion, message: "frame uses an unsupported RVT version")
+    public static let unsupportedVersion = RVT1Error(code: .unsupportedVersion, message: "frame uses an unsupported RVT version")
     /// The kind byte is not one of the kinds in ``RVT1FrameKind``.
     public static let unknownKind = RVT1Error(code: .unknownKind, message: "unknown frame kind")
     /// The flags byte is not zero.
@@ -32,23 +31,19 @@ public struct RVT1Error: IdentifiedCodedError, Hashable {
     /// The frame kind needs an empty name and carries one.
     public static let unexpectedName = RVT1Error(code: .unexpectedName, message: "frame kind forbids a name")
     /// The request ID is 0 where the kind needs one, or nonzero where the kind forbids one.
-    public static let invalidRequestID = RVT1Error(
-        code: .invalidRequestID, message: "request ID is not valid for the frame kind")
+    public static let invalidRequestID = RVT1Error(code: .invalidRequestID, message: "request ID is not valid for the frame kind")
     /// The payload is longer than the configured bound.
     public static let payloadTooLarge = RVT1Error(code: .payloadTooLarge, message: "payload exceeds the bound")
     /// The frame kind needs an empty payload and carries bytes.
-    public static let unexpectedPayload = RVT1Error(
-        code: .unexpectedPayload, message: "frame kind forbids a payload")
+    public static let unexpectedPayload = RVT1Error(code: .unexpectedPayload, message: "frame kind forbids a payload")
     /// An error frame's message is not valid UTF-8.
-    public static let invalidMessage = RVT1Error(
-        code: .invalidMessage, message: "error message is not valid UTF-8")
+    public static let invalidMessage = RVT1Error(code: .invalidMessage, message: "error message is not valid UTF-8")
     /// The stream ended in the middle of a frame.
     public static let truncated = RVT1Error(code: .truncated, message: "stream ended inside a frame")
     /// The first frame received on a stream is not a hello frame.
     public static let missingHello = RVT1Error(code: .missingHello, message: "first frame is not hello")
     /// A hello frame arrived after the first frame of the stream.
-    public static let unexpectedHello = RVT1Error(
-        code: .unexpectedHello, message: "hello frame after the start of the stream")
+    public static let unexpectedHello = RVT1Error(code: .unexpectedHello, message: "hello frame after the start of the stream")
     /// A configured limit is outside what the wire format can carry.
     public static let invalidLimits = RVT1Error(code: .invalidLimits, message: "limit is out of range")
 

@@ -15,29 +15,12 @@ public struct AvahiError: CodedErrorMessage {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case daemonNotRunning
-        case systemBusUnavailable
-        case disconnected
-        case closed
-        case invalidServiceName
-        case invalidServiceType
-        case invalidTXT
-        case invalidInterface
-        case invalidArgument
-        case collision
-        case timeout
-        case badState
-        case tooManyObjects
-        case accessDenied
-        case failure
+        case daemonNotRunning, systemBusUnavailable, disconnected, closed, invalidServiceName, invalidServiceType, invalidTXT, invalidInterface, invalidArgument, collision, timeout, badState, tooManyObjects, accessDenied, failure
     }
 
-    /// avahi-daemon cannot be reached on the D-Bus system bus: the bus answers, but no
-    /// avahi-daemon is on it (`AVAHI_ERR_NO_DAEMON`, or a D-Bus error while connecting).
+    /// avahi-daemon cannot be reached on the D-Bus system bus: the bus answers, but no avahi-daemon is on it (`AVAHI_ERR_NO_DAEMON`, or a D-Bus error while connecting).
     public static let daemonNotRunning = AvahiError(code: .daemonNotRunning, message: "avahi-daemon is not running")
-    /// The D-Bus system bus itself cannot be reached: nothing accepts a connection at
-    /// `DBUS_SYSTEM_BUS_ADDRESS` (or libdbus's default socket), so avahi-daemon cannot be asked
-    /// whether or not it runs.
+    /// The D-Bus system bus itself cannot be reached: nothing accepts a connection at `DBUS_SYSTEM_BUS_ADDRESS` (or libdbus's default socket), so avahi-daemon cannot be asked whether or not it runs.
     public static let systemBusUnavailable = AvahiError(code: .systemBusUnavailable, message: "the D-Bus system bus is not reachable")
     /// The connection to avahi-daemon was lost (`AVAHI_ERR_DISCONNECTED`).
     public static let disconnected = AvahiError(code: .disconnected, message: "disconnected from avahi-daemon")

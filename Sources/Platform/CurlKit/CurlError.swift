@@ -80,8 +80,7 @@ public struct CurlError: CodedError {
     public static let invalidMethod = CurlError(code: .invalidMethod, message: "invalid HTTP method")
     /// A header name is not a token, or a value holds CR, LF, NUL or another control character.
     public static let invalidHeader = CurlError(code: .invalidHeader, message: "invalid header")
-    /// The options contradict each other or one is malformed (a body on HEAD, a framing header,
-    /// a NUL in a path, a proxy URL without a supported scheme, a negative length or timeout).
+    /// The options contradict each other or one is malformed (a body on HEAD, a framing header, a NUL in a path, a proxy URL without a supported scheme, a negative length or timeout).
     public static let invalidRequest = CurlError(code: .invalidRequest, message: "invalid request")
     /// libcurl could not create or configure its handles, or its multi interface failed.
     public static let setupFailed = CurlError(code: .setupFailed, message: "libcurl setup failed")
@@ -107,29 +106,20 @@ public struct CurlError: CodedError {
     public static let partialBody = CurlError(code: .partialBody, message: "partial response body")
     /// The server closed the connection without sending any response.
     public static let emptyReply = CurlError(code: .emptyReply, message: "empty reply from server")
-    /// The server's reply is not valid HTTP (no status line, HTTP/0.9, a status code outside
-    /// 100 to 599, an unsolicited 101, a NUL or a colon-less line in the head, ...).
+    /// The server's reply is not valid HTTP (no status line, HTTP/0.9, a status code outside 100 to 599, an unsolicited 101, a NUL or a colon-less line in the head, ...).
     public static let weirdServerReply = CurlError(code: .weirdServerReply, message: "weird server reply")
     /// Automatic decompression was asked for and the body did not decode.
     public static let badContentEncoding = CurlError(code: .badContentEncoding, message: "bad content encoding")
 
-    /// The response head (status lines and header fields, interim responses included) grew past
-    /// `CurlTransfer.maxResponseHeadBytes`.
-    public static let responseHeadTooLarge = CurlError(
-        code: .responseHeadTooLarge, message: "the server sent an oversized response head")
-    /// More than `CurlTransfer.maxTrailerBytes` of header lines (trailer fields) arrived after
-    /// the final response head.
-    public static let trailersTooLarge = CurlError(
-        code: .trailersTooLarge, message: "the server sent too much after the response head")
-    /// The response's `Content-Length` is not a number that fits 64 bits, or two of its values
-    /// differ (RFC 9112 §6.3): the body's end cannot be known.
-    public static let invalidContentLength = CurlError(
-        code: .invalidContentLength, message: "the server sent an invalid Content-Length")
+    /// The response head (status lines and header fields, interim responses included) grew past `CurlTransfer.maxResponseHeadBytes`.
+    public static let responseHeadTooLarge = CurlError(code: .responseHeadTooLarge, message: "the server sent an oversized response head")
+    /// More than `CurlTransfer.maxTrailerBytes` of header lines (trailer fields) arrived after the final response head.
+    public static let trailersTooLarge = CurlError(code: .trailersTooLarge, message: "the server sent too much after the response head")
+    /// The response's `Content-Length` is not a number that fits 64 bits, or two of its values differ (RFC 9112 §6.3): the body's end cannot be known.
+    public static let invalidContentLength = CurlError(code: .invalidContentLength, message: "the server sent an invalid Content-Length")
     /// The chunked response body is not valid chunked encoding.
-    public static let invalidChunkedEncoding = CurlError(
-        code: .invalidChunkedEncoding, message: "the server sent invalid chunked encoding")
-    /// No byte arrived (and none of the request body left) for longer than the transfer's stall
-    /// timeout (`CurlTransfer.headStallTimeout`, `bodyStallTimeout`).
+    public static let invalidChunkedEncoding = CurlError(code: .invalidChunkedEncoding, message: "the server sent invalid chunked encoding")
+    /// No byte arrived (and none of the request body left) for longer than the transfer's stall timeout (`CurlTransfer.headStallTimeout`, `bodyStallTimeout`).
     public static let stalled = CurlError(code: .stalled, message: "the transfer stalled")
 
     // MARK: TLS
@@ -137,11 +127,9 @@ public struct CurlError: CodedError {
     /// The TLS handshake failed (no common protocol or cipher, not a TLS server, ...).
     public static let tlsHandshakeFailed = CurlError(code: .tlsHandshakeFailed, message: "TLS handshake failed")
     /// The server's certificate is not trusted by the CA file or does not match the host.
-    public static let tlsPeerCertificateRejected = CurlError(
-        code: .tlsPeerCertificateRejected, message: "TLS peer certificate rejected")
+    public static let tlsPeerCertificateRejected = CurlError(code: .tlsPeerCertificateRejected, message: "TLS peer certificate rejected")
     /// The CA file could not be read or holds no usable certificate.
-    public static let tlsCACertificateUnusable = CurlError(
-        code: .tlsCACertificateUnusable, message: "TLS CA certificate file unusable")
+    public static let tlsCACertificateUnusable = CurlError(code: .tlsCACertificateUnusable, message: "TLS CA certificate file unusable")
     /// The server's public key does not match `CurlTransfer.pinnedPublicKey`.
     public static let tlsPinnedKeyMismatch = CurlError(code: .tlsPinnedKeyMismatch, message: "TLS pinned key mismatch")
 
@@ -153,8 +141,7 @@ public struct CurlError: CodedError {
         CurlError(code: .aborted, message: "transfer aborted: \(reason)", abortReason: reason)
     }
 
-    /// The request body's source failed (a read error, a throw, or an end before the announced
-    /// length).
+    /// The request body's source failed (a read error, a throw, or an end before the announced length).
     public static let bodySourceFailed = CurlError(code: .bodySourceFailed, message: "request body source failed")
 
     /// Whether libcurl's `detail` text holds `fragment` (ByteText's byte-wise search: String's

@@ -12,11 +12,7 @@ public struct OpenSSLError: CodedError {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case invalidPEM
-        case invalidDER
-        case unsupportedKeyType
-        case keyMismatch
-        case operationFailed
+        case invalidPEM, invalidDER, unsupportedKeyType, keyMismatch, operationFailed
     }
 
     /// The text is not PEM, or its PEM block does not decode to the expected object.

@@ -21,8 +21,7 @@ public struct KeyStoreError: CodedError {
         case io(Int32)
     }
 
-    /// The path already holds a different key, or a file that cannot be read as a key;
-    /// nothing was written.
+    /// The path already holds a different key, or a file that cannot be read as a key; nothing was written.
     public static let keyExists = KeyStoreError(code: .keyExists, message: "a different key already exists")
     /// The path (or the file found at it) is a symbolic link; key files are never followed.
     public static let symlink = KeyStoreError(code: .symlink, message: "path is a symbolic link")

@@ -20,8 +20,7 @@ public struct TLSError: CodedErrorMessage {
         case io(Int32)
     }
 
-    /// The server's SubjectPublicKeyInfo does not hash to the pinned fingerprint; the client
-    /// aborted the handshake before sending any application data.
+    /// The server's SubjectPublicKeyInfo does not hash to the pinned fingerprint; the client aborted the handshake before sending any application data.
     public static let pinMismatch = TLSError(code: .pinMismatch, message: "server key does not match the pinned fingerprint")
     /// The peer does not speak TLS 1.3 (the only version either side accepts).
     public static let protocolVersion = TLSError(code: .protocolVersion, message: "peer does not support TLS 1.3")
@@ -33,8 +32,7 @@ public struct TLSError: CodedErrorMessage {
     public static let timedOut = TLSError(code: .timedOut, message: "timed out")
     /// The peer closed or reset the connection (without close_notify where one was due).
     public static let closed = TLSError(code: .closed, message: "peer closed the connection")
-    /// The call is not allowed in the connection's state (before the handshake, after a failure,
-    /// after `shutdown` for writes, after `close`).
+    /// The call is not allowed in the connection's state (before the handshake, after a failure, after `shutdown` for writes, after `close`).
     public static let invalidState = TLSError(code: .invalidState, message: "connection is not usable in this state")
     /// A socket system call failed with `errno`.
     public static func io(_ errno: Int32) -> TLSError { TLSError(code: .io(errno), message: "socket error \(errno)") }

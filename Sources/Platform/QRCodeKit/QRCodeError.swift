@@ -11,17 +11,13 @@ public struct QRCodeError: CodedError {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case emptyText
-        case tooLong
-        case encoderFailed
+        case emptyText, tooLong, encoderFailed
     }
 
     /// The text is empty: a QR code of nothing is never what a caller means.
     public static let emptyText = QRCodeError(code: .emptyText, message: "the text to encode as a QR code is empty")
-    /// The text's UTF-8 bytes do not fit the largest QR code, version 40 at error correction
-    /// level M in byte mode: at most ``QRCode/maximumByteCount`` (2331) bytes.
-    public static let tooLong = QRCodeError(
-        code: .tooLong, message: "the text is longer than a QR code holds: at most \(QRCode.maximumByteCount) bytes")
+    /// The text's UTF-8 bytes do not fit the largest QR code, version 40 at error correction level M in byte mode: at most ``QRCode/maximumByteCount`` (2331) bytes.
+    public static let tooLong = QRCodeError(code: .tooLong, message: "the text is longer than a QR code holds: at most \(QRCode.maximumByteCount) bytes")
     /// libqrencode failed for another reason (out of memory, say); `message` gives its `errno`.
     public static let encoderFailed = QRCodeError(code: .encoderFailed, message: "libqrencode could not encode the text")
 

@@ -115,34 +115,23 @@ public struct SQLiteError: CodedError, Hashable {
     // MARK: SQLiteKit's own errors
 
     /// The path is empty, contains a NUL byte, or names SQLite's in-memory database.
-    public static let invalidPath = SQLiteError(
-        code: .invalidPath, message: "the database path must be a non-empty file path")
+    public static let invalidPath = SQLiteError(code: .invalidPath, message: "the database path must be a non-empty file path")
     /// The database path is a symbolic link; SQLiteKit never follows one.
-    public static let symlink = SQLiteError(
-        code: .symlink, resultCode: SQLITE_CANTOPEN, message: "the database path is a symbolic link")
+    public static let symlink = SQLiteError(code: .symlink, resultCode: SQLITE_CANTOPEN, message: "the database path is a symbolic link")
     /// The database path exists but is not a regular file (a directory, FIFO, socket, device).
-    public static let notRegularFile = SQLiteError(
-        code: .notRegularFile, resultCode: SQLITE_CANTOPEN,
-        message: "the database path is not a regular file")
+    public static let notRegularFile = SQLiteError(code: .notRegularFile, resultCode: SQLITE_CANTOPEN, message: "the database path is not a regular file")
     /// Creating or inspecting the database file failed; `systemErrno` says why.
-    public static let fileSystem = SQLiteError(
-        code: .fileSystem, message: "the database file could not be created or inspected")
+    public static let fileSystem = SQLiteError(code: .fileSystem, message: "the database file could not be created or inspected")
     /// An argument is outside its documented range.
-    public static let invalidArgument = SQLiteError(
-        code: .invalidArgument, message: "an argument is out of range")
+    public static let invalidArgument = SQLiteError(code: .invalidArgument, message: "an argument is out of range")
     /// The database was used after `close()`.
     public static let closed = SQLiteError(code: .closed, message: "the database connection is closed")
     /// `transaction` was called while a transaction is already open on the connection.
-    public static let transactionAlreadyOpen = SQLiteError(
-        code: .transactionAlreadyOpen,
-        message: "a transaction is already open on this connection; transactions do not nest")
+    public static let transactionAlreadyOpen = SQLiteError(code: .transactionAlreadyOpen, message: "a transaction is already open on this connection; transactions do not nest")
     /// `prepare` was given more than one statement; use `execute` for a script.
-    public static let multipleStatements = SQLiteError(
-        code: .multipleStatements,
-        message: "more than one SQL statement was given; prepare takes exactly one (use execute for several)")
+    public static let multipleStatements = SQLiteError(code: .multipleStatements, message: "more than one SQL statement was given; prepare takes exactly one (use execute for several)")
     /// The migration list is not strictly ascending from version 1 or above.
-    public static let invalidMigrations = SQLiteError(
-        code: .invalidMigrations, message: "migration versions must be positive and strictly ascending")
+    public static let invalidMigrations = SQLiteError(code: .invalidMigrations, message: "migration versions must be positive and strictly ascending")
 
     /// A statement was given `given` values but has `expected` parameters.
     public static func parameterCountMismatch(expected: Int, given: Int) -> SQLiteError {

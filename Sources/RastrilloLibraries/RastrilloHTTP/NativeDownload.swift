@@ -22,11 +22,9 @@ public struct NativeDownloadError: CodedError, Hashable {
         case destinationExists, destinationMoved, cannotCreate, diskFull, writeFailed, syncFailed, checksumMismatch
     }
 
-    /// The destination exists (a file, a directory or a symbolic link, dangling or not): it is
-    /// never overwritten or followed.
+    /// The destination exists (a file, a directory or a symbolic link, dangling or not): it is never overwritten or followed.
     public static let destinationExists = NativeDownloadError(code: .destinationExists, message: "the destination exists")
-    /// DEST's directory was removed or renamed during the download (or DEST no longer names the
-    /// file written): nothing is reported as saved.
+    /// DEST's directory was removed or renamed during the download (or DEST no longer names the file written): nothing is reported as saved.
     public static let destinationMoved = NativeDownloadError(code: .destinationMoved, message: "the destination's directory moved")
     /// The destination could not be created (no such directory, no permission, ...).
     public static let cannotCreate = NativeDownloadError(code: .cannotCreate, message: "the destination could not be created")
@@ -37,10 +35,8 @@ public struct NativeDownloadError: CodedError, Hashable {
     /// `fsync(2)` or `close(2)` failed: the bytes may not be on disk.
     public static let syncFailed = NativeDownloadError(code: .syncFailed, message: "the destination could not be synced to disk")
 
-    /// The bytes downloaded do not have the digest asked for (`--sha256`, `--sha512`): they were
-    /// discarded and nothing appeared at the destination. The message names both digests.
-    public static let checksumMismatch = NativeDownloadError(
-        code: .checksumMismatch, message: "the download does not have the expected digest")
+    /// The bytes downloaded do not have the digest asked for (`--sha256`, `--sha512`): they were discarded and nothing appeared at the destination. The message names both digests.
+    public static let checksumMismatch = NativeDownloadError(code: .checksumMismatch, message: "the download does not have the expected digest")
 
     fileprivate static func failure(_ base: NativeDownloadError, _ message: String, errno code: Int32?) -> Self {
         NativeDownloadError(code: base.code, message: message, systemError: code)

@@ -30,23 +30,19 @@ public struct RivetControlError: IdentifiedCodedError {
     public static let lineTooLong = Self(code: "line-too-long", message: "the request line is too long")
     /// `op` names no operation.
     public static let unknownOperation = Self(code: "unknown-op", message: "unknown operation")
-    /// A member's value is out of its domain (a device ID that is not 32 hex digits, a code
-    /// that is not six digits, a scope name that breaks the naming rules).
+    /// A member's value is out of its domain (a device ID that is not 32 hex digits, a code that is not six digits, a scope name that breaks the naming rules).
     public static let invalidArgument = Self(code: "invalid-argument", message: "an argument is invalid")
     /// The peer is another user; the connection is closed after this response.
     public static let permissionDenied = Self(code: "permission-denied", message: "only the daemon's own user may use the control socket")
     /// The daemon already serves its maximum of control connections; this one is closed.
     public static let busy = Self(code: "busy", message: "the control socket serves too many connections; try again")
-    /// `confirm` asked to replace a device that is not paired under the name and application
-    /// of the device asking (not one of the attempt's `namesakes`); nothing was confirmed.
-    public static let replaceRefused = Self(
-        code: "replace-refused", message: "the device to replace is not a namesake of the device asking")
+    /// `confirm` asked to replace a device that is not paired under the name and application of the device asking (not one of the attempt's `namesakes`); nothing was confirmed.
+    public static let replaceRefused = Self(code: "replace-refused", message: "the device to replace is not a namesake of the device asking")
     /// `confirm` named no scope: nothing would be granted.
     public static let noScopes = Self(code: "no-scopes", message: "no scope was named, so nothing would be granted")
     /// `confirm` named a scope the schema does not declare.
     public static let unknownScope = Self(code: "unknown-scope", message: "a scope is not declared in the schema")
-    /// The attempt ended before both sides confirmed (the device rejected or left, the window
-    /// closed).
+    /// The attempt ended before both sides confirmed (the device rejected or left, the window closed).
     public static let attemptEnded = Self(code: "attempt-ended", message: "the pairing attempt ended before both sides confirmed")
     /// `revoke`, `rename` or `set-scopes` named a device that is not paired.
     public static let unknownDevice = Self(code: "unknown-device", message: "no paired device has that ID")
@@ -64,8 +60,7 @@ public struct RivetControlError: IdentifiedCodedError {
     public static let codeNotReady = Self(code: "code-not-ready", message: "the pairing code is not known yet")
     /// The desktop already confirmed this attempt.
     public static let alreadyConfirmed = Self(code: "already-confirmed", message: "the attempt is already confirmed")
-    /// The typed code differs from the server's code; this counts as a failure and ends the
-    /// attempt.
+    /// The typed code differs from the server's code; this counts as a failure and ends the attempt.
     public static let codeMismatch = Self(code: "code-mismatch", message: "the code does not match")
     /// Any other refusal of the pairing coordinator (its message says which).
     public static let pairingRefused = Self(code: "pairing-refused", message: "the pairing coordinator refused the request")

@@ -11,8 +11,7 @@ public struct RivetDaemonError: CodedErrorMessage {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case invalidConfiguration, schemaFailed, identityFailed, discoverySecretFailed, registryFailed, listenFailed
-        case controlSocketFailed, alreadyRunning, backendFailed
+        case invalidConfiguration, schemaFailed, identityFailed, discoverySecretFailed, registryFailed, listenFailed, controlSocketFailed, alreadyRunning, backendFailed
     }
 
     /// The configuration is unusable (an empty backend command, an unknown log level…).
@@ -21,8 +20,7 @@ public struct RivetDaemonError: CodedErrorMessage {
     public static let schemaFailed = Self(code: .schemaFailed, message: "the schema cannot be used")
     /// The server identity cannot be loaded or created.
     public static let identityFailed = Self(code: .identityFailed, message: "the server identity cannot be used")
-    /// The discovery secret (`discovery-secret` in the state directory) cannot be loaded or
-    /// created.
+    /// The discovery secret (`discovery-secret` in the state directory) cannot be loaded or created.
     public static let discoverySecretFailed = Self(code: .discoverySecretFailed, message: "the discovery secret cannot be used")
     /// The pairing registry cannot be opened.
     public static let registryFailed = Self(code: .registryFailed, message: "the pairing registry cannot be used")

@@ -12,30 +12,14 @@ public struct RivetDiscoveryError: CodedErrorMessage, Hashable {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Sendable, Hashable {
-        case invalidSecret
-        case secretFileUnsafe
-        case secretFileCorrupt
-        case secretFileIO
-        case randomness
-        case invalidConfiguration
-        case notPublished
-        case timeout
-        case systemBusUnavailable
-        case daemonNotRunning
-        case daemonUnavailable
-        case disconnected
-        case browseRefused
-        case collision
-        case avahiFailure
+        case invalidSecret, secretFileUnsafe, secretFileCorrupt, secretFileIO, randomness, invalidConfiguration, notPublished, timeout, systemBusUnavailable, daemonNotRunning, daemonUnavailable, disconnected, browseRefused, collision, avahiFailure
     }
 
     /// A discovery secret that is not exactly 32 bytes.
     public static let invalidSecret = RivetDiscoveryError(code: .invalidSecret, message: "a discovery secret is exactly 32 bytes")
-    /// The secret file is a symbolic link, not a regular file, owned by another user, or
-    /// readable or writable by group or others: it is refused and left as it is.
+    /// The secret file is a symbolic link, not a regular file, owned by another user, or readable or writable by group or others: it is refused and left as it is.
     public static let secretFileUnsafe = RivetDiscoveryError(code: .secretFileUnsafe, message: "the discovery secret file is not private")
-    /// The secret file is not 64 lowercase hexadecimal digits and a newline: it is refused and
-    /// left as it is (replacing it would stop every paired device from recognising this host).
+    /// The secret file is not 64 lowercase hexadecimal digits and a newline: it is refused and left as it is (replacing it would stop every paired device from recognising this host).
     public static let secretFileCorrupt = RivetDiscoveryError(code: .secretFileCorrupt, message: "the discovery secret file is corrupt")
     /// Reading, creating or replacing the secret file failed in the file system.
     public static let secretFileIO = RivetDiscoveryError(code: .secretFileIO, message: "the discovery secret file cannot be read or written")
@@ -48,8 +32,7 @@ public struct RivetDiscoveryError: CodedErrorMessage, Hashable {
     /// A bounded wait ran out.
     public static let timeout = RivetDiscoveryError(code: .timeout, message: "timed out")
     /// The D-Bus system bus cannot be reached, so avahi-daemon cannot be asked whether it runs.
-    public static let systemBusUnavailable = RivetDiscoveryError(
-        code: .systemBusUnavailable, message: "the D-Bus system bus is not reachable")
+    public static let systemBusUnavailable = RivetDiscoveryError(code: .systemBusUnavailable, message: "the D-Bus system bus is not reachable")
     /// The system bus answers, but avahi-daemon is not on it.
     public static let daemonNotRunning = RivetDiscoveryError(code: .daemonNotRunning, message: "avahi-daemon is not running")
     /// avahi-daemon answered but failed (or the connection closed) before it came to run.

@@ -16,8 +16,7 @@ public struct RivetDevicePairingStoreError: CodedError {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case invalidPath, notFound, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew
-        case damaged, unknownDevice, deviceExists, corruptRecord, database, fileSystem
+        case invalidPath, notFound, symlink, notRegularFile, insecurePermissions, notARegistry, schemaTooNew, damaged, unknownDevice, deviceExists, corruptRecord, database, fileSystem
     }
 
     /// The path is empty, holds a NUL byte, or the environment names no state directory.
@@ -28,19 +27,13 @@ public struct RivetDevicePairingStoreError: CodedError {
     public static let symlink = Self(code: .symlink, message: "the pairing registry path is a symbolic link")
     /// The registry path is a directory or special file.
     public static let notRegularFile = Self(code: .notRegularFile, message: "the pairing registry path is not a regular file")
-    /// Group or others have a permission bit on the registry (or its `-wal`/`-shm`), or another
-    /// user owns it. Refused: a registry others can read leaks device metadata and verifiers, and
-    /// one others can write lets them add devices.
-    public static let insecurePermissions = Self(
-        code: .insecurePermissions, message: "the pairing registry is accessible to other users")
+    /// Group or others have a permission bit on the registry (or its `-wal`/`-shm`), or another user owns it. Refused: a registry others can read leaks device metadata and verifiers, and one others can write lets them add devices.
+    public static let insecurePermissions = Self(code: .insecurePermissions, message: "the pairing registry is accessible to other users")
     /// The file is an SQLite database (or something else) that is not a Rivet pairing registry.
     public static let notARegistry = Self(code: .notARegistry, message: "the file is not a Rivet pairing registry")
-    /// The registry was written by a newer program (a higher schema version); nothing was
-    /// changed.
-    public static let schemaTooNew = Self(
-        code: .schemaTooNew, message: "the pairing registry was written by a newer version of Rivet")
-    /// The file fails SQLite's `quick_check` (a damaged page, a broken index); nothing was
-    /// changed.
+    /// The registry was written by a newer program (a higher schema version); nothing was changed.
+    public static let schemaTooNew = Self(code: .schemaTooNew, message: "the pairing registry was written by a newer version of Rivet")
+    /// The file fails SQLite's `quick_check` (a damaged page, a broken index); nothing was changed.
     public static let damaged = Self(code: .damaged, message: "the pairing registry file is damaged")
     /// No paired device has this ID.
     public static let unknownDevice = Self(code: .unknownDevice, message: "no paired device has this ID")

@@ -125,13 +125,11 @@ public struct RivetIdentityError: CodedErrorMessage {
         case noStateDirectory, notProvisioned, keyFileUnusable, keyCreationFailed, tlsSetupFailed
     }
 
-    /// The environment names no state directory (neither `XDG_STATE_HOME` nor `HOME` is an
-    /// absolute path).
+    /// The environment names no state directory (neither `XDG_STATE_HOME` nor `HOME` is an absolute path).
     public static let noStateDirectory = Self(code: .noStateDirectory, message: "no state directory for the server identity")
     /// No key file exists yet (only from `load(stateDirectory:)`).
     public static let notProvisioned = Self(code: .notProvisioned, message: "no server identity has been created yet")
-    /// A key file exists but cannot be used (permissions, owner, link, contents, size); it is
-    /// never replaced.
+    /// A key file exists but cannot be used (permissions, owner, link, contents, size); it is never replaced.
     public static let keyFileUnusable = Self(code: .keyFileUnusable, message: "the server key file cannot be used")
     /// A new key could not be generated or written (or the file could not be read).
     public static let keyCreationFailed = Self(code: .keyCreationFailed, message: "the server key could not be created")

@@ -184,8 +184,7 @@ public struct RivetCompanionCredentialStoreError: CodedErrorMessage {
 
     /// The kinds of failure, what equality compares.
     public enum Code: Hashable, Sendable {
-        case notFound, symlink, notRegularFile, insecurePermissions, tooLarge
-        case invalidContents, unsupportedVersion, fileSystem
+        case notFound, symlink, notRegularFile, insecurePermissions, tooLarge, invalidContents, unsupportedVersion, fileSystem
     }
 
     /// There is no credential file: this device is not paired.
@@ -195,15 +194,13 @@ public struct RivetCompanionCredentialStoreError: CodedErrorMessage {
     /// The path is a directory or special file, or names no file.
     public static let notRegularFile = Self(code: .notRegularFile, message: "the companion credential path is not a regular file")
     /// Group or others have permission bits on the file, or another user owns it.
-    public static let insecurePermissions = Self(
-        code: .insecurePermissions, message: "the companion credential file is accessible to other users")
+    public static let insecurePermissions = Self(code: .insecurePermissions, message: "the companion credential file is accessible to other users")
     /// The file is larger than `RivetCompanionCredentialStore.maximumFileSize`.
     public static let tooLarge = Self(code: .tooLarge, message: "the companion credential file is too large")
     /// The file is not the expected JSON.
     public static let invalidContents = Self(code: .invalidContents, message: "the companion credential file is malformed")
     /// The file was written in a newer format.
-    public static let unsupportedVersion = Self(
-        code: .unsupportedVersion, message: "the companion credential file has an unsupported format version")
+    public static let unsupportedVersion = Self(code: .unsupportedVersion, message: "the companion credential file has an unsupported format version")
     /// A system call failed; `systemErrno` says why.
     public static let fileSystem = Self(code: .fileSystem, message: "a file operation on the companion credential failed")
 

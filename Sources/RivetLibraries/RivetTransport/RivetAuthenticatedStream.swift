@@ -42,12 +42,9 @@ public struct RivetStreamError: CodedErrorMessage {
     public enum Code: Hashable, Sendable { case closed, timedOut, failed }
     /// The stream was closed on this side (`close()`, or the listener stopped).
     public static let closed = Self(code: .closed, message: "the stream is closed")
-    /// Nothing could be read, or no room to write appeared, before the deadline. The stream
-    /// stays usable after a read timeout; after a write timeout part of the bytes may be queued,
-    /// so close the stream.
+    /// Nothing could be read, or no room to write appeared, before the deadline. The stream stays usable after a read timeout; after a write timeout part of the bytes may be queued, so close the stream.
     public static let timedOut = Self(code: .timedOut, message: "timed out")
-    /// The connection failed (reset, closed without close_notify, TLS error, a write that made
-    /// no progress within the write timeout). Final.
+    /// The connection failed (reset, closed without close_notify, TLS error, a write that made no progress within the write timeout). Final.
     public static let failed = Self(code: .failed, message: "the connection failed")
 
 }
