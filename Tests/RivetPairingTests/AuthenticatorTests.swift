@@ -130,6 +130,55 @@ private struct PairedRegistry {
         }
     }
 
+    /// The lookup reads a real neighbouring row for an unknown device (so it costs what a known
+    /// one does): below the smallest key, above the largest, between two keys, and in an empty
+    /// registry, an unknown ID never borrows the neighbour's verifier, application or key.
+    @Test func anUnknownDeviceNeverBorrowsItsNeighboursRow() throws {
+        let directory = try TemporaryDirectory()
+        let store = try RivetDevicePairingStore(path: directory.file("pairing.sqlite3"))
+        let authenticator = try RivetDeviceSessionAuthenticator(store: store)
+        let dummy = try #require(PairingVerifier(bytes: [UInt8](repeating: 0xA5, count: 32)))
+        func row(_ id: DeviceID) throws -> RivetDevicePairingStore.AuthenticationRow {
+            try store.authenticationRow(
+                for: id, dummy: dummy, presentedApplicationID: otherApplication, presentedFingerprint: serverFingerprint)
+        }
+        let lowest = try #require(DeviceID(bytes: [UInt8](repeating: 0x00, count: 16)))
+        let highest = try #require(DeviceID(bytes: [UInt8](repeating: 0xFF, count: 16)))
+        let empty = try row(randomID())
+        #expect(!empty.known && empty.verifier == dummy.bytes)
+
+        var coordinator = RivetDevicePairingCoordinator(
+            serverFingerprint: serverFingerprint, discoverySecret: testDiscoverySecret, clock: SystemClock(), randomness: RivetSystemRandomness())
+        var paired: [RivetCompanionCredential] = []
+        for index in 0..<3 {
+            let (completion, credential) = try pairDevice(&coordinator, connection: .init(UInt64(10 + index)))
+            try store.save(completion)
+            paired.append(credential)
+        }
+        let ids = paired.map(\.deviceID.bytes).sorted { $0.lexicographicallyPrecedes($1) }
+        var between = ids[1]
+        between[15] ^= 1  // next to a paired key, not one
+        let unknowns = try [lowest, highest, #require(DeviceID(bytes: between))].filter { id in !ids.contains(id.bytes) }
+        #expect(unknowns.count == 3)
+        for id in unknowns {
+            let read = try row(id)
+            #expect(!read.known)
+            #expect(read.verifier == dummy.bytes)
+            #expect(read.applicationID == Array(otherApplication.value.utf8))
+            for stolen in paired {
+                let result = try authenticator.authenticate(
+                    deviceID: id, credential: stolen.credential, applicationID: appID, serverFingerprint: serverFingerprint)
+                #expect(result == .failure(.failed))
+            }
+        }
+        for device in paired {
+            #expect(try row(device.deviceID).known)
+            let result = try authenticator.authenticate(
+                deviceID: device.deviceID, credential: device.credential, applicationID: appID, serverFingerprint: serverFingerprint)
+            #expect(try result.get().deviceID == device.deviceID)
+        }
+    }
+
     /// A stolen registry gives the verifier, not the credential: presenting the verifier (or
     /// anything read from the file) does not authenticate.
     @Test func theStoredVerifierIsNotACredential() throws {
@@ -180,6 +229,31 @@ private struct PairedRegistry {
             &coordinator, connection: .init(3), client: makeClient(existing: registry.device.deviceID), known: registry.device)
         _ = coordinator.handle(.desktopReject)
         #expect(try registry.authenticate(nil, other: (randomID(), randomCredential())).get() == registry.device)
+    }
+
+    /// The resume path's lookups are compiled once per connection, and the reused statements
+    /// see what another connection changed since: a revocation, a schema change.
+    @Test func repeatedResumesReuseCompiledLookupsAndSeeOtherConnectionsChanges() throws {
+        let registry = try PairedRegistry()
+        let other = (randomID(), randomCredential())
+        #expect(try registry.authenticate(nil, other: other).get() == registry.device)
+        try registry.store.touchLastSeen(registry.device.deviceID, at: WallClockTime(sinceEpoch: .seconds(1_700_000_000)))
+        let compiled = registry.store.statementsCompiled
+        for _ in 0..<5 {
+            #expect(try registry.authenticate(nil, other: other).get().deviceID == registry.device.deviceID)
+            #expect(throws: RivetDeviceAuthenticationFailure.failed) { try registry.authenticate(.badCredential, other: other).get() }
+            try registry.store.touchLastSeen(registry.device.deviceID, at: WallClockTime(sinceEpoch: .seconds(1_700_000_000)))
+        }
+        #expect(registry.store.statementsCompiled == compiled)
+
+        // Another connection adds an index (a schema change) and then revokes the device.
+        let path = registry.directory.file("pairing.sqlite3")
+        let otherStore = try RivetDevicePairingStore(path: path)
+        let side = try SQLiteDatabase(path: path)
+        try side.execute("CREATE INDEX side_index ON paired_device(display_name)")
+        #expect(try registry.authenticate(nil, other: other).get().deviceID == registry.device.deviceID)
+        try otherStore.revoke(registry.device.deviceID, by: .rivetPair)
+        #expect(throws: RivetDeviceAuthenticationFailure.failed) { try registry.authenticate(nil, other: other).get() }
     }
 
     @Test func lastSeenIsTheCallersToRecord() throws {

@@ -53,6 +53,19 @@ public final class SQLiteDatabase {
 
     private var handle: OpaquePointer?
     private let busyTimeoutMilliseconds: Int32
+    /// Statements kept compiled for reuse, by SQL text: those `query` and `run` were asked to
+    /// cache, and `transaction`'s `BEGIN` and `COMMIT`. Each is reset with its bindings cleared
+    /// after every use, so none holds a read snapshot or a bound value between uses.
+    private var statementCache: [String: SQLiteStatement] = [:]
+    /// At most this many statements stay cached; one more empties the cache first.
+    static let statementCacheCapacity = 32
+
+    /// How many statements this connection compiled (`prepare`, each statement of `execute`,
+    /// every `query` and `run` but those its statement cache served).
+    public internal(set) var statementsCompiled = 0
+
+    /// How many statements the cache holds now.
+    var cachedStatementCount: Int { statementCache.count }
 
     /// Opens (and, unless `readOnly`, creates) the database at `path`.
     ///
@@ -126,15 +139,18 @@ public final class SQLiteDatabase {
     }
 
     deinit {
+        statementCache.removeAll()
         sqlite3_close_v2(handle)
     }
 
     /// Closes the connection; calling it again does nothing. An open transaction is rolled back.
-    /// Statements still alive keep SQLite's connection memory until they are released, but every
-    /// further use of them or of this object throws `SQLiteError.closed`.
+    /// Cached statements are finalized. Statements still alive keep SQLite's connection memory
+    /// until they are released, but every further use of them or of this object throws
+    /// `SQLiteError.closed`.
     public func close() {
         guard let handle else { return }
         self.handle = nil
+        statementCache.removeAll()
         sqlite3_close_v2(handle)
     }
 
@@ -181,6 +197,7 @@ public final class SQLiteDatabase {
                 }
                 cursor = tail
                 guard let statement else { continue }  // only whitespace or a comment was left
+                statementsCompiled += 1
                 defer { sqlite3_finalize(statement) }
                 var step: Int32
                 repeat { step = sqlite3_step(statement) } while step == SQLITE_ROW
@@ -201,27 +218,58 @@ public final class SQLiteDatabase {
 
     /// Runs one statement with `bindings` and returns every result row, all held in memory: bound
     /// the result with `LIMIT` when the table may be large.
+    /// - Parameter cached: keep the compiled statement for the next call with the same `sql`
+    ///   (for fixed SQL text run often; at most `statementCacheCapacity` are kept). SQLite
+    ///   compiles a cached statement again by itself when the schema changed since.
     /// - Throws: as `prepare`, `SQLiteStatement.bind` and `SQLiteStatement.step`.
-    public func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> [SQLiteRow] {
-        let statement = try prepare(sql)
-        try statement.bind(bindings)
-        let names = (0..<statement.columnCount).map { statement.columnName(at: $0) }
-        var rows: [SQLiteRow] = []
-        while try statement.step() {
-            rows.append(SQLiteRow(columnNames: names, values: statement.values()))
+    public func query(_ sql: String, _ bindings: [SQLiteValue] = [], cached: Bool = false) throws -> [SQLiteRow] {
+        try withStatement(sql, cached: cached) { statement in
+            try statement.bind(bindings)
+            // The names once the first row is there: a step may compile the statement again
+            // (after a schema change), and with it its columns.
+            var names: [String]?
+            var rows: [SQLiteRow] = []
+            while try statement.step() {
+                let columns = names ?? (0..<statement.columnCount).map { statement.columnName(at: $0) }
+                names = columns
+                rows.append(SQLiteRow(columnNames: columns, values: statement.values()))
+            }
+            return rows
         }
-        return rows
     }
 
     /// Runs one statement with `bindings` to completion and returns `changes`: the number of
     /// rows it inserted, updated or deleted.
+    /// - Parameter cached: as for `query`.
     /// - Throws: as `prepare`, `SQLiteStatement.bind` and `SQLiteStatement.step`.
     @discardableResult
-    public func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int {
-        let statement = try prepare(sql)
-        try statement.bind(bindings)
-        while try statement.step() {}
-        return changes
+    public func run(_ sql: String, _ bindings: [SQLiteValue] = [], cached: Bool = false) throws -> Int {
+        try withStatement(sql, cached: cached) { statement in
+            try statement.bind(bindings)
+            while try statement.step() {}
+            return changes
+        }
+    }
+
+    /// Runs `body` with `sql` compiled: a new statement, or the cached one (compiled and cached
+    /// on first use) when `cached`, which is then reset with its bindings cleared whatever
+    /// `body` did.
+    private func withStatement<T>(_ sql: String, cached: Bool, _ body: (SQLiteStatement) throws -> T) throws -> T {
+        guard cached else { return try body(try prepare(sql)) }
+        let statement: SQLiteStatement
+        if let found = statementCache[sql] {
+            _ = try openHandle()
+            statement = found
+        } else {
+            statement = try SQLiteStatement(database: self, sql: sql, cached: true)
+            if statementCache.count >= Self.statementCacheCapacity { statementCache.removeAll() }
+            statementCache[sql] = statement
+        }
+        defer {
+            statement.reset()
+            statement.clearBindings()
+        }
+        return try body(statement)
     }
 
     // MARK: Transactions
@@ -241,7 +289,7 @@ public final class SQLiteDatabase {
     {
         let db = try openHandle()
         guard sqlite3_get_autocommit(db) != 0 else { throw SQLiteError.transactionAlreadyOpen }
-        try execute(kind.beginSQL)
+        try run(kind.beginSQL, cached: true)
         let result: T
         do {
             result = try body()
@@ -250,7 +298,7 @@ public final class SQLiteDatabase {
             throw error
         }
         do {
-            try execute("COMMIT")
+            try run("COMMIT", cached: true)
         } catch {
             rollbackIfOpen()
             throw error

@@ -2,19 +2,23 @@ import CSQLite
 
 /// One compiled SQL statement on a `SQLiteDatabase`; finalized when released.
 ///
-/// Like its database it has one owner and is not `Sendable`. It keeps its database object alive.
-/// Typical use: `bind`, then `step()` until it returns false, reading columns while it returns
+/// Like its database it has one owner and is not `Sendable`. It keeps its database object alive
+/// (except the statements the database caches for itself, which it owns). Typical use: `bind`, then `step()` until it returns false, reading columns while it returns
 /// true. A statement left on a row holds a read snapshot (which stops WAL checkpoints from
 /// finishing) until `reset()`, the next `bind(_:)`, or its release.
 public final class SQLiteStatement {
-    private let database: SQLiteDatabase
+    /// The database, kept alive by every statement but those in the database's own cache.
+    private let owner: SQLiteDatabase?
+    private unowned let database: SQLiteDatabase
     private let handle: OpaquePointer
     private var hasRow = false
 
     /// The SQL text the statement was compiled from.
     public let sql: String
 
-    init(database: SQLiteDatabase, sql: String) throws {
+    /// Compiles `sql`; `cached` makes a statement for the database's cache, which does not keep
+    /// the database alive (the database owns it) and tells SQLite it will be reused.
+    init(database: SQLiteDatabase, sql: String, cached: Bool = false) throws {
         let db = try database.openHandle()
         guard !sql.utf8.contains(0) else {
             throw SQLiteError.invalidArgument("SQL text contains a NUL byte")
@@ -22,7 +26,8 @@ public final class SQLiteStatement {
         var statement: OpaquePointer?
         let extra: Bool = try sql.withCString { start in
             var tail: UnsafePointer<CChar>?
-            let rc = sqlite3_prepare_v3(db, start, -1, 0, &statement, &tail)
+            let flags = cached ? UInt32(SQLITE_PREPARE_PERSISTENT) : 0
+            let rc = sqlite3_prepare_v3(db, start, -1, flags, &statement, &tail)
             guard rc == SQLITE_OK else {
                 throw SQLiteError.from(rc, db: db, context: "prepare \(SQLiteError.quote(sql))")
             }
@@ -40,6 +45,8 @@ public final class SQLiteStatement {
             sqlite3_finalize(statement)
             throw SQLiteError.multipleStatements.with(context: "prepare \(SQLiteError.quote(sql))")
         }
+        database.statementsCompiled += 1
+        self.owner = cached ? nil : database
         self.database = database
         self.handle = statement
         self.sql = sql

@@ -467,7 +467,7 @@ public final class RivetDevicePairingStore: Sendable {
             try db.transaction(.immediate) {
                 let changed = try db.run(
                     "UPDATE paired_device SET last_seen_ms = ? WHERE device_id = ?",
-                    [.integer(date.unixMilliseconds), .blob(id.bytes)])
+                    [.integer(date.unixMilliseconds), .blob(id.bytes)], cached: true)
                 guard changed == 1 else { throw self.unknown(id) }
             }
         }
@@ -579,10 +579,10 @@ public final class RivetDevicePairingStore: Sendable {
 
     // MARK: Authentication lookup
 
-    /// What the authenticator compares, read the same way for a known and an unknown device:
-    /// one statement that always returns one row of the same shape. For an unknown device the
-    /// dummy verifier and the presented application ID and fingerprint stand in (the `known`
-    /// flag then fails the check); nothing else is read before the decision.
+    /// What the authenticator compares, read the same way for a known and an unknown device.
+    /// For an unknown device the dummy verifier and the presented application ID and
+    /// fingerprint stand in (the `known` flag then fails the check); nothing else is read
+    /// before the decision.
     struct AuthenticationRow {
         let known: Bool
         let verifier: [UInt8]
@@ -590,30 +590,45 @@ public final class RivetDevicePairingStore: Sendable {
         let serverFingerprint: [UInt8]
     }
 
+    /// One statement that does the same work whether or not `id` is paired: it reads the
+    /// largest key, then the first row at or after `id` (or, past the largest key, the last
+    /// row), and `known` is whether that row is `id`'s own. An unknown device so costs the same
+    /// seeks and the same record decoding as a known one (looking up only `id` made an unknown
+    /// device about 120 ns faster, since no record was decoded). Only an empty registry
+    /// returns no row, and there every device is unknown.
+    private static let authenticationLookup = """
+        SELECT device_id, verifier, application_id, server_fingerprint FROM paired_device
+        WHERE device_id >= min(?1, (SELECT max(device_id) FROM paired_device)) ORDER BY device_id LIMIT 1
+        """
+
     func authenticationRow(
         for id: DeviceID, dummy: PairingVerifier, presentedApplicationID: RivetApplicationID,
         presentedFingerprint: SPKIFingerprint
     ) throws(RivetDevicePairingStoreError) -> AuthenticationRow {
-        try withDatabase("look up device \(id)") { db in
-            let rows = try db.query(
-                """
-                SELECT d.device_id IS NOT NULL, coalesce(d.verifier, ?2), coalesce(d.application_id, ?3),
-                       coalesce(d.server_fingerprint, ?4)
-                FROM (SELECT ?1 AS id) AS q LEFT JOIN paired_device AS d ON d.device_id = q.id
-                """,
-                [.blob(id.bytes), .blob(dummy.bytes), .text(presentedApplicationID.value), .blob(presentedFingerprint.bytes)])
-            guard let row = rows.first else {
-                throw RivetDevicePairingStoreError.corruptRecord.with("the device lookup returned no row")
-            }
-            return AuthenticationRow(
-                known: row[0].integer == 1, verifier: row[1].blob ?? [], applicationID: Array((row[2].text ?? "").utf8),
-                serverFingerprint: row[3].blob ?? [])
+        let rows = try withDatabase("look up device \(id)") { db in
+            try db.query(Self.authenticationLookup, [.blob(id.bytes)], cached: true)
         }
+        let row = rows.first
+        let storedID = row?[0].blob ?? []
+        let verifier = row?[1].blob ?? []
+        let applicationID = Array((row?[2].text ?? "").utf8)
+        let fingerprint = row?[3].blob ?? []
+        let known = constantTimeEqual(storedID, id.bytes)
+        return AuthenticationRow(
+            known: known, verifier: known ? verifier : dummy.bytes,
+            applicationID: known ? applicationID : Array(presentedApplicationID.value.utf8),
+            serverFingerprint: known ? fingerprint : presentedFingerprint.bytes)
     }
 
     // MARK: Internals
 
-    private func withDatabase<T: Sendable>(_ what: String, _ body: (SQLiteDatabase) throws -> T)
+    /// How many SQL statements the registry's connection compiled so far (its hot lookups are
+    /// compiled once and then reused).
+    var statementsCompiled: Int { database.withLock { $0.statementsCompiled } }
+
+    /// Runs `body` on the connection; `what` (described only when it fails) names the work in
+    /// the error.
+    private func withDatabase<T: Sendable>(_ what: @autoclosure () -> String, _ body: (SQLiteDatabase) throws -> T)
         throws(RivetDevicePairingStoreError) -> T
     {
         do {
@@ -621,7 +636,7 @@ public final class RivetDevicePairingStore: Sendable {
         } catch let error as RivetDevicePairingStoreError {
             throw error
         } catch {
-            throw Self.databaseError(error, "\(what) in \(path)")
+            throw Self.databaseError(error, "\(what()) in \(path)")
         }
     }
 
@@ -646,10 +661,10 @@ public final class RivetDevicePairingStore: Sendable {
             """
             SELECT device_id, display_name, application_id, server_fingerprint, created_ms, last_seen_ms
             FROM paired_device WHERE device_id = ?
-            """, [.blob(id.bytes)])
+            """, [.blob(id.bytes)], cached: true)
         guard let row = rows.first else { return nil }
         var scopes: Set<RivetDeviceScope> = []
-        for scope in try db.query("SELECT scope FROM device_scope WHERE device_id = ?", [.blob(id.bytes)]) {
+        for scope in try db.query("SELECT scope FROM device_scope WHERE device_id = ?", [.blob(id.bytes)], cached: true) {
             scopes.insert(try decodeScope(scope[0], device: id))
         }
         return try decodeDevice(row, id: id, scopes: scopes)
