@@ -110,7 +110,7 @@ let package = Package(
             name: "fuzz-txt", dependencies: ["RivetDiscovery", "AvahiKit", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-txt"),
 
         .executableTarget(
-            name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery"],
+            name: "rivet-browse", dependencies: ["CommandLineKit", "ToolSpecs", "RivetDiscovery", "OpenSSLKit"],
                 path: "Sources/Tools/rivet-browse"),
 
         // MARK: Rastrillo HTTP: the origin-bound libcurl client, downloads, the rtnetlink observer, its tools
@@ -126,19 +126,19 @@ let package = Package(
         .target(name: "RastrilloCLI", dependencies: ["RastrilloHTTP", "RastrilloCore", "CommandLineKit", "ToolSpecs", "ByteText", "SystemKit"],
             path: "Sources/RastrilloLibraries/RastrilloCLI"),
         .executableTarget(
-            name: "rastrillo-fetch", dependencies: ["ByteText", "RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+            name: "rastrillo-fetch", dependencies: ["ByteText", "RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs", "OpenSSLKit"],
                 path: "Sources/Tools/rastrillo-fetch",
             exclude: ["StaticLibStdCxx", "LinkOrder"], linkerSettings: leanToolLinking),
         .executableTarget(
             name: "rastrillo-stream",
             dependencies: [
                 "RastrilloHTTP", "RastrilloCore", "RastrilloCLI", "CommandLineKit", "ByteText", "ToolSpecs", "SystemKit",
-                "Timekeeping",
+                "Timekeeping", "OpenSSLKit",
             ],
                 path: "Sources/Tools/rastrillo-stream",
             linkerSettings: leanToolLinking),
         .executableTarget(
-            name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs"],
+            name: "rastrillo-download", dependencies: ["RastrilloHTTP", "RastrilloCLI", "CommandLineKit", "ToolSpecs", "OpenSSLKit"],
                 path: "Sources/Tools/rastrillo-download",
             linkerSettings: leanToolLinking),
 
@@ -148,7 +148,7 @@ let package = Package(
             name: "fuzz-conf", dependencies: ["CommandLineKit", "ToolSpecs", "RivetFuzzSupport"], path: "Sources/Fuzz/fuzz-conf"),
         .executableTarget(
             name: "rivet-pair",
-            dependencies: ["ByteText", "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetPairDesktop", "RivetPairCompanion"],
+            dependencies: ["ByteText", "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetPairing", "RivetPairDesktop", "RivetPairCompanion", "OpenSSLKit"],
             path: "Sources/Tools/rivet-pair"),
 
         // MARK: Rivet device channel: RVT1 framing, typed requests, schema and generator
@@ -245,7 +245,7 @@ let package = Package(
             name: "rivetd",
             dependencies: [
                 "ByteText", "CommandLineKit", "CommandLineFiles", "ToolSpecs", "RivetDaemon", "RivetControl", "RivetServer", "RivetPairing",
-                "RivetState", "SystemKit", "ThreadSupport",
+                "RivetState", "SystemKit", "ThreadSupport", "OpenSSLKit",
             ], path: "Sources/Tools/rivetd"),
         .executableTarget(name: "rivet-test-backend", dependencies: ["RivetWire"], path: "Tests/Support/rivet-test-backend"),
         .executableTarget(

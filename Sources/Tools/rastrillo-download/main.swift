@@ -1,9 +1,14 @@
 import CommandLineKit
+import OpenSSLKit
 import RastrilloCore
 import RastrilloHTTP
 import RastrilloCLI
 import SystemKit
 import ToolSpecs
+
+// OpenSSL must not free its state at exit while a connection's thread may still use it
+// (OpenSSLStartup.keepStateUntilExit); first, before anything starts OpenSSL.
+OpenSSLStartup.keepStateUntilExit()
 
 ToolRunner.main(spec: ToolSpecs.rastrilloDownload, jsonFailures: .usageErrors(FailureReport.jsonLine)) { arguments in
     let json = arguments[ToolSpecs.Download.json]

@@ -1,7 +1,12 @@
 import CommandLineKit
+import OpenSSLKit
 import RastrilloHTTP
 import RastrilloCLI
 import ToolSpecs
+
+// OpenSSL must not free its state at exit while a connection's thread may still use it
+// (OpenSSLStartup.keepStateUntilExit); first, before anything starts OpenSSL.
+OpenSSLStartup.keepStateUntilExit()
 
 // One request, run on the main thread from start to end: the body's task on the calling-thread
 // executor and the transfer on the thread awaiting it, so no pool, signal or transfer thread

@@ -1,9 +1,14 @@
 import CommandLineKit
+import OpenSSLKit
 import RastrilloCLI
 import RastrilloCore
 import RastrilloHTTP
 import SystemKit
 import ToolSpecs
+
+// OpenSSL must not free its state at exit while a connection's thread may still use it
+// (OpenSSLStartup.keepStateUntilExit); first, before anything starts OpenSSL.
+OpenSSLStartup.keepStateUntilExit()
 
 ToolRunner.main(spec: ToolSpecs.rastrilloStream) { arguments in
     try await FailureReport.reporting(json: false) {

@@ -1,6 +1,11 @@
 import CommandLineKit
+import OpenSSLKit
 import RivetDiscovery
 import ToolSpecs
+
+// OpenSSL must not free its state at exit while a connection's thread may still use it
+// (OpenSSLStartup.keepStateUntilExit); first, before anything starts OpenSSL.
+OpenSSLStartup.keepStateUntilExit()
 
 // SIGINT and SIGTERM are how a follow-mode browse ends: the cancelled body returns 0.
 // Under --json a failure, usage errors included, is one JSON object on standard error.

@@ -2,12 +2,17 @@ import ByteText
 import CommandLineFiles
 import CommandLineKit
 import Foundation
+import OpenSSLKit
 import RivetPairCompanion
 import RivetPairDesktop
 import RivetPairing
 import ToolSpecs
 
 private typealias Pair = ToolSpecs.Pair
+
+// OpenSSL must not free its state at exit while a connection's thread may still use it
+// (OpenSSLStartup.keepStateUntilExit); first, before anything starts OpenSSL.
+OpenSSLStartup.keepStateUntilExit()
 
 // Under --json every failure, usage errors included, is one JSON object on standard error.
 ToolRunner.main(spec: ToolSpecs.rivetPair, jsonFailures: .everyFailure()) { arguments in

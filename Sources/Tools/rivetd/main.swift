@@ -2,6 +2,7 @@ import ByteText
 import CommandLineFiles
 import CommandLineKit
 import Foundation
+import OpenSSLKit
 import RivetControl
 import RivetDaemon
 import RivetPairing
@@ -17,6 +18,9 @@ import ToolSpecs
 // sessions hold over several arenas, each with its own slack (docs/architecture.md, "Listener
 // threads and ownership").
 MallocArenas.limit(1)
+// OpenSSL must not free its state at exit while a connection's thread may still use it
+// (OpenSSLStartup.keepStateUntilExit); first, before anything starts OpenSSL.
+OpenSSLStartup.keepStateUntilExit()
 
 ToolRunner.main(spec: ToolSpecs.rivetd) { commandLine in
     // The configuration file's settings under the command line's: the command line wins.

@@ -127,6 +127,9 @@ func hold(state: String, port: UInt16, count: Int) {
     for session in sessions { session.stream.close() }
 }
 
+// As the tools do: OpenSSL keeps its state until exit (docs/architecture.md).
+OpenSSLStartup.keepStateUntilExit()
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     fail("usage: rivet-bench-handshake serve STATE_DIR | resume STATE_DIR PORT SECONDS | hold STATE_DIR PORT COUNT")

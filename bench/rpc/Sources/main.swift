@@ -48,6 +48,9 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
+// As the tools do: OpenSSL keeps its state until exit (docs/architecture.md).
+OpenSSLStartup.keepStateUntilExit()
+
 /// Devices provisioned; session N resumes as device N modulo this.
 let benchDevices = 8
 
