@@ -3,6 +3,7 @@ import AvahiTestSupport
 import Foundation
 import RivetDiscovery
 import RivetPairing
+import TestSupport
 import Testing
 import ToolTestSupport
 
@@ -62,7 +63,9 @@ import Glibc
     }
 
     static func advertiser(type: String) throws -> RivetAdvertiser {
-        try RivetAdvertiser(configuration: .init(serviceType: type, interface: try .named("lo"), ipProtocol: .ipv4))
+        // A clock only the test moves: on the system clock the name and TXT hint change at each
+        // hour's end, and a test that crossed one would see a service it did not expect.
+        try RivetAdvertiser(configuration: .init(serviceType: type, interface: try .named("lo"), ipProtocol: .ipv4, clock: ManualClock(wallClockStart: Date())))
     }
 
     static func uniqueType() -> String {
@@ -313,7 +316,7 @@ import Glibc
 
     @Test("rivetd's advertisement: rivet-browse --once and avahi-browse -rpt _rivet._tcp agree on the random host and the listener's address; neither names the machine")
     func randomHostAgrees() async throws {
-        let advertiser = try RivetAdvertiser(configuration: .init(interface: try .named("lo"), ipProtocol: .ipv4))
+        let advertiser = try RivetAdvertiser(configuration: .init(interface: try .named("lo"), ipProtocol: .ipv4, clock: ManualClock(wallClockStart: Date())))
         defer { advertiser.stop() }
         try advertiser.start(host: "127.0.0.1", port: 7760, secret: Self.secret)
         let published = try await advertiser.waitUntilPublished(timeout: .seconds(10))
@@ -425,7 +428,7 @@ import Glibc
             let environment = RivetBrowseToolTests.environment(fixture.environment)
             do {
                 let advertiser = try RivetAdvertiser(configuration: .init(
-                    serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4))
+                    serviceType: "_rivet._tcp", interface: try .named("lo"), ipProtocol: .ipv4, clock: ManualClock(wallClockStart: Date())))
                 try advertiser.start(host: "127.0.0.1", port: 7750, secret: RivetBrowseToolTests.secret)
                 let first = try await advertiser.waitUntilPublished(timeout: .seconds(10))
                 let follower = try RivetBrowseToolTests.follow([], environment: environment)
