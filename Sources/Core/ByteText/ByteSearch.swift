@@ -13,35 +13,10 @@ public enum ByteSearch {
     /// when the whole range is shorter than a block.
     @inlinable
     public static func firstIndex(of byte: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> Int {
-        guard start < end, let base = bytes.baseAddress else { return end }
-        let raw = UnsafeRawPointer(base)
         let pattern = SIMD16<UInt8>(repeating: byte)
-        var index = start
-        while index + 32 <= end {
-            let first = matches(raw, index, pattern)
-            let second = matches(raw, index + 16, pattern)
-            let both = first | second
-            if both[0] | both[1] != 0 {
-                if first[0] | first[1] != 0 { return index + firstLane(first) }
-                return index + 16 + firstLane(second)
-            }
-            index += 32
-        }
-        if index + 16 <= end {
-            let found = matches(raw, index, pattern)
-            if found[0] | found[1] != 0 { return index + firstLane(found) }
-            index += 16
-        }
-        if end - start >= 16, index < end {
-            let found = matches(raw, end - 16, pattern)
-            return found[0] | found[1] != 0 ? end - 16 + firstLane(found) : end
-        }
-        while index < end {
-            if base[index] == byte { return index }
-            index += 1
-        }
-        return end
+        return search(bytes, from: start, to: end, block: { raw, offset in matches(raw, offset, pattern) }, isMatch: { $0 == byte })
     }
+
     /// The index of the first byte in `bytes[start..<end]` that is `byte` or `other`, or `end`
     /// when there is none: ``firstIndex(of:in:from:to:)`` for two bytes at once (one pass over
     /// the bytes, two comparisons per block).
@@ -49,20 +24,34 @@ public enum ByteSearch {
     public static func firstIndex(
         of byte: UInt8, or other: UInt8, in bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int
     ) -> Int {
-        guard start < end, let base = bytes.baseAddress else { return end }
-        let raw = UnsafeRawPointer(base)
         let first = SIMD16<UInt8>(repeating: byte)
         let second = SIMD16<UInt8>(repeating: other)
+        return search(
+            bytes, from: start, to: end, block: { raw, offset in matches(raw, offset, first) | matches(raw, offset, second) },
+            isMatch: { $0 == byte || $0 == other })
+    }
+
+    /// The one walk of both searches: `block` gives the matching lanes of the sixteen bytes at
+    /// an offset (as ``matches(_:_:_:)`` does), `isMatch` tests one byte. The first block alone
+    /// (a short line ends there), then two blocks a step, then one, then the block that ends at
+    /// `end` (its lanes before the walk's index hold no match), or the bytes one at a time when
+    /// the range is shorter than a block.
+    @inlinable @inline(__always)
+    static func search(
+        _ bytes: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int,
+        block: (UnsafeRawPointer, Int) -> SIMD2<UInt64>, isMatch: (UInt8) -> Bool
+    ) -> Int {
+        guard start < end, let base = bytes.baseAddress else { return end }
+        let raw = UnsafeRawPointer(base)
         var index = start
-        // The first block alone (a short line ends there), then two blocks a step.
         if index + 16 <= end {
-            let found = matches(raw, index, first) | matches(raw, index, second)
+            let found = block(raw, index)
             if found[0] | found[1] != 0 { return index + firstLane(found) }
             index += 16
         }
         while index + 32 <= end {
-            let low = matches(raw, index, first) | matches(raw, index, second)
-            let high = matches(raw, index + 16, first) | matches(raw, index + 16, second)
+            let low = block(raw, index)
+            let high = block(raw, index + 16)
             let both = low | high
             if both[0] | both[1] != 0 {
                 if low[0] | low[1] != 0 { return index + firstLane(low) }
@@ -71,17 +60,16 @@ public enum ByteSearch {
             index += 32
         }
         if index + 16 <= end {
-            let found = matches(raw, index, first) | matches(raw, index, second)
+            let found = block(raw, index)
             if found[0] | found[1] != 0 { return index + firstLane(found) }
             index += 16
         }
         if end - start >= 16, index < end {
-            // The block that ends at `end`: its lanes before `index` hold no match.
-            let found = matches(raw, end - 16, first) | matches(raw, end - 16, second)
+            let found = block(raw, end - 16)
             return found[0] | found[1] != 0 ? end - 16 + firstLane(found) : end
         }
         while index < end {
-            if base[index] == byte || base[index] == other { return index }
+            if isMatch(base[index]) { return index }
             index += 1
         }
         return end
@@ -94,9 +82,11 @@ public enum ByteSearch {
         unsafeBitCast(raw.loadUnaligned(fromByteOffset: offset, as: SIMD16<UInt8>.self) .== pattern, to: SIMD2<UInt64>.self)
     }
 
-    /// The first lane set in `halves` (which has one): 0 to 15.
+    /// The first lane set in `halves` (lanes of 0x00 and 0xFF bytes as ``matches(_:_:_:)`` gives
+    /// them, two 64-bit words, the first lane in the low bits of the first): 0 to 15, or 16 when
+    /// none is set.
     @inlinable @inline(__always)
-    static func firstLane(_ halves: SIMD2<UInt64>) -> Int {
+    public static func firstLane(_ halves: SIMD2<UInt64>) -> Int {
         let low = UInt64(littleEndian: halves[0])
         if low != 0 { return low.trailingZeroBitCount / 8 }
         return 8 + UInt64(littleEndian: halves[1]).trailingZeroBitCount / 8

@@ -330,10 +330,7 @@ enum JSONByteWriter {
             let block = UnsafeRawPointer(source + blockStart).loadUnaligned(as: SIMD2<UInt64>.self)
             UnsafeMutableRawPointer(end - overlap).storeBytes(of: block, as: SIMD2<UInt64>.self)
             // The overlapped lanes were copied as they are, so none of them is flagged.
-            let flags = attentionFlags(block)
-            let low = UInt64(littleEndian: flags[0])
-            let high = UInt64(littleEndian: flags[1])
-            let plain = low != 0 ? low.trailingZeroBitCount / 8 : high != 0 ? 8 + high.trailingZeroBitCount / 8 : 16
+            let plain = ByteSearch.firstLane(attentionFlags(block))
             end += plain - overlap
             index = blockStart + plain
             if plain == 16 { continue }
