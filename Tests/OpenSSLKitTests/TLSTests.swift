@@ -314,6 +314,56 @@ private struct Side: Sendable {
         #expect(c.error == .closed, "\(c.error?.message ?? "no error")")
     }
 
+    /// A server that answers, sends close_notify and closes while the client's last message sits
+    /// unread makes its kernel send a reset; the client's next write then fails. What the server
+    /// sent before it left (its refusal, say) must still be readable, or the client can only
+    /// report a broken pipe.
+    @Test func aWriteThatFindsThePeerGoneLeavesItsLastWordsReadable() async throws {
+        let identity = try Identity()
+        let client = try TLSClientContext(verification: .pinned(identity.key.fingerprint))
+        let listener = try LoopbackListener()
+        let port = listener.port
+        let gone = DispatchSemaphore(value: 0)
+        async let server = onThread { () throws -> Side in
+            let fd = try listener.accept()
+            let connection = try TLSConnection(socket: fd, context: identity.server)
+            let end = deadline(.seconds(10))
+            try connection.handshake(deadline: end)
+            _ = try readExactly(connection, 1, deadline: end)
+            try connection.write(Array("refused".utf8), deadline: end)
+            try connection.shutdown(deadline: end)
+            // The client's second message arrives here and is never read: closing now resets.
+            var unread = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&unread, 1, 10_000)
+            connection.close()
+            gone.signal()
+            return Side()
+        }
+        async let clientSide = onThread { () throws -> Side in
+            let fd = try connectLoopback(port: port)
+            let connection = try TLSConnection(socket: fd, context: client)
+            defer { connection.close() }
+            let end = deadline(.seconds(10))
+            try connection.handshake(deadline: end)
+            try connection.write([1], deadline: end)
+            var answer = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&answer, 1, 10_000)
+            try connection.write([2], deadline: end)
+            gone.wait()
+            var side = Side()
+            var reset = pollfd(fd: fd, events: Int16(POLLHUP), revents: 0)
+            for _ in 0..<100 where reset.revents & Int16(POLLHUP | POLLERR) == 0 { _ = poll(&reset, 1, 100) }
+            side.error = failure(outcome { () throws(TLSError) in try connection.write([3], deadline: end) })
+            side.received = try readExactly(connection, 7, deadline: end)
+            #expect(try connection.read(maxCount: 10, deadline: end) == [])
+            #expect(throws: TLSError.invalidState) { try connection.write([4], deadline: end) }
+            return side
+        }
+        let (_, c) = try await (server, clientSide)
+        #expect(c.error == .closed, "\(c.error?.message ?? "the write after the reset succeeded")")
+        #expect(c.received == Array("refused".utf8))
+    }
+
     @Test func abruptCloseWhileReadingIsClosedNotEndOfStream() async throws {
         let identity = try Identity()
         let client = try TLSClientContext(verification: .pinned(identity.key.fingerprint))

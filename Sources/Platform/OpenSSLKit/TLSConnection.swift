@@ -34,6 +34,9 @@ public final class TLSConnection {
     private var state: State = .awaitingHandshake
     private var receivedCloseNotify = false
     private var sentCloseNotify = false
+    /// Set when a write found the peer gone: writing has ended, reading has not, since what the
+    /// peer sent before it left (its last answer) is still in the socket.
+    private var writeEnded: TLSError?
 
     /// The server's SPKI fingerprint, set on the client side once the handshake completes
     /// (under `.pinned` it equals the pin). Always `nil` on the server side: clients present
@@ -179,10 +182,11 @@ public final class TLSConnection {
     /// Throws `TLSError.closed` if the peer has gone (EPIPE/ECONNRESET), `.timedOut`,
     /// `.io(errno)`, `.protocolError`, and `.invalidState` before the handshake, after
     /// `shutdown(deadline:)`, or after a failure or `close()`. Any failure, including a timeout,
-    /// is final: part of a record may have been sent, so the stream cannot continue.
+    /// is final: part of a record may have been sent, so the stream cannot continue. After
+    /// `.closed` alone, what the peer sent before it left can still be read.
     public func write(_ bytes: some Collection<UInt8>, deadline: ContinuousClock.Instant) throws(TLSError) {
         let ssl = try requireEstablished()
-        if sentCloseNotify { throw TLSError.invalidState.with("cannot write after shutdown(deadline:) sent close_notify") }
+        try requireWritable()
         let result: Result<Void, TLSError> = withContiguousBytes(bytes) { buffer in
             var offset = 0
             while offset < buffer.count {
@@ -199,7 +203,7 @@ public final class TLSConnection {
         do throws(TLSError) {
             try result.get()
         } catch {
-            state = .failed(error)
+            endWriting(error)
             throw error
         }
     }
@@ -213,7 +217,7 @@ public final class TLSConnection {
     /// Throws what `write(_:deadline:)` throws except `.timedOut`; any failure is final.
     public func writeAvailable(_ buffer: UnsafeRawBufferPointer) throws(TLSError) -> Int {
         let ssl = try requireEstablished()
-        if sentCloseNotify { throw TLSError.invalidState.with("cannot write after shutdown(deadline:) sent close_notify") }
+        try requireWritable()
         var offset = 0
         while offset < buffer.count {
             ERR_clear_error()
@@ -230,7 +234,7 @@ public final class TLSConnection {
             }
             let error = reason == SSL_ERROR_ZERO_RETURN
                 ? TLSError.closed.with("\(Phase.write.rawValue): the peer sent close_notify") : failure(reason, phase: .write)
-            state = .failed(error)
+            endWriting(error)
             throw error
         }
         return offset
@@ -242,7 +246,7 @@ public final class TLSConnection {
     /// Throws `TLSError.timedOut` if the alert could not be sent by `deadline`, `.closed` if
     /// the peer is already gone, `.io(errno)`.
     public func shutdown(deadline: ContinuousClock.Instant) throws(TLSError) {
-        guard case .established = state, let ssl, !sentCloseNotify else { return }
+        guard case .established = state, let ssl, !sentCloseNotify, writeEnded == nil else { return }
         while true {
             ERR_clear_error()
             socket.lastErrno = 0
@@ -283,6 +287,17 @@ public final class TLSConnection {
     }
 
     private static let closedLocally = TLSError.invalidState.with("the connection was closed locally")
+
+    private func requireWritable() throws(TLSError) {
+        if sentCloseNotify { throw TLSError.invalidState.with("cannot write after shutdown(deadline:) sent close_notify") }
+        if let writeEnded { throw TLSError.invalidState.with("the connection failed earlier: \(writeEnded.message)") }
+    }
+
+    /// A failed write is final for writing. When the peer is gone (`.closed`) reading goes on:
+    /// its last records may still wait in the socket. Any other failure ends the connection.
+    private func endWriting(_ error: TLSError) {
+        if error == .closed { writeEnded = error } else { state = .failed(error) }
+    }
 
     private func requireEstablished() throws(TLSError) -> OpaquePointer {
         switch state {

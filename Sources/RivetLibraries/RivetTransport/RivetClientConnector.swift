@@ -393,12 +393,19 @@ public final class RivetClientConnector: Sendable {
 
     /// Sends during pairing. A server that ends the attempt sends `Reject` and closes, and a
     /// write after that close can fail before the `Reject` is read; so a message the server has
-    /// already sent is read first and, being out of turn, ends the exchange.
+    /// already sent is read first and, being out of turn, ends the exchange. The `Reject` can
+    /// also arrive, with the server's reset, between that look and the write: a write that finds
+    /// the server gone reads its last message, and reports the write's failure only without one.
     private func sendDuringPairing(
         _ bytes: [UInt8], _ connection: TLSConnection, _ reader: inout RVD1Reader, deadline: ContinuousClock.Instant
     ) throws(RivetClientError) -> RVD1Message? {
         if let early = try messageAlreadySent(connection, &reader) { return early }
-        try send(bytes, on: connection, deadline: deadline, what: "a pairing message")
+        do {
+            try connection.write(bytes, deadline: deadline)
+        } catch {
+            if error == .closed, let last = try? readMessage(connection, &reader, deadline: clock.now + .seconds(1)) { return last }
+            throw Self.classify(error, during: "sending a pairing message")
+        }
         return nil
     }
 
