@@ -8,18 +8,10 @@ import OpenSSLKit
 /// crosses the network: the device proves it knows it (`RivetPairingLinkProof`).
 ///
 /// Its text forms say `RivetPairingToken(redacted)`; `base64URL` is for building the link only.
-public struct RivetPairingToken: RivetFixedSizeBytes, RivetRedactedBytes {
-    /// The number of bytes in a token (32).
-    public static let byteCount = 32
-
+public struct RivetPairingToken: RivetBytes32, RivetRedactedBytes {
     /// The 32 bytes.
     public let bytes: [UInt8]
-
-    /// Wraps exactly 32 bytes; `nil` for any other count.
-    public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == Self.byteCount else { return nil }
-        self.bytes = Array(bytes)
-    }
+    public init(_ checked: Bytes32) { bytes = checked.bytes }
 
     /// The 43 characters of unpadded base64url that carry the token in a link.
     public var base64URL: String { Base64.url.encode(bytes) }

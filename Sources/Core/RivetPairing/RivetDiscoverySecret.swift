@@ -12,19 +12,12 @@ import OpenSSLKit
 ///
 /// Never printed: its text forms say `redacted` and its mirror has no children. Equality runs in
 /// constant time.
-public struct RivetDiscoverySecret: RivetFixedSizeBytes, RivetRedactedBytes, Hashable {
-    /// The number of bytes in the secret (32).
-    public static let byteCount = 32
-
-    /// The secret bytes, for the wire message, the state file and the device's credential file only.
+public struct RivetDiscoverySecret: RivetBytes32, RivetRedactedBytes, Hashable {
+    /// The secret bytes, for the wire message, the state file and the device's credential file
+    /// only. (`init?(bytes:)` counts them; RivetDiscovery adds a throwing `init(bytes: [UInt8])`
+    /// that says why.)
     public let bytes: [UInt8]
-
-    /// Wraps exactly 32 bytes; `nil` for any other count. (RivetDiscovery adds a throwing
-    /// `init(bytes: [UInt8])` that says why.)
-    public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == Self.byteCount else { return nil }
-        self.bytes = Array(bytes)
-    }
+    public init(_ checked: Bytes32) { bytes = checked.bytes }
 
     /// Hashes the bytes (equal secrets hash alike).
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }

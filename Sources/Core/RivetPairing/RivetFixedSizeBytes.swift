@@ -1,8 +1,8 @@
 import ByteText
 import OpenSSLKit
 
-/// A pairing value that is exactly `byteCount` bytes (`DeviceID`, `Nonce`, `PairingCredential`,
-/// `RivetDiscoverySecret`). Each type checks the count in its `init?(bytes:)`; parsing hex and
+/// A pairing value that is exactly `byteCount` bytes (`DeviceID`, and the 32-byte values of
+/// ``RivetBytes32``). Each type checks the count in its `init?(bytes:)`; parsing hex and
 /// drawing fresh bytes are written once, here, over it.
 public protocol RivetFixedSizeBytes: Sendable {
     /// The number of bytes.
@@ -28,6 +28,37 @@ extension RivetFixedSizeBytes {
         defer { SecretBytes.wipe(&bytes) }
         guard let value = Self(bytes: bytes) else { throw RivetPairingRandomnessError.shortRead }
         return value
+    }
+}
+
+/// Exactly 32 bytes, counted once: what a ``RivetBytes32`` value is made from.
+public struct Bytes32: Sendable {
+    /// The 32 bytes.
+    public let bytes: [UInt8]
+
+    /// Wraps exactly 32 bytes; `nil` for any other count.
+    public init?(_ bytes: some Collection<UInt8>) {
+        guard bytes.count == 32 else { return nil }
+        self.bytes = Array(bytes)
+    }
+}
+
+/// A 256-bit pairing value (`Nonce`, `PairingCredential`, `PairingVerifier`,
+/// `RivetPairingToken`, `RivetDiscoverySecret`): made only from a checked ``Bytes32``, so
+/// the count is checked in one place.
+public protocol RivetBytes32: RivetFixedSizeBytes {
+    /// Wraps bytes already counted.
+    init(_ checked: Bytes32)
+}
+
+extension RivetBytes32 {
+    /// 32.
+    public static var byteCount: Int { 32 }
+
+    /// Wraps exactly 32 bytes; `nil` for any other count.
+    public init?(bytes: some Collection<UInt8>) {
+        guard let checked = Bytes32(bytes) else { return nil }
+        self.init(checked)
     }
 }
 

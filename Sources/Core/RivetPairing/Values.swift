@@ -7,18 +7,10 @@ import OpenSSLKit
 extension DeviceID: RivetFixedSizeBytes {}
 
 /// A 256-bit pairing nonce: the client's `Nc` or the server's `Ns`. Exactly 32 bytes.
-public struct Nonce: RivetFixedSizeBytes, Hashable, HexDescribedBytes {
-    /// The number of bytes in a nonce (32).
-    public static let byteCount = 32
-
+public struct Nonce: RivetBytes32, Hashable, HexDescribedBytes {
     /// The 32 bytes.
     public let bytes: [UInt8]
-
-    /// Wraps exactly 32 bytes; `nil` for any other count.
-    public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == Self.byteCount else { return nil }
-        self.bytes = Array(bytes)
-    }
+    public init(_ checked: Bytes32) { bytes = checked.bytes }
 }
 
 /// The secret a paired device presents to resume a session: 32 random bytes (`K`).
@@ -27,18 +19,10 @@ public struct Nonce: RivetFixedSizeBytes, Hashable, HexDescribedBytes {
 /// device keeps it in its 0600 credential file. Its text forms (`description`,
 /// `debugDescription`, `dump`, string interpolation) never show the bytes. Equality runs in
 /// constant time.
-public struct PairingCredential: RivetFixedSizeBytes, RivetRedactedBytes {
-    /// The number of bytes in a credential (32).
-    public static let byteCount = 32
-
+public struct PairingCredential: RivetBytes32, RivetRedactedBytes {
     /// The secret bytes, for the wire message and the device's credential file only.
     public let bytes: [UInt8]
-
-    /// Wraps exactly 32 bytes; `nil` for any other count.
-    public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == Self.byteCount else { return nil }
-        self.bytes = Array(bytes)
-    }
+    public init(_ checked: Bytes32) { bytes = checked.bytes }
 
     /// `SHA-256(K)`: what the registry stores in place of the credential.
     public var verifier: PairingVerifier { PairingVerifier(digestOf: self) }
@@ -47,18 +31,11 @@ public struct PairingCredential: RivetFixedSizeBytes, RivetRedactedBytes {
 /// `SHA-256(K)` of a `PairingCredential`: what the registry keeps, so a copied registry file does
 /// not let anyone present a credential. Never printed: its text forms say `redacted`. Equality
 /// runs in constant time.
-public struct PairingVerifier: Sendable, RivetRedactedBytes {
-    /// The number of bytes in a verifier (32).
-    public static let byteCount = 32
-
+public struct PairingVerifier: RivetBytes32, RivetRedactedBytes {
     /// The 32 digest bytes.
     public let bytes: [UInt8]
-
-    /// Wraps exactly 32 bytes (a verifier read back from storage); `nil` for any other count.
-    public init?(bytes: some Collection<UInt8>) {
-        guard bytes.count == Self.byteCount else { return nil }
-        self.bytes = Array(bytes)
-    }
+    /// A verifier read back from storage (`init?(bytes:)` counts them).
+    public init(_ checked: Bytes32) { bytes = checked.bytes }
 
     /// The verifier of `credential`: `SHA-256(K)`.
     public init(digestOf credential: PairingCredential) {
@@ -120,30 +97,38 @@ public struct ConfirmationCode: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// `value` when it is 1 to `maximumByteCount` bytes of UTF-8 and holds no character `refused`
-/// marks; otherwise throws `error` naming the value (escaped) as `name` and giving its length.
-private func validatedLabel(
-    _ value: String, maximumByteCount: Int, _ error: RivetDevicePairingValueError, named name: String,
-    refusing refused: (Unicode.Scalar) -> Bool = DisplayText.isHidden
-) throws(RivetDevicePairingValueError) -> String {
-    let count = value.utf8.count
-    guard count >= 1, count <= maximumByteCount, !value.unicodeScalars.contains(where: refused) else {
-        let hidden = value.unicodeScalars.first(where: refused).map { " holds \(DisplayText.escape($0))" } ?? ""
-        throw error.with("\(name) \(quoted(value, limit: 80)) (\(count) bytes)\(hidden)")
-    }
-    return value
-}
-
 /// A name people read (``RivetApplicationID``, ``RivetDeviceName``): validated text, shown
 /// as is or with its hidden characters escaped.
 public protocol RivetDisplayLabel: Hashable, Sendable, CustomStringConvertible {
-    /// The longest text in bytes of UTF-8.
-    static var maximumByteCount: Int { get }
+    /// How long the text may be, and how an invalid one is reported.
+    static var rule: RivetLabelRule { get }
     /// The validated text.
     var value: String { get }
+
+    /// Validates `value`.
+    /// - Throws: the rule's error for empty text, more than its maximum bytes of UTF-8, or
+    ///   a hidden character (C0, DEL, C1, Cf, Zl, Zp, Cn; ``DisplayText/isHidden(_:)``).
+    init(_ value: String) throws(RivetDevicePairingValueError)
+
+    /// A text a registry already holds, checked by the rule it was written under: 1 to
+    /// the rule's maximum bytes with no C0, DEL or C1 control. One written before hidden
+    /// characters were refused still loads, and is shown escaped (``quoted``, ``escaped``).
+    /// - Throws: the rule's error otherwise.
+    init(stored value: String) throws(RivetDevicePairingValueError)
+}
+
+/// A label's bounds: at most `maximumByteCount` bytes of UTF-8; an invalid text throws
+/// `invalid`, calling the text `noun`.
+public struct RivetLabelRule: Sendable {
+    public let maximumByteCount: Int
+    public let invalid: RivetDevicePairingValueError
+    public let noun: String
 }
 
 extension RivetDisplayLabel {
+    /// The longest text in bytes of UTF-8.
+    public static var maximumByteCount: Int { rule.maximumByteCount }
+
     /// The text.
     public var description: String { value }
 
@@ -153,6 +138,19 @@ extension RivetDisplayLabel {
 
     /// The text with hidden characters escaped: the form in a table cell.
     public var escaped: String { DisplayText.escaped(value) }
+
+    /// `value` when it is 1 to ``maximumByteCount`` bytes of UTF-8 and holds no character
+    /// `refused` marks; otherwise throws the rule's error naming the value (escaped) and its length.
+    static func validated(
+        _ value: String, refusing refused: (Unicode.Scalar) -> Bool = DisplayText.isHidden
+    ) throws(RivetDevicePairingValueError) -> String {
+        let count = value.utf8.count
+        guard count >= 1, count <= rule.maximumByteCount, !value.unicodeScalars.contains(where: refused) else {
+            let hidden = value.unicodeScalars.first(where: refused).map { " holds \(DisplayText.escape($0))" } ?? ""
+            throw rule.invalid.with("\(rule.noun) \(RivetPairing.quoted(value, limit: 80)) (\(count) bytes)\(hidden)")
+        }
+        return value
+    }
 }
 
 /// The application a device pairs with: 1–255 bytes of UTF-8 with no hidden character (no C0,
@@ -160,54 +158,20 @@ extension RivetDisplayLabel {
 /// or paragraph separator, no unassigned code point; ``DisplayText/isHidden(_:)``). It is bound
 /// into the confirmation code and checked again on every resume.
 public struct RivetApplicationID: RivetDisplayLabel {
-    /// The longest application ID in bytes of UTF-8 (255).
-    public static let maximumByteCount = 255
-
-    /// The validated text.
+    public static let rule = RivetLabelRule(maximumByteCount: 255, invalid: .invalidApplicationID, noun: "application ID")
     public let value: String
-
-    /// Validates `value`.
-    /// - Throws: `RivetDevicePairingValueError.invalidApplicationID` for empty text, more than
-    ///   255 bytes of UTF-8, or a hidden character (C0, DEL, C1, Cf, Zl, Zp, Cn).
-    public init(_ value: String) throws(RivetDevicePairingValueError) {
-        self.value = try validatedLabel(value, maximumByteCount: Self.maximumByteCount, .invalidApplicationID, named: "application ID")
-    }
-
-    /// An application ID a registry already holds, checked by the rule it was written under:
-    /// 1–255 bytes with no C0, DEL or C1 control. One written before hidden characters were
-    /// refused still loads, and is shown escaped (``quoted``, ``escaped``).
-    /// - Throws: `RivetDevicePairingValueError.invalidApplicationID` otherwise.
-    public init(stored value: String) throws(RivetDevicePairingValueError) {
-        self.value = try validatedLabel(
-            value, maximumByteCount: Self.maximumByteCount, .invalidApplicationID, named: "application ID", refusing: isControl)
-    }
+    public init(_ value: String) throws(RivetDevicePairingValueError) { self.value = try Self.validated(value) }
+    public init(stored value: String) throws(RivetDevicePairingValueError) { self.value = try Self.validated(value, refusing: isControl) }
 }
 
 /// The name a device gives itself, shown to the person who confirms pairing and in the registry
 /// listing: 1–128 bytes of UTF-8 with no hidden character (``DisplayText/isHidden(_:)``), so it
 /// can neither drive a terminal nor reorder, hide or break the text around it.
 public struct RivetDeviceName: RivetDisplayLabel {
-    /// The longest device name in bytes of UTF-8 (128).
-    public static let maximumByteCount = 128
-
-    /// The validated text.
+    public static let rule = RivetLabelRule(maximumByteCount: 128, invalid: .invalidDeviceName, noun: "device name")
     public let value: String
-
-    /// Validates `value`.
-    /// - Throws: `RivetDevicePairingValueError.invalidDeviceName` for empty text, more than
-    ///   128 bytes of UTF-8, or a hidden character (C0, DEL, C1, Cf, Zl, Zp, Cn).
-    public init(_ value: String) throws(RivetDevicePairingValueError) {
-        self.value = try validatedLabel(value, maximumByteCount: Self.maximumByteCount, .invalidDeviceName, named: "device name")
-    }
-
-    /// A name a registry already holds, checked by the rule it was written under: 1–128 bytes
-    /// with no C0, DEL or C1 control. One written before hidden characters were refused still
-    /// loads, and is shown escaped (``quoted``, ``escaped``).
-    /// - Throws: `RivetDevicePairingValueError.invalidDeviceName` otherwise.
-    public init(stored value: String) throws(RivetDevicePairingValueError) {
-        self.value = try validatedLabel(
-            value, maximumByteCount: Self.maximumByteCount, .invalidDeviceName, named: "device name", refusing: isControl)
-    }
+    public init(_ value: String) throws(RivetDevicePairingValueError) { self.value = try Self.validated(value) }
+    public init(stored value: String) throws(RivetDevicePairingValueError) { self.value = try Self.validated(value, refusing: isControl) }
 }
 
 /// Which network connection a device's pairing message came from, as numbered by the daemon.

@@ -40,23 +40,65 @@ final class EVPHasher {
     }
 }
 
-/// SHA-256 (FIPS 180-4) over OpenSSL's EVP interface.
+/// A SHA-2 function (FIPS 180-4) that ``SHA2`` computes.
+public enum SHA2Function: Sendable {
+    case sha256, sha512
+
+    /// Length of its digest in bytes.
+    public var digestCount: Int {
+        switch self {
+        case .sha256: 32
+        case .sha512: 64
+        }
+    }
+
+    var evp: () -> OpaquePointer? {
+        switch self {
+        case .sha256: { EVP_sha256() }
+        case .sha512: { EVP_sha512() }
+        }
+    }
+
+    var name: String {
+        switch self {
+        case .sha256: "SHA-256"
+        case .sha512: "SHA-512"
+        }
+    }
+}
+
+/// Names the function of a ``SHA2`` hasher in its type.
+public protocol SHA2Variant {
+    static var function: SHA2Function { get }
+}
+
+/// SHA-256's variant.
+public enum SHA256Variant: SHA2Variant { public static let function = SHA2Function.sha256 }
+/// SHA-512's variant.
+public enum SHA512Variant: SHA2Variant { public static let function = SHA2Function.sha512 }
+
+/// SHA-256 over OpenSSL's EVP interface.
+public typealias SHA256 = SHA2<SHA256Variant>
+/// SHA-512 over OpenSSL's EVP interface, used as ``SHA256`` is.
+public typealias SHA512 = SHA2<SHA512Variant>
+
+/// A SHA-2 digest (``SHA256``, ``SHA512``) over OpenSSL's EVP interface.
 ///
 /// Use `SHA256.hash(_:)` for bytes in memory, or create a hasher and feed it chunks with
 /// `update(_:)` (for example a streamed download), then call `finalize()`.
 /// A hasher is not thread-safe; it belongs to one owner at a time.
-public final class SHA256 {
-    /// Length of a SHA-256 digest in bytes (32).
-    public static let digestCount = 32
+public final class SHA2<Variant: SHA2Variant> {
+    /// Length of a digest in bytes (32 for SHA-256, 64 for SHA-512).
+    public static var digestCount: Int { Variant.function.digestCount }
 
-    private let hasher = EVPHasher({ EVP_sha256() }, count: digestCount, name: "SHA-256")
+    private let hasher = EVPHasher(Variant.function.evp, count: digestCount, name: Variant.function.name)
 
     /// Creates an empty hasher. Traps only if OpenSSL cannot allocate a digest context.
     public init() {}
 
-    /// The 32-byte SHA-256 digest of `bytes`.
+    /// The digest of `bytes`.
     public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        let hasher = SHA256()
+        let hasher = SHA2()
         hasher.update(bytes)
         return hasher.finalize()
     }
@@ -64,32 +106,8 @@ public final class SHA256 {
     /// Feeds more bytes into the digest. Any size, including empty.
     public func update(_ bytes: some Collection<UInt8>) { hasher.update(bytes) }
 
-    /// Returns the 32-byte digest of everything fed so far, then resets the hasher to empty so it
-    /// can be reused.
-    public func finalize() -> [UInt8] { hasher.finalize() }
-}
-
-/// SHA-512 (FIPS 180-4) over OpenSSL's EVP interface, used as ``SHA256`` is.
-public final class SHA512 {
-    /// Length of a SHA-512 digest in bytes (64).
-    public static let digestCount = 64
-
-    private let hasher = EVPHasher({ EVP_sha512() }, count: digestCount, name: "SHA-512")
-
-    /// Creates an empty hasher. Traps only if OpenSSL cannot allocate a digest context.
-    public init() {}
-
-    /// The 64-byte SHA-512 digest of `bytes`.
-    public static func hash(_ bytes: some Collection<UInt8>) -> [UInt8] {
-        let hasher = SHA512()
-        hasher.update(bytes)
-        return hasher.finalize()
-    }
-
-    /// Feeds more bytes into the digest. Any size, including empty.
-    public func update(_ bytes: some Collection<UInt8>) { hasher.update(bytes) }
-
-    /// Returns the 64-byte digest of everything fed so far, then resets the hasher to empty.
+    /// Returns the digest of everything fed so far, then resets the hasher to empty so it can
+    /// be reused.
     public func finalize() -> [UInt8] { hasher.finalize() }
 }
 

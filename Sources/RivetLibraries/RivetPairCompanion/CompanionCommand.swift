@@ -244,11 +244,7 @@ struct CompanionError: ToolError {
 
 /// What `--connect --json` prints: never the credential.
 struct PairedJSON: Encodable {
-    let device_id: String
-    let application_id: String
-    let server_address: String
-    let server_fingerprint: String
-    let credential_file: String
+    let device_id, application_id, server_address, server_fingerprint, credential_file: String
 
     init(_ credential: RivetCompanionCredential, file: String) {
         device_id = credential.deviceID.hex

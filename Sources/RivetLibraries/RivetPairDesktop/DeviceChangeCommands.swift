@@ -125,11 +125,7 @@ extension DesktopCommands {
 
 /// The JSON shape of one history entry (documented in rivet-pair(1)).
 struct EventJSON: Encodable {
-    let device_id: String
-    let time: String
-    let kind: String
-    let name: String
-    let detail: String
+    let device_id, time, kind, name, detail: String
 
     init(_ event: RivetDeviceEvent) {
         device_id = event.deviceID.hex

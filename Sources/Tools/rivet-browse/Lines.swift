@@ -6,13 +6,7 @@ import RivetDiscovery
 /// as received, each entry escaped (`escapedTXT`: printable ASCII as is, `\\` for a backslash,
 /// `\xHH` for any other byte) so odd bytes never break the JSON. Absent fields are not written.
 struct ServiceLine: Encodable {
-    let event: String
-    let name: String
-    let type: String
-    let domain: String
-    let interface: String
-    let `protocol`: String
-    let host: String
+    let event, name, type, domain, interface, `protocol`, host: String
     let addresses: [String]
     let port: UInt16
     private(set) var txt: [String: String]?
