@@ -3,17 +3,13 @@ internal import COpenSSL
 /// One EVP digest context: what ``SHA256`` and ``SHA512`` hash with. Not thread-safe.
 final class EVPHasher {
     private let context: OpaquePointer
-    private let algorithm: () -> OpaquePointer?
-    private let count: Int
-    private let name: String
+    private let function: SHA2Function
 
-    /// A hasher over `algorithm` (`EVP_sha256`, ...), whose digests are `count` bytes long.
-    init(_ algorithm: @escaping () -> OpaquePointer?, count: Int, name: String) {
+    /// A hasher computing `function`.
+    init(_ function: SHA2Function) {
         guard let context = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed: out of memory") }
         self.context = context
-        self.algorithm = algorithm
-        self.count = count
-        self.name = name
+        self.function = function
         reset()
     }
 
@@ -27,16 +23,16 @@ final class EVPHasher {
     }
 
     func finalize() -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: count)
+        var digest = [UInt8](repeating: 0, count: function.digestCount)
         var length: UInt32 = 0
         precondition(
-            EVP_DigestFinal_ex(context, &digest, &length) == 1 && Int(length) == count, "EVP_DigestFinal_ex failed")
+            EVP_DigestFinal_ex(context, &digest, &length) == 1 && Int(length) == function.digestCount, "EVP_DigestFinal_ex failed")
         reset()
         return digest
     }
 
     private func reset() {
-        precondition(EVP_DigestInit_ex(context, algorithm(), nil) == 1, "EVP_DigestInit_ex(\(name)) failed")
+        precondition(EVP_DigestInit_ex(context, function.evp, nil) == 1, "EVP_DigestInit_ex(\(function.name)) failed")
     }
 }
 
@@ -52,10 +48,11 @@ public enum SHA2Function: Sendable {
         }
     }
 
-    var evp: () -> OpaquePointer? {
+    /// OpenSSL's description of the function.
+    var evp: OpaquePointer? {
         switch self {
-        case .sha256: { EVP_sha256() }
-        case .sha512: { EVP_sha512() }
+        case .sha256: EVP_sha256()
+        case .sha512: EVP_sha512()
         }
     }
 
@@ -91,7 +88,7 @@ public final class SHA2<Variant: SHA2Variant> {
     /// Length of a digest in bytes (32 for SHA-256, 64 for SHA-512).
     public static var digestCount: Int { Variant.function.digestCount }
 
-    private let hasher = EVPHasher(Variant.function.evp, count: digestCount, name: Variant.function.name)
+    private let hasher = EVPHasher(Variant.function)
 
     /// Creates an empty hasher. Traps only if OpenSSL cannot allocate a digest context.
     public init() {}

@@ -3,9 +3,10 @@ import CSQLite
 /// One compiled SQL statement on a `SQLiteDatabase`; finalized when released.
 ///
 /// Like its database it has one owner and is not `Sendable`. It keeps its database object alive
-/// (except the statements the database caches for itself, which it owns). Typical use: `bind`, then `step()` until it returns false, reading columns while it returns
-/// true. A statement left on a row holds a read snapshot (which stops WAL checkpoints from
-/// finishing) until `reset()`, the next `bind(_:)`, or its release.
+/// (except the statements the database caches for itself, which it owns). Typical use: `bind`,
+/// then `step()` until it returns false, reading columns while it returns true. A statement left
+/// on a row holds a read snapshot (which stops WAL checkpoints from finishing) until `reset()`,
+/// the next `bind(_:)`, or its release.
 public final class SQLiteStatement {
     /// The database, kept alive by every statement but those in the database's own cache.
     private let owner: SQLiteDatabase?
