@@ -48,7 +48,7 @@ final class OpenSSLTestServer: @unchecked Sendable {
         // s_server buffers its "ACCEPT host:port" line when stdout is a pipe, so pick the port
         // here and wait until it accepts connections.
         for _ in 0..<3 {
-            let port = try LoopbackHTTPServer.closedPort()
+            let port = try LoopbackHTTPServer.freePort()
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }

@@ -22,7 +22,7 @@ final class RealServer: Sendable {
         self.directory = directory
         try FileManager.default.createDirectory(atPath: directory + "/www", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: directory + "/tmp", withIntermediateDirectories: true)
-        port = try LoopbackHTTPServer.closedPort()
+        port = try LoopbackHTTPServer.freePort()
         let configuration = """
             daemon off;
             master_process off;

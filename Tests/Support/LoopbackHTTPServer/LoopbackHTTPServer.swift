@@ -87,14 +87,32 @@ public final class LoopbackHTTPServer: Sendable {
     /// thread. Idempotent; must not be called from a handler.
     public func stop() { core.stop() }
 
-    /// A port on 127.0.0.1 that nothing listens on: bound to learn an ephemeral port, then
-    /// closed. Connecting to it is refused (unless something else takes the port meanwhile).
+    /// A port on 127.0.0.1 that nothing listens on, for the rest of the process: a socket stays
+    /// bound to it and never listens, so connecting to it is refused and no other socket can
+    /// take it (a port merely closed again was taken by another test's listener while the suite
+    /// ran in parallel). For a port another program is to listen on, see ``freePort()``.
     ///
     /// - Throws: `LoopbackHTTPServerError` when no socket can be bound.
     public static func closedPort() throws -> UInt16 {
+        try ephemeralPort(held: true)
+    }
+
+    /// A port on 127.0.0.1 that was free a moment ago, for a server started by another program
+    /// (nginx, `openssl s_server`) that takes only a port number: bound to learn an ephemeral
+    /// port, then closed. Something else may take it first; the caller retries if so.
+    ///
+    /// - Throws: `LoopbackHTTPServerError` when no socket can be bound.
+    public static func freePort() throws -> UInt16 {
+        try ephemeralPort(held: false)
+    }
+
+    /// An ephemeral port bound on 127.0.0.1; `held` keeps the socket bound, never listening,
+    /// until the process exits.
+    private static func ephemeralPort(held: Bool) throws -> UInt16 {
         let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard probe >= 0 else { throw LoopbackHTTPServerError("socket failed: \(errnoText())") }
-        defer { Glibc.close(probe) }
+        var keep = false
+        defer { if !keep { Glibc.close(probe) } }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -104,7 +122,9 @@ public final class LoopbackHTTPServer: Sendable {
             }
         }
         guard bound == 0 else { throw LoopbackHTTPServerError("bind to 127.0.0.1:0 failed: \(errnoText())") }
-        return try localPort(of: probe)
+        let port = try localPort(of: probe)
+        keep = held  // a held probe is never closed: the port stays dead until the process exits
+        return port
     }
 
     private static func localPort(of descriptor: Int32) throws -> UInt16 {
