@@ -9,38 +9,23 @@ import Testing
 @Suite struct ClosedPortTests {
     @Test func nothingElseCanTakeAClosedPortAndConnectingIsRefused() throws {
         let port = try LoopbackHTTPServer.closedPort()
-        #expect(try bindOrErrno(port) == EADDRINUSE)
-        #expect(try connectOrErrno(port) == ECONNREFUSED)
+        #expect(try errnoOf(bind, port) == EADDRINUSE)
+        #expect(try errnoOf(connect, port) == ECONNREFUSED)
     }
 
-    private func address(_ port: UInt16) -> sockaddr_in {
+    /// 0 when `call` (bind or connect) of a new socket to 127.0.0.1:`port` succeeded, else errno.
+    private func errnoOf(
+        _ call: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32, _ port: UInt16
+    ) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return address
-    }
-
-    /// 0 when a new socket could bind `port` on 127.0.0.1, else errno.
-    private func bindOrErrno(_ port: UInt16) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        var target = address(port)
-        let result = withUnsafePointer(to: &target) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        return result == 0 ? 0 : errno
-    }
-
-    /// 0 when a connection to `port` on 127.0.0.1 was accepted, else errno.
-    private func connectOrErrno(_ port: UInt16) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        try #require(fd >= 0)
-        defer { close(fd) }
-        var target = address(port)
-        let result = withUnsafePointer(to: &target) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         return result == 0 ? 0 : errno
     }
